@@ -1,0 +1,233 @@
+"""The backward pass: walk the recorded graph from the outputs to the leaves.
+
+Nodes are visited in decreasing *generation* (a node's generation is one more
+than the largest of its inputs'), kept in a heap: when a node is popped, every
+node that consumed its outputs has already run, so its output gradients are
+complete. This is DeZero's ordering, and it needs no topological sort.
+
+Gradients flowing into the same node output are summed; gradients reaching a
+leaf are accumulated into ``leaf.grad`` (``backward``) or captured and returned
+(``grad``). With ``create_graph=True`` backward formulas run with grad mode on,
+so the gradients themselves have a graph (higher-order derivatives).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+
+from ..tensor import Tensor
+from .state import STATE
+
+__all__ = ["backward", "grad"]
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False):
+    """Accumulate d(tensors)/d(leaf) into ``leaf.grad`` for every leaf that requires grad.
+
+    Args:
+        tensors: a Tensor or a sequence of Tensors to differentiate.
+        grad_tensors: the cotangents (None for scalar outputs, meaning 1).
+        retain_graph: keep saved values for another backward (defaults to create_graph).
+        create_graph: record the backward pass itself, for higher-order gradients.
+    """
+    roots, seeds = _roots_and_seeds(tensors, grad_tensors, "backward")
+    _run(roots, seeds, create_graph if retain_graph is None else retain_graph, create_graph, capture=None)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False):
+    """Return d(outputs)/d(inputs) without touching any ``.grad``.
+
+    Args:
+        outputs: a Tensor or sequence of Tensors.
+        inputs: a Tensor or sequence of Tensors (leaves or intermediate results).
+        grad_outputs: cotangents for ``outputs`` (None for scalar outputs).
+        retain_graph: keep saved values for another backward (defaults to create_graph).
+        create_graph: record the backward pass, for higher-order gradients.
+        allow_unused: return None for an input the outputs do not depend on instead of raising.
+    """
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"grad: inputs[{i}] must be a Tensor, got {type(t).__name__}")
+        if not t.requires_grad:
+            raise RuntimeError(f"One of the differentiated Tensors does not require grad (inputs[{i}])")
+    roots, seeds = _roots_and_seeds(outputs, grad_outputs, "grad")
+    capture = {_capture_key(t): [i, None] for i, t in enumerate(inputs)}
+    _run(roots, seeds, create_graph if retain_graph is None else retain_graph, create_graph, capture)
+    results = [None] * len(inputs)
+    for slot in capture.values():
+        results[slot[0]] = slot[1]
+    for i, r in enumerate(results):
+        if r is None and not allow_unused:
+            raise RuntimeError(
+                f"One of the differentiated Tensors (inputs[{i}]) appears to not have been used in the graph. "
+                "Set allow_unused=True if this is the desired behavior."
+            )
+    return tuple(results)
+
+
+def _capture_key(t):
+    return (t.grad_fn, t._output_nr) if t.grad_fn is not None else (id(t), None)
+
+
+def _roots_and_seeds(tensors, grads, caller):
+    tensors = (tensors,) if isinstance(tensors, Tensor) else tuple(tensors)
+    if grads is None or isinstance(grads, Tensor):
+        grads = (grads,) * len(tensors) if grads is None else (grads,)
+    grads = tuple(grads)
+    if len(grads) != len(tensors):
+        raise RuntimeError(f"{caller}: got {len(tensors)} tensors but {len(grads)} gradients")
+    seeds = []
+    for i, (t, g) in enumerate(zip(tensors, grads)):
+        if not t.requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        seeds.append(_seed(t, g))
+    return tensors, seeds
+
+
+def _seed(t, g):
+    if g is None:
+        if t.data.size != 1:
+            raise RuntimeError(
+                f"grad can be implicitly created only for scalar outputs (got an output of shape "
+                f"{tuple(t.shape)}); pass gradient= with the same shape"
+            )
+        return Tensor(_ones_like(t.data))
+    if not isinstance(g, Tensor):
+        raise TypeError(f"gradient must be a Tensor or None, got {type(g).__name__}")
+    if tuple(g.shape) != tuple(t.shape):
+        raise RuntimeError(f"Mismatch in shape: grad_output has a shape of {tuple(g.shape)} and output has a "
+                           f"shape of {tuple(t.shape)}")
+    return g
+
+
+def _ones_like(array):
+    from ..backend import get_array_module  # noqa: PLC0415
+    return get_array_module(array).ones_like(array)
+
+
+class _Pass:
+    """The bookkeeping of one backward pass."""
+
+    def __init__(self, retain_graph, create_graph, capture):
+        self.retain_graph, self.create_graph, self.capture = retain_graph, create_graph, capture
+        self.pending = {}          # Node -> [grad per output]
+        self.heap, self.counter = [], itertools.count()
+        self.handed_out = set()    # owners of arrays already stored in some leaf's .grad
+
+
+def _run(roots, seeds, retain_graph, create_graph, capture):
+    run = _Pass(retain_graph, create_graph, capture)
+    saved_mode, saved_autocast = STATE.grad_enabled, STATE.autocast
+    # NOTE: backward formulas run with autocast off: the forward already decided
+    # every dtype, and re-deciding would change the math of the gradient.
+    STATE.grad_enabled, STATE.autocast = create_graph, {}
+    try:
+        for t, g in zip(roots, seeds):
+            _send(run, (t.grad_fn, t._output_nr) if t.grad_fn is not None else (t, None), g)
+        while run.heap:
+            _, _, node = heapq.heappop(run.heap)
+            _run_node(run, node)
+    finally:
+        STATE.grad_enabled, STATE.autocast = saved_mode, saved_autocast
+
+
+def _send(run, edge, g):
+    target, nr = edge
+    if nr is None:
+        _reach_leaf(run, target, g)
+        return
+    slots = run.pending.get(target)
+    if slots is None:
+        slots = run.pending[target] = [None] * len(target._output_meta)
+        heapq.heappush(run.heap, (-target.generation, next(run.counter), target))
+    slots[nr] = g if slots[nr] is None else slots[nr] + g
+
+
+def _run_node(run, node):
+    grads = run.pending.pop(node)
+    if node.freed:
+        from .function import _FREED_MESSAGE  # noqa: PLC0415
+        raise RuntimeError(_FREED_MESSAGE)
+    for nr, g in enumerate(grads):
+        grads[nr] = _output_grad_hooks(run, node, nr, g)
+    if node.materialize_grads:
+        grads = [g if g is not None else _zeros(node, nr) for nr, g in enumerate(grads)]
+    input_grads = node.fn.backward(node, *grads)
+    input_grads = input_grads if isinstance(input_grads, tuple) else (input_grads,)
+    if len(input_grads) < len(node.next_edges):
+        raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
+                           f"(expected {len(node.next_edges)}, got {len(input_grads)})")
+    if not run.retain_graph:
+        node.free()
+    for i, (edge, g) in enumerate(zip(node.next_edges, input_grads)):
+        if edge is not None and g is not None:
+            _send(run, edge, _validate(node, i, edge, g))
+
+
+def _output_grad_hooks(run, node, nr, g):
+    if g is None:
+        return None
+    for hook in (node.tensor_hooks or {}).get(nr, ()):
+        new = hook(g)
+        g = new if new is not None else g
+    if run.capture is not None:
+        slot = run.capture.get((node, nr))
+        if slot is not None:
+            slot[1] = g if slot[1] is None else slot[1] + g
+    retained = node.retained.get(nr) if node.retained else None
+    t = retained() if retained is not None else None
+    if t is not None and run.capture is None:
+        value = g if run.create_graph else g.detach()
+        t.grad = value if t.grad is None else t.grad + value
+    return g
+
+
+def _zeros(node, nr):
+    shape, dtype, _ = node._output_meta[nr]
+    from ..backend import get_array_module  # noqa: PLC0415
+    xp = get_array_module(*(a for _, _, a in node._output_meta if a is not None))
+    return Tensor(xp.zeros(shape, dtype=dtype))
+
+
+def _validate(node, i, edge, g):
+    target, nr = edge
+    shape, dtype = (target.shape, target.dtype) if nr is None else target._output_meta[nr][:2]
+    if tuple(g.shape) != tuple(shape):
+        raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - got "
+                           f"{list(g.shape)} but expected shape compatible with {list(shape)}")
+    return g if g.dtype == dtype else g.to(dtype)
+
+
+def _reach_leaf(run, leaf, g):
+    for hook in leaf._hooks or ():
+        new = hook(g)
+        g = new if new is not None else g
+    if run.capture is not None:
+        slot = run.capture.get((id(leaf), None))
+        if slot is not None:
+            slot[1] = g if slot[1] is None else slot[1] + g
+        return
+    if leaf.grad is None:
+        leaf.grad = g if run.create_graph else _fresh_grad(run, g)
+    else:
+        # NOTE: out of place, so a .grad someone kept a reference to is never changed under them
+        leaf.grad = leaf.grad + g
+
+
+def _fresh_grad(run, g):
+    """A gradient Tensor safe to store in ``.grad``: never sharing memory with another leaf's grad.
+
+    NOTE: ``Add`` hands the same gradient to both inputs and ``reshape`` hands
+    out a view; storing either as-is would let an in-place update of one
+    ``.grad`` (an unscale, a clip) silently change another. Views and arrays
+    already handed out are copied; everything else is stored without a copy.
+    """
+    array = g.data
+    owner = array.base if array.base is not None else array
+    if array.base is not None or id(owner) in run.handed_out:
+        array = array.copy()
+        owner = array
+    run.handed_out.add(id(owner))
+    return Tensor(array)

@@ -1,0 +1,308 @@
+"""``Function``: one differentiable op, and the graph node (``ctx``) it leaves behind.
+
+An op is a subclass with two static methods, as in PyTorch::
+
+    class Mul(Function):
+        amp_policy = None                       # autocast leaves it alone
+        @staticmethod
+        def forward(ctx, a, b):                 # Tensors in; arrays (or Tensors) out
+            ctx.save_for_backward(a, b)
+            return a.data * b.data
+        @staticmethod
+        def backward(ctx, grad):                # Tensors in, Tensors out
+            a, b = ctx.saved_tensors
+            return grad * b, grad * a           # cupynet ops: double backward for free
+
+``Mul.apply(a, b)`` runs it. ``apply`` is the single place where the modes of
+this thread are honoured: autocast casts the inputs according to the class's
+``amp_policy``, the forward runs with grad mode off, and when any input needs a
+gradient the returned tensors point back at ``ctx`` (their ``grad_fn``).
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy
+
+from .. import dtypes
+from ..tensor import Tensor
+from .state import STATE
+
+__all__ = ["Function", "Node", "Cast", "once_differentiable"]
+
+_FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after they have "
+    "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
+    "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or "
+    "if you need to access saved tensors after calling backward."
+)
+
+
+class Node:
+    """A recorded op: what ``Tensor.grad_fn`` points to, and the ``ctx`` of forward/backward.
+
+    Args:
+        fn: the ``Function`` subclass that made it.
+    """
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.next_edges = ()          # per positional input: (Node, output_nr), (leaf Tensor, None) or None
+        self.needs_input_grad = ()
+        self.generation = 0
+        self.freed = False
+        self.materialize_grads = True
+        self.tensor_hooks = None      # output_nr -> [hook]
+        self.retained = None          # output_nr -> weakref to a Tensor that called retain_grad()
+        self.autocast_snapshot = None  # the autocast state forward ran under (for custom_bwd)
+        self._saved = ()
+        self._outputs = ()            # weakrefs to the output Tensors
+        self._output_meta = ()        # (shape, dtype, array or None) per output
+
+    def name(self) -> str:
+        """PyTorch-style node name, e.g. ``MulBackward``.
+
+        Args:
+            None.
+        """
+        return f"{self.fn.__name__}Backward"
+
+    __repr__ = name
+
+    def save_for_backward(self, *tensors):
+        """Keep tensors for backward; an in-place change before backward is then an error.
+
+        Args:
+            *tensors: Tensors (or None) needed by backward.
+        """
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"save_for_backward can only save Tensors or None, got {type(t).__name__}")
+        self._saved = tuple((t, t._version if t is not None else 0) for t in tensors)
+
+    @property
+    def saved_tensors(self):
+        """The tensors given to ``save_for_backward``, checked against in-place changes."""
+        if self.freed:
+            raise RuntimeError(_FREED_MESSAGE)
+        out = []
+        for entry, version in self._saved:
+            t = self.output(entry) if isinstance(entry, int) else entry
+            if t is not None and t._version != version:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by an inplace "
+                    f"operation: [{t.dtype} tensor of shape {tuple(t.shape)}], which is output of "
+                    f"{t.grad_fn.name() if t.grad_fn else 'a leaf'}, is at version {t._version}; expected "
+                    f"version {version} instead (in {self.name()})"
+                )
+            out.append(t)
+        return tuple(out)
+
+    def mark_non_differentiable(self, *tensors):
+        """Accepted for PyTorch compatibility: non-floating outputs never require grad here.
+
+        Args:
+            *tensors: outputs that should not require grad.
+        """
+        self._non_diff = {id(t) for t in tensors}
+
+    def set_materialize_grads(self, value: bool):
+        """Whether missing output gradients reach backward as zeros (True) or None.
+
+        Args:
+            value: the flag.
+        """
+        self.materialize_grads = bool(value)
+
+    def output(self, index: int) -> Tensor:
+        """Output ``index`` of this node as a Tensor wired to this node (rebuilt if it was freed).
+
+        Args:
+            index: which output.
+        """
+        t = self._outputs[index]() if self._outputs else None
+        if t is not None:
+            return t
+        shape, dtype, array = self._output_meta[index]
+        if array is None:
+            raise RuntimeError(f"{self.name()}: output {index} was not kept for backward")
+        t = Tensor(array, requires_grad=True)
+        t.grad_fn, t._output_nr = self, index
+        return t
+
+    def free(self):
+        """Drop everything saved for backward (called after backward unless retain_graph).
+
+        Args:
+            None.
+        """
+        self._saved = ()
+        self._output_meta = tuple((s, d, None) for s, d, _ in self._output_meta)
+        self.freed = True
+
+
+class Function:
+    """Base class of every op; subclass with static ``forward(ctx, ...)`` and ``backward(ctx, *grads)``.
+
+    Class attributes:
+        amp_policy: ``None`` (run in the input dtypes), ``"lower"``, ``"fp32"``, ``"promote"`` or ``"banned"``.
+        op_name: the name used in error messages, traces and the op reference.
+        save_outputs: keep output arrays so backward can call ``ctx.output(i)`` after the output died.
+
+    Args:
+        None (use ``apply``).
+    """
+
+    amp_policy = None
+    op_name = None
+    save_outputs = False
+    banned_message = None
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        """Compute the op on ``x.data`` arrays; return an array, a Tensor, or a tuple of them.
+
+        Args:
+            ctx: the Node, for save_for_backward and attributes.
+            *args: the op's inputs.
+        """
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        """Return one gradient (Tensor or None) per positional input of forward.
+
+        Args:
+            ctx: the Node.
+            *grad_outputs: one Tensor per output.
+        """
+        raise NotImplementedError
+
+    @classmethod
+    def name(cls) -> str:
+        """The op's public name (``op_name`` or the lowercased class name).
+
+        Args:
+            None.
+        """
+        return cls.op_name or cls.__name__.lower()
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        """Run the op: autocast casts, forward without recording, then wire the graph.
+
+        Args:
+            *args: inputs; positional Tensors are the differentiable ones.
+            **kwargs: options passed to forward.
+        """
+        state = STATE
+        if state.autocast or state.tracers:
+            from .autocast_dispatch import apply_cast_policy  # noqa: PLC0415 - only when autocast/trace is on
+            args = apply_cast_policy(cls, args)
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        _check_same_device(cls, tensors)
+        needs_graph = state.grad_enabled and any(t.requires_grad for t in tensors)
+        ctx = Node(cls)
+        if needs_graph:
+            ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+            if state.autocast:
+                ctx.autocast_snapshot = (dict(state.autocast), state.autocast_cache_enabled)
+        else:
+            ctx.needs_input_grad = (False,) * len(args)
+        previous_mode, state.grad_enabled = state.grad_enabled, False
+        try:
+            raw = cls.forward(ctx, *args, **kwargs)
+        finally:
+            state.grad_enabled = previous_mode
+        return _wrap_outputs(cls, ctx, args, raw, needs_graph)
+
+
+def _check_same_device(cls, tensors):
+    if len(tensors) < 2:
+        return
+    kind = type(tensors[0].data)
+    for t in tensors[1:]:
+        if type(t.data) is not kind:
+            raise RuntimeError(
+                "Expected all tensors to be on the same device, but found at least two devices, "
+                f"{tensors[0].device} and {t.device}! (in op {cls.name()})"
+            )
+
+
+def _wrap_outputs(cls, ctx, args, raw, needs_graph):
+    single = not isinstance(raw, tuple)
+    outputs = tuple(_as_output_tensor(r) for r in ((raw,) if single else raw))
+    if needs_graph:
+        _link(cls, ctx, args, outputs)
+    return outputs[0] if single else outputs
+
+
+def _as_output_tensor(value):
+    if isinstance(value, Tensor):
+        return Tensor(value.data) if (value.grad_fn is not None or value.requires_grad) else value
+    if isinstance(value, numpy.generic):
+        value = numpy.asarray(value)  # NOTE: NumPy reductions return scalars; a Tensor always holds an array
+    return Tensor(value)
+
+
+def _link(cls, ctx, args, outputs):
+    edges, generation = [], 0
+    for a in args:
+        if isinstance(a, Tensor) and a.requires_grad:
+            node = a.grad_fn
+            edges.append((node, a._output_nr) if node is not None else (a, None))
+            if node is not None and node.generation >= generation:
+                generation = node.generation + 1
+        else:
+            edges.append(None)
+    ctx.next_edges, ctx.generation = tuple(edges), generation
+    non_diff = getattr(ctx, "_non_diff", ())
+    refs, meta = [], []
+    for i, out in enumerate(outputs):
+        if dtypes.is_floating(out.dtype) and id(out) not in non_diff:
+            out._requires_grad, out.grad_fn, out._output_nr = True, ctx, i
+        refs.append(weakref.ref(out))
+        meta.append((out.shape, out.dtype, out.data if cls.save_outputs else None))
+    ctx._outputs, ctx._output_meta = tuple(refs), tuple(meta)
+    out_ids = {id(o): i for i, o in enumerate(outputs)}
+    if any(t is not None and id(t) in out_ids for t, _ in ctx._saved):
+        # NOTE: a saved output is kept by index, not by reference, so the node
+        # does not keep its own output alive through a reference cycle.
+        ctx._saved = tuple((out_ids[id(t)], v) if t is not None and id(t) in out_ids else (t, v)
+                           for t, v in ctx._saved)
+        ctx._output_meta = tuple((o.shape, o.dtype, o.data) for o in outputs)
+
+
+class Cast(Function):
+    """Differentiable dtype conversion: the gradient comes back in the source dtype.
+
+    Args:
+        x: the tensor.
+        dtype: the target dtype (keyword).
+    """
+
+    op_name = "to"
+
+    @staticmethod
+    def forward(ctx, x, dtype=None):
+        ctx.source_dtype = x.dtype
+        return x.data.astype(dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return Cast.apply(grad, dtype=ctx.source_dtype) if grad.dtype != ctx.source_dtype else grad
+
+
+def once_differentiable(backward):
+    """Decorator for a ``backward`` that is not itself differentiable (runs it without recording).
+
+    Args:
+        backward: the static backward method.
+    """
+    from .grad_mode import no_grad  # noqa: PLC0415
+
+    def wrapper(ctx, *grads):
+        with no_grad():
+            return backward(ctx, *grads)
+    return wrapper

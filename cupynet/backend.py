@@ -1,0 +1,184 @@
+"""Which array module runs the math: CuPy when a CUDA device is usable, else NumPy.
+
+The rule (DESIGN.md, "Device choice"):
+
+* ``CUPYNET_DEVICE=cpu`` forces NumPy; ``CUPYNET_DEVICE=cuda`` demands CuPy and
+  raises a clear error when no CUDA device is usable (never a silent fallback).
+* Otherwise the default device is ``cuda`` when CuPy imports *and*
+  ``cupy.cuda.is_available()`` says yes (wrapped in try/except: CuPy 13 can
+  raise there instead of answering), else ``cpu``.
+
+Everything else in cupynet asks this module for the array module of a device,
+or of an existing array, so that each op is written once against ``xp``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import numpy
+
+__all__ = [
+    "Device", "device", "default_device", "cuda_available", "get_array_module",
+    "array_module_for", "to_numpy", "device_of_array", "cupy_or_none",
+]
+
+
+@functools.lru_cache(maxsize=1)
+def cupy_or_none():
+    """Return the ``cupy`` module when it imports and a device is usable, else None.
+
+    Args:
+        None.
+    """
+    try:
+        import cupy  # noqa: PLC0415 - optional dependency, imported lazily
+    except Exception:  # ImportError, or a broken CUDA install raising at import
+        return None
+    try:
+        if not cupy.cuda.is_available():
+            return None
+    except Exception:  # NOTE: CuPy 13 can raise CUDARuntimeError here
+        return None
+    return cupy
+
+
+def cuda_available() -> bool:
+    """True when CuPy imports and at least one CUDA device is usable.
+
+    Args:
+        None.
+    """
+    return cupy_or_none() is not None
+
+
+class Device:
+    """A compute device: ``cpu`` (NumPy) or ``cuda:N`` (CuPy on GPU N).
+
+    Args:
+        spec: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or another ``Device``.
+    """
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, spec="cpu"):
+        if isinstance(spec, Device):
+            self.type, self.index = spec.type, spec.index
+            return
+        if not isinstance(spec, str):
+            raise TypeError(f"device: expected 'cpu', 'cuda' or 'cuda:N', got {spec!r}")
+        kind, _, index = spec.partition(":")
+        if kind not in ("cpu", "cuda") or (kind == "cpu" and index):
+            raise ValueError(f"device: expected 'cpu', 'cuda' or 'cuda:N', got {spec!r}")
+        if index and not index.isdigit():
+            raise ValueError(f"device: the index in {spec!r} must be a non-negative integer")
+        self.type = kind
+        self.index = int(index) if index else (0 if kind == "cuda" else None)
+        if kind == "cuda":
+            _require_cuda(spec, self.index)
+
+    @property
+    def xp(self):
+        """The array module of this device (``numpy`` or ``cupy``)."""
+        return numpy if self.type == "cpu" else cupy_or_none()
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = Device(other)
+        return isinstance(other, Device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+    def __repr__(self):
+        return f"device(type='{self.type}'" + (f", index={self.index})" if self.type == "cuda" else ")")
+
+    def __str__(self):
+        return self.type if self.type == "cpu" else f"cuda:{self.index}"
+
+
+def _require_cuda(spec, index):
+    cupy = cupy_or_none()
+    if cupy is None:
+        raise RuntimeError(
+            f"device {spec!r} was requested but no CUDA device is usable "
+            "(CuPy is not installed or cupy.cuda.is_available() is False); "
+            "install cupynet[cuda12] or cupynet[cuda13] on a machine with an NVIDIA GPU, or use 'cpu'"
+        )
+    count = cupy.cuda.runtime.getDeviceCount()
+    if index >= count:
+        raise RuntimeError(f"device {spec!r}: only {count} CUDA device(s) are visible")
+
+
+def device(spec="cpu") -> Device:
+    """Build a :class:`Device` from ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
+
+    Args:
+        spec: the device name, or a ``Device``.
+    """
+    return spec if isinstance(spec, Device) else Device(spec)
+
+
+def default_device() -> Device:
+    """The device new tensors go to: ``CUPYNET_DEVICE`` if set, else cuda when usable, else cpu.
+
+    Args:
+        None.
+    """
+    forced = os.environ.get("CUPYNET_DEVICE", "").strip()
+    if forced:
+        if forced not in ("cpu", "cuda") and not forced.startswith("cuda:"):
+            raise ValueError(f"CUPYNET_DEVICE must be 'cpu', 'cuda' or 'cuda:N', got {forced!r}")
+        return Device(forced)
+    return Device("cuda") if cuda_available() else Device("cpu")
+
+
+def get_array_module(*arrays):
+    """Return ``cupy`` if any argument is a CuPy array, else ``numpy``.
+
+    Args:
+        *arrays: arrays (or other objects, which are ignored).
+    """
+    cupy = cupy_or_none()
+    if cupy is not None:
+        for a in arrays:
+            if isinstance(a, cupy.ndarray):
+                return cupy
+    return numpy
+
+
+def array_module_for(dev) -> object:
+    """The array module of a device.
+
+    Args:
+        dev: a ``Device`` or device name.
+    """
+    return device(dev).xp
+
+
+def device_of_array(array) -> Device:
+    """The device an array lives on.
+
+    Args:
+        array: a NumPy or CuPy array.
+    """
+    if isinstance(array, numpy.ndarray) or numpy.isscalar(array):
+        return _CPU
+    d = Device.__new__(Device)
+    d.type, d.index = "cuda", int(array.device.id)
+    return d
+
+
+def to_numpy(array):
+    """Copy an array to host memory as a NumPy array (a no-op for NumPy arrays).
+
+    Args:
+        array: a NumPy or CuPy array.
+    """
+    if isinstance(array, numpy.ndarray):
+        return array
+    return array.get()
+
+
+_CPU = Device("cpu")

@@ -1,0 +1,361 @@
+"""Creating tensors: ``tensor``, ``zeros``, ``randn``, ... with PyTorch's ``dtype=``, ``device=``, ``requires_grad=``.
+
+Defaults follow PyTorch: floats are float32 (Python floats and float64 NumPy
+data included, unless ``dtype`` says otherwise... except ``from_numpy``, which
+keeps the array's dtype and memory), integers int64, bools bool.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy
+
+from . import backend, dtypes
+from .random import generator_for
+from .tensor import Tensor
+
+__all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange", "linspace", "eye",
+           "rand", "randn", "randint", "randperm", "zeros_like", "ones_like", "full_like", "empty_like",
+           "rand_like", "randn_like"]
+
+
+def _device(device):
+    return backend.device(device) if device is not None else backend.default_device()
+
+
+def _finish(array, device, requires_grad):
+    if device.type == "cuda":
+        cupy = device.xp
+        with cupy.cuda.Device(device.index):
+            array = cupy.asarray(array)
+    return Tensor(array, requires_grad=requires_grad)
+
+
+def _infer_dtype(host):
+    if host.dtype == numpy.bool_:
+        return dtypes.bool_
+    if host.dtype.kind in "iu":
+        return dtypes.int64
+    if host.dtype.kind == "f" or host.dtype == dtypes.bfloat16:
+        return dtypes.float32 if host.dtype == dtypes.float64 else host.dtype
+    raise TypeError(f"tensor: cannot make a tensor from data of dtype {host.dtype}")
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """A new tensor holding a copy of ``data`` (nested lists, numbers, arrays or a Tensor).
+
+    Args:
+        data: the values.
+        dtype: the dtype; inferred (floats -> float32, ints -> int64) when None.
+        device: ``"cpu"``/``"cuda"``; the default device when None.
+        requires_grad: make it a leaf that records gradients.
+    """
+    if isinstance(data, Tensor):
+        data = data.data
+    host = backend.to_numpy(data) if not isinstance(data, (list, tuple, numbers.Number)) else numpy.asarray(data)
+    if host.dtype == object:
+        raise TypeError("tensor: data must be numbers or (nested) sequences of numbers of one shape")
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(host)
+    dev = _device(device) if device is not None or isinstance(data, (list, tuple, numbers.Number)) \
+        else backend.device_of_array(data) if not isinstance(data, numpy.ndarray) else _device(None)
+    return _finish(numpy.array(host, dtype=dtype), dev, requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """Like ``tensor`` but reuses ``data`` when it already is a Tensor/array of the right dtype and device.
+
+    Args:
+        data: the values.
+        dtype: the dtype, or None to keep/infer.
+        device: the device, or None.
+    """
+    if isinstance(data, Tensor) and (dtype is None or data.dtype == dtypes.as_dtype(dtype)) \
+            and (device is None or data.device == backend.device(device)):
+        return data
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(array):
+    """A CPU tensor sharing memory with a NumPy array (dtype kept).
+
+    Args:
+        array: a numpy.ndarray.
+    """
+    if not isinstance(array, numpy.ndarray):
+        raise TypeError(f"from_numpy: expected numpy.ndarray, got {type(array).__name__}")
+    dtypes.as_dtype(array.dtype)
+    return Tensor(array)
+
+
+def _shape(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    for s in size:
+        if not isinstance(s, (int, numpy.integer)) or s < 0:
+            raise ValueError(f"expected a shape of non-negative integers, got {tuple(size)}")
+    return tuple(int(s) for s in size)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of zeros.
+
+    Args:
+        *size: the shape, as ints or one tuple.
+        dtype: default float32.
+        device: default device when None.
+        requires_grad: make it a leaf that records gradients.
+    """
+    dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    return _finish_on(_device(device), lambda xp: xp.zeros(_shape(size), dtype=dt), requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of ones.
+
+    Args:
+        *size: the shape, as ints or one tuple.
+        dtype: default float32.
+        device: default device when None.
+        requires_grad: make it a leaf that records gradients.
+    """
+    dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    return _finish_on(_device(device), lambda xp: xp.ones(_shape(size), dtype=dt), requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    """An uninitialised tensor (zeros here: NumPy/CuPy allocation is cheap enough to be safe).
+
+    Args:
+        *size: the shape.
+        dtype: default float32.
+        device: default device when None.
+        requires_grad: make it a leaf that records gradients.
+    """
+    return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    """A tensor filled with ``fill_value``.
+
+    Args:
+        size: the shape.
+        fill_value: the value.
+        dtype: inferred from fill_value when None (float -> float32, int -> int64, bool -> bool).
+        device: default device when None.
+        requires_grad: make it a leaf that records gradients.
+    """
+    dt = dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(numpy.asarray(fill_value))
+    shape = _shape((size,) if not isinstance(size, int) else (size,))
+    return _finish_on(_device(device), lambda xp: xp.full(shape, fill_value, dtype=dt), requires_grad)
+
+
+def _finish_on(dev, make, requires_grad):
+    xp = dev.xp
+    if dev.type == "cuda":
+        with xp.cuda.Device(dev.index):
+            return Tensor(make(xp), requires_grad=requires_grad)
+    return Tensor(make(xp), requires_grad=requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    """Values from ``start`` to ``end`` (exclusive) by ``step``.
+
+    Args:
+        start: first value (or the end, when end is None).
+        end: the end (exclusive).
+        step: the spacing.
+        dtype: int64 when all arguments are ints, else float32, when None.
+        device: default device when None.
+        requires_grad: make it a leaf that records gradients.
+    """
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise ValueError("arange: step must be nonzero")
+    all_int = all(isinstance(v, (int, numpy.integer)) for v in (start, end, step))
+    dt = dtypes.as_dtype(dtype) if dtype is not None else (dtypes.int64 if all_int else dtypes.float32)
+    return _finish(numpy.arange(start, end, step).astype(dt), _device(device), requires_grad)
+
+
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive.
+
+    Args:
+        start: first value.
+        end: last value.
+        steps: how many values.
+        dtype: default float32.
+        device: default device when None.
+        requires_grad: make it a leaf that records gradients.
+    """
+    dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    return _finish(numpy.linspace(start, end, steps).astype(dt), _device(device), requires_grad)
+
+
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    """The identity matrix (n x m).
+
+    Args:
+        n: rows.
+        m: columns (n when None).
+        dtype: default float32.
+        device: default device when None.
+        requires_grad: make it a leaf that records gradients.
+    """
+    dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    return _finish(numpy.eye(n, m, dtype=dt), _device(device), requires_grad)
+
+
+def _random(draw, size, dtype, device, requires_grad):
+    dev = _device(device)
+    dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    if not dtypes.is_floating(dt):
+        raise TypeError(f"random floats need a floating dtype, got {dt}")
+    gen = generator_for(dev)
+    # NOTE: draw in float32/float64 (the generators' native types), then round to half if asked
+    native = dtypes.float64 if dt == dtypes.float64 else dtypes.float32
+    if dev.type == "cuda":
+        with dev.xp.cuda.Device(dev.index):
+            array = draw(gen, _shape(size), native).astype(dt, copy=False)
+    else:
+        array = draw(gen, _shape(size), native).astype(dt, copy=False)
+    return Tensor(array, requires_grad=requires_grad)
+
+
+def rand(*size, dtype=None, device=None, requires_grad=False):
+    """Uniform random values in [0, 1).
+
+    Args:
+        *size: the shape.
+        dtype: default float32.
+        device: default device when None.
+        requires_grad: make it a leaf that records gradients.
+    """
+    return _random(lambda g, s, d: g.random(s, dtype=d), size, dtype, device, requires_grad)
+
+
+def randn(*size, dtype=None, device=None, requires_grad=False):
+    """Standard normal random values.
+
+    Args:
+        *size: the shape.
+        dtype: default float32.
+        device: default device when None.
+        requires_grad: make it a leaf that records gradients.
+    """
+    return _random(lambda g, s, d: g.standard_normal(s, dtype=d), size, dtype, device, requires_grad)
+
+
+def randint(low, high=None, size=None, dtype=None, device=None):
+    """Random integers in [low, high).
+
+    Args:
+        low: lowest value (or high, when high is None).
+        high: one above the highest value.
+        size: the shape (a tuple).
+        dtype: default int64.
+        device: default device when None.
+    """
+    if high is None:
+        low, high = 0, low
+    if size is None:
+        raise TypeError("randint: size is required, e.g. randint(0, 10, (3,))")
+    if high <= low:
+        raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
+    dev = _device(device)
+    dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.int64
+    array = generator_for(dev).integers(low, high, size=_shape((tuple(size),)))
+    return _finish(backend.to_numpy(array).astype(dt), dev, False) if dev.type == "cpu" else Tensor(array.astype(dt))
+
+
+def randperm(n, dtype=None, device=None):
+    """A random permutation of ``0..n-1``.
+
+    Args:
+        n: how many values.
+        dtype: default int64.
+        device: default device when None.
+    """
+    dev = _device(device)
+    dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.int64
+    return _finish(generator_for("cpu").permutation(n).astype(dt), dev, False)
+
+
+def _like(fn, t, dtype, device, requires_grad, *extra):
+    return fn(*((tuple(t.shape),) + extra), dtype=dtype or t.dtype, device=device or t.device,
+              requires_grad=requires_grad)
+
+
+def zeros_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    """Zeros with ``input``'s shape, dtype and device.
+
+    Args:
+        input: a Tensor.
+        dtype: override the dtype.
+        device: override the device.
+        requires_grad: make it a leaf that records gradients.
+    """
+    return _like(zeros, input, dtype, device, requires_grad)
+
+
+def ones_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    """Ones with ``input``'s shape, dtype and device.
+
+    Args:
+        input: a Tensor.
+        dtype: override the dtype.
+        device: override the device.
+        requires_grad: make it a leaf that records gradients.
+    """
+    return _like(ones, input, dtype, device, requires_grad)
+
+
+def empty_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    """An uninitialised (zero) tensor like ``input``.
+
+    Args:
+        input: a Tensor.
+        dtype: override the dtype.
+        device: override the device.
+        requires_grad: make it a leaf that records gradients.
+    """
+    return _like(zeros, input, dtype, device, requires_grad)
+
+
+def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    """``fill_value`` everywhere, with ``input``'s shape, dtype and device.
+
+    Args:
+        input: a Tensor.
+        fill_value: the value.
+        dtype: override the dtype.
+        device: override the device.
+        requires_grad: make it a leaf that records gradients.
+    """
+    return full(tuple(input.shape), fill_value, dtype=dtype or input.dtype, device=device or input.device,
+                requires_grad=requires_grad)
+
+
+def rand_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    """Uniform [0, 1) values like ``input``.
+
+    Args:
+        input: a Tensor.
+        dtype: override the dtype.
+        device: override the device.
+        requires_grad: make it a leaf that records gradients.
+    """
+    return _like(rand, input, dtype, device, requires_grad)
+
+
+def randn_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    """Standard normal values like ``input``.
+
+    Args:
+        input: a Tensor.
+        dtype: override the dtype.
+        device: override the device.
+        requires_grad: make it a leaf that records gradients.
+    """
+    return _like(randn, input, dtype, device, requires_grad)

@@ -1,0 +1,108 @@
+"""The dtypes cupynet speaks: NumPy dtype objects, with bfloat16 from ml_dtypes.
+
+``cupynet.float32`` *is* ``numpy.dtype("float32")``, so a learner can compare a
+tensor's dtype with NumPy's and CuPy's without a translation table. bfloat16
+comes from ``ml_dtypes`` (NumPy has none); CuPy 14 understands the same dtype.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy
+
+float16 = numpy.dtype("float16")
+bfloat16 = numpy.dtype(ml_dtypes.bfloat16)
+float32 = numpy.dtype("float32")
+float64 = numpy.dtype("float64")
+int8 = numpy.dtype("int8")
+uint8 = numpy.dtype("uint8")
+int16 = numpy.dtype("int16")
+int32 = numpy.dtype("int32")
+int64 = numpy.dtype("int64")
+bool_ = numpy.dtype("bool")
+
+half, float, double, long, int = float16, float32, float64, int64, int32  # noqa: A001 - torch aliases
+
+FLOATING = (float16, bfloat16, float32, float64)
+LOW_PRECISION = (float16, bfloat16)
+_BY_NAME = {
+    "float16": float16, "half": float16, "bfloat16": bfloat16, "float32": float32,
+    "float": float32, "float64": float64, "double": float64, "int8": int8, "uint8": uint8,
+    "int16": int16, "int32": int32, "int64": int64, "long": int64, "bool": bool_,
+}
+
+__all__ = [
+    "float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64",
+    "bool_", "FLOATING", "LOW_PRECISION", "as_dtype", "is_floating", "is_low_precision",
+    "result_type", "compute_dtype",
+]
+
+
+def as_dtype(dtype) -> numpy.dtype:
+    """Normalise a dtype spelling (a name, a NumPy dtype or scalar type) to a NumPy dtype.
+
+    Args:
+        dtype: ``"float16"``, ``cupynet.float32``, ``numpy.float64``, ``bool``, ...
+    """
+    if isinstance(dtype, str):
+        name = dtype.removeprefix("torch.").removeprefix("cupynet.")
+        if name not in _BY_NAME:
+            raise TypeError(f"unknown dtype {dtype!r}; expected one of {sorted(_BY_NAME)}")
+        return _BY_NAME[name]
+    try:
+        d = numpy.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"unknown dtype {dtype!r}; expected a cupynet dtype such as cupynet.float32") from None
+    if d not in _BY_NAME.values():
+        raise TypeError(f"dtype {d} is not supported by cupynet; expected one of {sorted(_BY_NAME)}")
+    return d
+
+
+def is_floating(dtype) -> bool:
+    """True for float16, bfloat16, float32 and float64.
+
+    Args:
+        dtype: a NumPy dtype.
+    """
+    return dtype in FLOATING
+
+
+def is_low_precision(dtype) -> bool:
+    """True for float16 and bfloat16, the autocast dtypes.
+
+    Args:
+        dtype: a NumPy dtype.
+    """
+    return dtype in LOW_PRECISION
+
+
+def result_type(*dtypes) -> numpy.dtype:
+    """Type promotion as PyTorch does it for tensors of these dtypes.
+
+    NOTE: NumPy promotes float16 + bfloat16 to float32 (as PyTorch does) but has
+    no rule for bfloat16 + int; floats always win over ints and bools here.
+
+    Args:
+        *dtypes: NumPy dtypes.
+    """
+    floats = [d for d in dtypes if d in FLOATING]
+    if floats:
+        if len(set(floats)) == 1:
+            return floats[0]
+        if bfloat16 in floats:
+            widest = max((d for d in floats if d != bfloat16), key=lambda d: d.itemsize)
+            return float32 if widest.itemsize <= 4 else float64
+        return numpy.result_type(*floats)
+    return numpy.result_type(*dtypes)
+
+
+def compute_dtype(dtype) -> numpy.dtype:
+    """The dtype arithmetic runs in: float32 for half types, the dtype itself otherwise.
+
+    NOTE: half-precision math computes in fp32 and rounds once at the end, which
+    is what tensor cores (fp32 accumulation) and CUDA's half intrinsics do.
+
+    Args:
+        dtype: a NumPy dtype.
+    """
+    return float32 if dtype in LOW_PRECISION else dtype

@@ -1,0 +1,46 @@
+"""Every differentiable op, one family per module.
+
+Each family module defines ``__all__`` (its public functions) and ``METHODS``
+(the ones that are also ``Tensor`` methods, e.g. ``x.sum()``). This package
+gathers both; ``Tensor.__getattr__`` looks methods up in ``TENSOR_METHODS``.
+``OP_CLASSES`` lists every ``Function`` subclass, which is where the AMP op
+reference (docs/amp_ops.md) is generated from.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ..autograd.function import Cast, Function
+
+FAMILIES = ("shape", "arith", "reduce", "unary", "activation", "indexing", "linalg", "conv", "pool",
+            "norm", "loss", "attention", "embedding", "dropout")
+
+TENSOR_METHODS = {}
+_modules = []
+for _family in FAMILIES:
+    try:
+        _module = importlib.import_module(f"{__name__}.{_family}")
+    except ModuleNotFoundError as _error:
+        if _error.name != f"{__name__}.{_family}":
+            raise
+        continue  # NOTE: a family not written yet; the op reference test lists what exists
+    _modules.append(_module)
+    for _name in _module.__all__:
+        globals()[_name] = getattr(_module, _name)
+    TENSOR_METHODS.update(_module.METHODS)
+
+
+def _all_op_classes():
+    seen, out = set(), [Cast]
+    for module in _modules:
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, Function) and value is not Function \
+                    and value.__module__ == module.__name__ and value not in seen:
+                seen.add(value)
+                out.append(value)
+    return tuple(out)
+
+
+OP_CLASSES = _all_op_classes()
+__all__ = sorted({n for m in _modules for n in m.__all__}) + ["TENSOR_METHODS", "OP_CLASSES"]

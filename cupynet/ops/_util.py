@@ -1,0 +1,94 @@
+"""Small helpers shared by the op families (no ops here)."""
+
+from __future__ import annotations
+
+import numbers
+
+from .. import backend, dtypes
+from ..tensor import Tensor
+
+
+def xp_of(*values):
+    """The array module (numpy or cupy) of the Tensors among ``values``.
+
+    Args:
+        *values: Tensors, arrays or scalars.
+    """
+    return backend.get_array_module(*(v.data if isinstance(v, Tensor) else v for v in values))
+
+
+def lift(value, like: Tensor | None = None):
+    """Turn an array into a Tensor on ``like``'s device; keep Python scalars and Tensors as they are.
+
+    Args:
+        value: a Tensor, a Python number, or a NumPy/CuPy array.
+        like: a Tensor whose device an array should move to.
+    """
+    if isinstance(value, (Tensor, numbers.Number)):
+        return value
+    if like is None:
+        return Tensor(backend.get_array_module(value).asarray(value))
+    xp = like.data.__class__.__module__.split(".")[0]
+    return Tensor(backend.to_numpy(value) if xp == "numpy" else backend.cupy_or_none().asarray(value))
+
+
+def data(value):
+    """``value.data`` for a Tensor, the value itself otherwise (scalars stay Python scalars).
+
+    Args:
+        value: a Tensor or a scalar.
+    """
+    return value.data if isinstance(value, Tensor) else value
+
+
+def fix_float_dtype(result, *inputs):
+    """Undo NumPy's float64 for int-tensor-with-float-scalar math: PyTorch gives the default float32.
+
+    Args:
+        result: the computed array.
+        *inputs: the op's inputs (Tensors or scalars).
+    """
+    if result.dtype == dtypes.float64 and not any(isinstance(v, Tensor) and v.dtype == dtypes.float64
+                                                  for v in inputs):
+        return result.astype(dtypes.float32)
+    return result
+
+
+def require_floating(op_name: str, t: Tensor, what: str = "input"):
+    """Raise a clear TypeError when a float-only op gets an integer or bool tensor.
+
+    Args:
+        op_name: the op, for the message.
+        t: the tensor to check.
+        what: which argument it is, for the message.
+    """
+    if not dtypes.is_floating(t.dtype):
+        raise TypeError(f"{op_name}: expected a floating point {what} (float16, bfloat16, float32 or float64), "
+                        f"got {t.dtype}")
+
+
+def normalize_dim(op_name: str, dim: int, ndim: int) -> int:
+    """Turn a possibly negative dim into an index in ``[0, ndim)``, with a clear error when out of range.
+
+    Args:
+        op_name: the op, for the message.
+        dim: the dimension.
+        ndim: the number of dimensions of the tensor.
+    """
+    lo, hi = (-1, 0) if ndim == 0 else (-ndim, ndim - 1)
+    if not isinstance(dim, int) or not lo <= dim <= hi:
+        raise IndexError(f"{op_name}: Dimension out of range (expected to be in range of [{lo}, {hi}], "
+                         f"but got {dim})")
+    return dim % max(ndim, 1)
+
+
+def compute_in_fp32(array):
+    """The array in the dtype its math should run in (float32 for float16/bfloat16).
+
+    NOTE: half-precision math that accumulates (matmul, reductions) runs in fp32
+    and is rounded once at the end, matching tensor cores and CUDA reductions.
+
+    Args:
+        array: a NumPy or CuPy array.
+    """
+    return array.astype(dtypes.float32) if array.dtype in dtypes.LOW_PRECISION else array

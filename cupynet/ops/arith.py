@@ -1,0 +1,537 @@
+"""Elementwise arithmetic with broadcasting, casts, device moves, comparisons and in-place updates.
+
+Binary ops broadcast like NumPy; backward sums the gradient back to each
+input's shape (``sum_to``). A Python number as an operand stays a Python
+number, so ``half_tensor * 2.0`` stays float16 (NumPy 2's weak scalars, as in PyTorch).
+"""
+
+from __future__ import annotations
+
+from .. import backend, dtypes
+from ..autograd.function import Cast, Function
+from ..tensor import Tensor
+from ._util import data, fix_float_dtype, lift, xp_of
+from .shape import sum_to
+
+__all__ = [
+    "add", "sub", "mul", "div", "neg", "pow", "cast", "to_device", "eq", "ne", "lt", "le", "gt", "ge",
+    "logical_not", "logical_and", "logical_or", "add_", "sub_", "mul_", "div_", "zero_", "fill_", "copy_",
+    "clone", "contiguous", "maximum", "minimum",
+]
+
+
+def _grad_for(ctx, i, grad, value):
+    """Reduce a broadcast gradient to the shape of input i (None when no gradient is needed)."""
+    if not ctx.needs_input_grad[i]:
+        return None
+    return sum_to(grad, value.shape)
+
+
+class Add(Function):
+    """``a + b`` with broadcasting."""
+
+    op_name = "add"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = (getattr(a, "shape", ()), getattr(b, "shape", ()))
+        return fix_float_dtype(data(a) + data(b), a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        ga = sum_to(grad, ctx.shapes[0]) if ctx.needs_input_grad[0] else None
+        gb = sum_to(grad, ctx.shapes[1]) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+class Sub(Function):
+    """``a - b`` with broadcasting."""
+
+    op_name = "sub"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = (getattr(a, "shape", ()), getattr(b, "shape", ()))
+        return fix_float_dtype(data(a) - data(b), a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        ga = sum_to(grad, ctx.shapes[0]) if ctx.needs_input_grad[0] else None
+        gb = sum_to(-grad, ctx.shapes[1]) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+class Mul(Function):
+    """``a * b`` with broadcasting."""
+
+    op_name = "mul"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(*(v if isinstance(v, Tensor) else None for v in (a, b)))
+        ctx.scalars = (a, b)
+        return fix_float_dtype(data(a) * data(b), a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = _restore(ctx)
+        return _grad_for(ctx, 0, grad * b, a), _grad_for(ctx, 1, grad * a, b)
+
+
+class Div(Function):
+    """``a / b`` with broadcasting (true division: integers give float32)."""
+
+    op_name = "div"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(*(v if isinstance(v, Tensor) else None for v in (a, b)))
+        ctx.scalars = (a, b)
+        out = data(a) / data(b)
+        return fix_float_dtype(out, a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = _restore(ctx)
+        ga = _grad_for(ctx, 0, grad / b, a)
+        gb = _grad_for(ctx, 1, -grad * a / (b * b), b)
+        return ga, gb
+
+
+def _restore(ctx):
+    saved = ctx.saved_tensors
+    return tuple(s if s is not None else v for s, v in zip(saved, ctx.scalars))
+
+
+class Neg(Function):
+    """``-a``."""
+
+    op_name = "neg"
+
+    @staticmethod
+    def forward(ctx, a):
+        return -a.data
+
+    @staticmethod
+    def backward(ctx, grad):
+        return -grad
+
+
+class Pow(Function):
+    """``a ** b`` (either may be a Python number); fp32 under autocast, as in PyTorch."""
+
+    op_name = "pow"
+    amp_policy = "fp32"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(*(v if isinstance(v, Tensor) else None for v in (a, b)))
+        ctx.scalars = (a, b)
+        return fix_float_dtype(data(a) ** data(b), a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from .unary import log  # noqa: PLC0415 - unary imports arith
+        a, b = _restore(ctx)
+        ga = _grad_for(ctx, 0, grad * b * a ** (b - 1), a) if ctx.needs_input_grad[0] else None
+        gb = None
+        if ctx.needs_input_grad[1]:
+            log_a = log(a) if isinstance(a, Tensor) else _log_scalar(a)
+            gb = _grad_for(ctx, 1, grad * log_a * a ** b, b)
+        return ga, gb
+
+
+def _log_scalar(value):
+    import math  # noqa: PLC0415
+    return math.log(value)
+
+
+class ToDevice(Function):
+    """Copy to another device; the gradient goes back to the source device."""
+
+    op_name = "to_device"
+
+    @staticmethod
+    def forward(ctx, a, device=None):
+        ctx.source = a.device
+        return _move(a.data, device)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return ToDevice.apply(grad, device=ctx.source)
+
+
+def _move(array, device):
+    device = backend.device(device)
+    if device.type == "cpu":
+        return backend.to_numpy(array)
+    cupy = device.xp
+    with cupy.cuda.Device(device.index):
+        return cupy.asarray(array)
+
+
+def _binary(fn, a, b):
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        raise TypeError(f"{fn.name()}: expected at least one Tensor, got {type(a).__name__} and {type(b).__name__}")
+    like = a if isinstance(a, Tensor) else b
+    return fn.apply(lift(a, like), lift(b, like))
+
+
+def add(input, other, alpha=1):  # noqa: A002 - PyTorch's argument name
+    """Elementwise ``input + alpha * other`` with broadcasting.
+
+    Args:
+        input: a Tensor or number.
+        other: a Tensor or number.
+        alpha: multiplier of ``other``.
+    """
+    return _binary(Add, input, other if alpha == 1 else other * alpha)
+
+
+def sub(input, other, alpha=1):  # noqa: A002
+    """Elementwise ``input - alpha * other`` with broadcasting.
+
+    Args:
+        input: a Tensor or number.
+        other: a Tensor or number.
+        alpha: multiplier of ``other``.
+    """
+    return _binary(Sub, input, other if alpha == 1 else other * alpha)
+
+
+def mul(input, other):  # noqa: A002
+    """Elementwise product with broadcasting.
+
+    Args:
+        input: a Tensor or number.
+        other: a Tensor or number.
+    """
+    return _binary(Mul, input, other)
+
+
+def div(input, other):  # noqa: A002
+    """Elementwise true division with broadcasting.
+
+    Args:
+        input: a Tensor or number.
+        other: a Tensor or number.
+    """
+    return _binary(Div, input, other)
+
+
+def neg(input):  # noqa: A002
+    """Elementwise negation.
+
+    Args:
+        input: a Tensor.
+    """
+    return Neg.apply(input)
+
+
+def pow(input, exponent):  # noqa: A001, A002 - PyTorch's names
+    """Elementwise ``input ** exponent``; either may be a number.
+
+    Args:
+        input: a Tensor or number.
+        exponent: a Tensor or number.
+    """
+    return _binary(Pow, input, exponent)
+
+
+def cast(input, dtype):  # noqa: A002
+    """Differentiable dtype conversion (the gradient returns in the source dtype).
+
+    Args:
+        input: a Tensor.
+        dtype: the target dtype.
+    """
+    return Cast.apply(input, dtype=dtypes.as_dtype(dtype))
+
+
+def to_device(input, device):  # noqa: A002
+    """Differentiable copy to ``device``.
+
+    Args:
+        input: a Tensor.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or a Device.
+    """
+    return ToDevice.apply(input, device=backend.device(device))
+
+
+def clone(input):  # noqa: A002
+    """A copy with its own memory; differentiable.
+
+    Args:
+        input: a Tensor.
+    """
+    return Clone.apply(input)
+
+
+def contiguous(input):  # noqa: A002
+    """A C-contiguous tensor with the same values (self when already contiguous).
+
+    Args:
+        input: a Tensor.
+    """
+    return input if input.data.flags.c_contiguous else Clone.apply(input)
+
+
+class Clone(Function):
+    """A C-contiguous copy."""
+
+    op_name = "clone"
+
+    @staticmethod
+    def forward(ctx, a):
+        return xp_of(a).ascontiguousarray(a.data).copy()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+class Maximum(Function):
+    """Elementwise max of two tensors; the gradient goes to the larger (split evenly on ties)."""
+
+    op_name = "maximum"
+    pick_first = staticmethod(lambda a, b: a > b)
+
+    @classmethod
+    def forward(cls, ctx, a, b):
+        ctx.save_for_backward(a, b)
+        xp = xp_of(a, b)
+        return xp.maximum(a.data, b.data) if cls is Maximum else xp.minimum(a.data, b.data)
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        a, b = ctx.saved_tensors
+        first = (a > b) if cls is Maximum else (a < b)
+        tie = (a == b).to(grad.dtype) * 0.5
+        wa = first.to(grad.dtype) + tie
+        return _grad_for(ctx, 0, grad * wa, a), _grad_for(ctx, 1, grad * (1 - wa), b)
+
+
+class Minimum(Maximum):
+    """Elementwise min of two tensors."""
+
+    op_name = "minimum"
+
+
+def maximum(input, other):  # noqa: A002
+    """Elementwise maximum with broadcasting.
+
+    Args:
+        input: a Tensor.
+        other: a Tensor or number.
+    """
+    other = other if isinstance(other, Tensor) else _full_like_scalar(input, other)
+    return _binary(Maximum, input, other)
+
+
+def minimum(input, other):  # noqa: A002
+    """Elementwise minimum with broadcasting.
+
+    Args:
+        input: a Tensor.
+        other: a Tensor or number.
+    """
+    other = other if isinstance(other, Tensor) else _full_like_scalar(input, other)
+    return _binary(Minimum, input, other)
+
+
+def _full_like_scalar(t, value):
+    return Tensor(xp_of(t).asarray(value, dtype=t.dtype))
+
+
+# ---- comparisons and logic: no gradient, bool results ---------------------------------------
+def _compare(name, a, b):
+    like = a if isinstance(a, Tensor) else b
+    ua, ub = data(lift(a, like)), data(lift(b, like))
+    xp = xp_of(like)
+    return Tensor(getattr(xp, name)(ua, ub))
+
+
+def eq(input, other):  # noqa: A002
+    """Elementwise ``==`` (bool tensor).
+
+    Args:
+        input: a Tensor.
+        other: a Tensor or number.
+    """
+    return _compare("equal", input, other)
+
+
+def ne(input, other):  # noqa: A002
+    """Elementwise ``!=`` (bool tensor).
+
+    Args:
+        input: a Tensor.
+        other: a Tensor or number.
+    """
+    return _compare("not_equal", input, other)
+
+
+def lt(input, other):  # noqa: A002
+    """Elementwise ``<`` (bool tensor).
+
+    Args:
+        input: a Tensor.
+        other: a Tensor or number.
+    """
+    return _compare("less", input, other)
+
+
+def le(input, other):  # noqa: A002
+    """Elementwise ``<=`` (bool tensor).
+
+    Args:
+        input: a Tensor.
+        other: a Tensor or number.
+    """
+    return _compare("less_equal", input, other)
+
+
+def gt(input, other):  # noqa: A002
+    """Elementwise ``>`` (bool tensor).
+
+    Args:
+        input: a Tensor.
+        other: a Tensor or number.
+    """
+    return _compare("greater", input, other)
+
+
+def ge(input, other):  # noqa: A002
+    """Elementwise ``>=`` (bool tensor).
+
+    Args:
+        input: a Tensor.
+        other: a Tensor or number.
+    """
+    return _compare("greater_equal", input, other)
+
+
+def logical_not(input):  # noqa: A002
+    """Elementwise logical not (bool tensor).
+
+    Args:
+        input: a Tensor.
+    """
+    return Tensor(xp_of(input).logical_not(input.data))
+
+
+def logical_and(input, other):  # noqa: A002
+    """Elementwise logical and (bool tensor).
+
+    Args:
+        input: a Tensor.
+        other: a Tensor.
+    """
+    return _compare("logical_and", input, other)
+
+
+def logical_or(input, other):  # noqa: A002
+    """Elementwise logical or (bool tensor).
+
+    Args:
+        input: a Tensor.
+        other: a Tensor.
+    """
+    return _compare("logical_or", input, other)
+
+
+# ---- in-place updates: not recorded; they bump the version counter ---------------------------
+def _check_inplace(name, t):
+    from ..autograd.state import STATE  # noqa: PLC0415
+    if STATE.grad_enabled and t.requires_grad:
+        if t.grad_fn is None:
+            raise RuntimeError(f"{name}: a leaf Variable that requires grad is being used in an in-place operation.")
+        raise RuntimeError(f"{name}: in-place ops on tensors that are part of a graph are not supported by "
+                           "cupynet's autograd; use the out-of-place form")
+
+
+def _inplace(name, t, compute):
+    _check_inplace(name, t)
+    result = compute()
+    if result.dtype != t.dtype:
+        result = result.astype(t.dtype)
+    xp_of(t).copyto(t.data, result)
+    t._bump_version()
+    return t
+
+
+def add_(input, other, alpha=1):  # noqa: A002
+    """In place ``input += alpha * other``.
+
+    Args:
+        input: the Tensor to update.
+        other: a Tensor or number.
+        alpha: multiplier of ``other``.
+    """
+    return _inplace("add_", input, lambda: input.data + alpha * data(other))
+
+
+def sub_(input, other, alpha=1):  # noqa: A002
+    """In place ``input -= alpha * other``.
+
+    Args:
+        input: the Tensor to update.
+        other: a Tensor or number.
+        alpha: multiplier of ``other``.
+    """
+    return _inplace("sub_", input, lambda: input.data - alpha * data(other))
+
+
+def mul_(input, other):  # noqa: A002
+    """In place ``input *= other``.
+
+    Args:
+        input: the Tensor to update.
+        other: a Tensor or number.
+    """
+    return _inplace("mul_", input, lambda: input.data * data(other))
+
+
+def div_(input, other):  # noqa: A002
+    """In place ``input /= other``.
+
+    Args:
+        input: the Tensor to update.
+        other: a Tensor or number.
+    """
+    return _inplace("div_", input, lambda: input.data / data(other))
+
+
+def zero_(input):  # noqa: A002
+    """Fill with zeros in place.
+
+    Args:
+        input: the Tensor to update.
+    """
+    return _inplace("zero_", input, lambda: xp_of(input).zeros_like(input.data))
+
+
+def fill_(input, value):  # noqa: A002
+    """Fill with ``value`` in place.
+
+    Args:
+        input: the Tensor to update.
+        value: a number.
+    """
+    return _inplace("fill_", input, lambda: xp_of(input).full_like(input.data, data(value)))
+
+
+def copy_(input, src):  # noqa: A002
+    """Copy ``src``'s values into ``input`` in place (broadcasting, casting, across devices).
+
+    Args:
+        input: the Tensor to update.
+        src: a Tensor or array with a broadcastable shape.
+    """
+    source = src.data if isinstance(src, Tensor) else src
+    if input.is_cuda != (type(source).__module__.split(".")[0] == "cupy"):
+        source = _move(source, input.device)
+    return _inplace("copy_", input, lambda: xp_of(input).broadcast_to(source, input.shape))
+
+
+METHODS = {name: globals()[name] for name in __all__ if name not in ("cast", "to_device")}

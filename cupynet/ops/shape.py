@@ -1,0 +1,285 @@
+"""Shape ops that move no arithmetic: reshape, transpose/permute, broadcast and its inverse.
+
+Their backward formulas are the inverse shape op, so they are their own
+double-backward too. ``sum_to`` (sum a broadcast gradient back to an input's
+shape) and ``broadcast_to`` are each other's backward.
+"""
+
+from __future__ import annotations
+
+from ..autograd.function import Function
+from ._util import normalize_dim, xp_of
+
+__all__ = ["reshape", "view", "transpose", "permute", "broadcast_to", "expand", "expand_as", "sum_to",
+           "squeeze", "unsqueeze", "flatten", "unflatten", "movedim", "swapaxes"]
+
+
+def _resolve_shape(op_name, numel, shape):
+    shape = tuple(int(s) for s in shape)
+    unknown = [i for i, s in enumerate(shape) if s == -1]
+    known = 1
+    for s in shape:
+        if s != -1:
+            known *= s
+    if len(unknown) > 1:
+        raise RuntimeError(f"{op_name}: only one dimension can be inferred, got shape {shape}")
+    if unknown:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"{op_name}: shape {shape} is invalid for input of size {numel}")
+        shape = shape[:unknown[0]] + (numel // known,) + shape[unknown[0] + 1:]
+    elif known != numel:
+        raise RuntimeError(f"{op_name}: shape {shape} is invalid for input of size {numel}")
+    return shape
+
+
+class Reshape(Function):
+    """Same values, new shape."""
+
+    op_name = "reshape"
+
+    @staticmethod
+    def forward(ctx, a, shape=None):
+        ctx.in_shape = a.shape
+        return a.data.reshape(shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return reshape(grad, ctx.in_shape)
+
+
+class Permute(Function):
+    """Reorder dimensions."""
+
+    op_name = "permute"
+
+    @staticmethod
+    def forward(ctx, a, dims=None):
+        ctx.dims = dims
+        return a.data.transpose(dims)
+
+    @staticmethod
+    def backward(ctx, grad):
+        inverse = [0] * len(ctx.dims)
+        for i, d in enumerate(ctx.dims):
+            inverse[d] = i
+        return permute(grad, tuple(inverse))
+
+
+class BroadcastTo(Function):
+    """Broadcast to a larger shape (a view); backward sums back."""
+
+    op_name = "broadcast_to"
+
+    @staticmethod
+    def forward(ctx, a, shape=None):
+        ctx.in_shape = a.shape
+        return xp_of(a).broadcast_to(a.data, shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return sum_to(grad, ctx.in_shape)
+
+
+class SumTo(Function):
+    """Sum over the dimensions that broadcasting added or stretched, giving ``shape``."""
+
+    op_name = "sum_to"
+
+    @staticmethod
+    def forward(ctx, a, shape=None):
+        ctx.in_shape = a.shape
+        return _sum_to_array(a.data, shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return broadcast_to(grad, ctx.in_shape)
+
+
+def _sum_to_array(array, shape):
+    lead = array.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and array.shape[lead + i] != 1)
+    if not axes:
+        return array.reshape(shape)
+    # NOTE: half-precision gradients are summed in fp32 and rounded once
+    acc_dtype = "float32" if array.dtype.itemsize < 4 and array.dtype.kind in "fV" else None
+    out = array.sum(axis=axes, keepdims=True, dtype=acc_dtype)
+    return out.astype(array.dtype, copy=False).reshape(shape)
+
+
+def reshape(input, *shape):  # noqa: A002 - PyTorch's name
+    """Same data in a new shape (one dimension may be -1).
+
+    Args:
+        input: a Tensor.
+        *shape: the new shape, as ints or one tuple.
+    """
+    shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    shape = _resolve_shape("reshape", input.data.size, shape)
+    return input if shape == input.shape else Reshape.apply(input, shape=shape)
+
+
+view = reshape
+
+
+def permute(input, *dims):  # noqa: A002
+    """Reorder the dimensions.
+
+    Args:
+        input: a Tensor.
+        *dims: a permutation of ``range(ndim)``, as ints or one tuple.
+    """
+    dims = dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+    dims = tuple(normalize_dim("permute", d, input.ndim) for d in dims)
+    if sorted(dims) != list(range(input.ndim)):
+        raise RuntimeError(f"permute: dims {dims} is not a permutation of the {input.ndim} dimensions of "
+                           f"a tensor of shape {tuple(input.shape)}")
+    return Permute.apply(input, dims=dims)
+
+
+def transpose(input, dim0, dim1):  # noqa: A002
+    """Swap two dimensions.
+
+    Args:
+        input: a Tensor.
+        dim0: a dimension.
+        dim1: another dimension.
+    """
+    dims = list(range(input.ndim))
+    a, b = normalize_dim("transpose", dim0, input.ndim), normalize_dim("transpose", dim1, input.ndim)
+    dims[a], dims[b] = dims[b], dims[a]
+    return Permute.apply(input, dims=tuple(dims))
+
+
+swapaxes = transpose
+
+
+def movedim(input, source, destination):  # noqa: A002
+    """Move one dimension to a new position.
+
+    Args:
+        input: a Tensor.
+        source: the dimension to move.
+        destination: where it goes.
+    """
+    dims = list(range(input.ndim))
+    s = normalize_dim("movedim", source, input.ndim)
+    dims.pop(s)
+    dims.insert(normalize_dim("movedim", destination, input.ndim), s)
+    return Permute.apply(input, dims=tuple(dims))
+
+
+def broadcast_to(input, shape):  # noqa: A002
+    """Broadcast to ``shape`` following NumPy's rules.
+
+    Args:
+        input: a Tensor.
+        shape: the target shape.
+    """
+    shape = tuple(shape)
+    if shape == input.shape:
+        return input
+    try:
+        xp_of(input).broadcast_shapes(input.shape, shape)
+    except ValueError:
+        raise RuntimeError(f"broadcast_to: cannot broadcast a tensor of shape {tuple(input.shape)} to "
+                           f"{shape}") from None
+    return BroadcastTo.apply(input, shape=shape)
+
+
+def expand(input, *sizes):  # noqa: A002
+    """Broadcast to ``sizes``; -1 keeps a dimension's size.
+
+    Args:
+        input: a Tensor.
+        *sizes: the target sizes, as ints or one tuple.
+    """
+    sizes = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+    lead = len(sizes) - input.ndim
+    if lead < 0:
+        raise RuntimeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater or equal to "
+                           f"the number of dimensions in the tensor ({input.ndim})")
+    shape = tuple(input.shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
+    return broadcast_to(input, shape)
+
+
+def expand_as(input, other):  # noqa: A002
+    """Broadcast to ``other``'s shape.
+
+    Args:
+        input: a Tensor.
+        other: a Tensor with the target shape.
+    """
+    return broadcast_to(input, other.shape)
+
+
+def sum_to(input, shape):  # noqa: A002
+    """Sum a broadcast tensor back down to ``shape`` (the backward of broadcasting).
+
+    Args:
+        input: a Tensor.
+        shape: the shape it was broadcast from.
+    """
+    shape = tuple(shape)
+    return input if tuple(input.shape) == shape else SumTo.apply(input, shape=shape)
+
+
+def squeeze(input, dim=None):  # noqa: A002
+    """Drop dimensions of size 1 (all of them, or only ``dim``).
+
+    Args:
+        input: a Tensor.
+        dim: a dimension or tuple of dimensions, or None for all.
+    """
+    if dim is None:
+        shape = tuple(s for s in input.shape if s != 1)
+    else:
+        dims = {normalize_dim("squeeze", d, input.ndim) for d in (dim if isinstance(dim, tuple) else (dim,))}
+        shape = tuple(s for i, s in enumerate(input.shape) if not (i in dims and s == 1))
+    return reshape(input, shape)
+
+
+def unsqueeze(input, dim):  # noqa: A002
+    """Insert a dimension of size 1 at ``dim``.
+
+    Args:
+        input: a Tensor.
+        dim: where the new dimension goes (negative counts from the end of the result).
+    """
+    d = normalize_dim("unsqueeze", dim, input.ndim + 1)
+    return reshape(input, input.shape[:d] + (1,) + input.shape[d:])
+
+
+def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
+    """Merge dimensions ``start_dim..end_dim`` into one.
+
+    Args:
+        input: a Tensor.
+        start_dim: first dimension to merge.
+        end_dim: last dimension to merge.
+    """
+    if input.ndim == 0:
+        return reshape(input, (1,))
+    s, e = normalize_dim("flatten", start_dim, input.ndim), normalize_dim("flatten", end_dim, input.ndim)
+    if s > e:
+        raise RuntimeError(f"flatten: start_dim {start_dim} cannot come after end_dim {end_dim}")
+    merged = 1
+    for n in input.shape[s:e + 1]:
+        merged *= n
+    return reshape(input, input.shape[:s] + (merged,) + input.shape[e + 1:])
+
+
+def unflatten(input, dim, sizes):  # noqa: A002
+    """Split dimension ``dim`` into ``sizes``.
+
+    Args:
+        input: a Tensor.
+        dim: the dimension to split.
+        sizes: the new sizes (one may be -1).
+    """
+    d = normalize_dim("unflatten", dim, input.ndim)
+    sizes = _resolve_shape("unflatten", input.shape[d], sizes)
+    return reshape(input, input.shape[:d] + sizes + input.shape[d + 1:])
+
+
+METHODS = {name: globals()[name] for name in __all__ if name not in ("sum_to",)}
+METHODS["view_as"] = lambda self, other: reshape(self, other.shape)

@@ -1,0 +1,117 @@
+"""Random number generators: one NumPy ``Generator`` for the CPU, CuPy's for each GPU.
+
+``manual_seed(s)`` seeds both. ``get_rng_state()`` / ``set_rng_state()``
+capture and restore them (checkpoints use this for a bit-identical resume).
+NOTE: the CPU and GPU streams differ (different algorithms), so the same seed
+gives different numbers on the two devices; each device is reproducible.
+"""
+
+from __future__ import annotations
+
+import numpy
+
+from . import backend
+
+__all__ = ["manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "cpu_generator",
+           "generator_for"]
+
+
+class _Generators:
+    """The process-wide generators (like PyTorch's default generator)."""
+
+    def __init__(self):
+        self.seed = 0
+        self.cpu = numpy.random.Generator(numpy.random.PCG64(0))
+        self.cuda = {}
+
+
+_GENERATORS = _Generators()
+
+
+def manual_seed(seed: int):
+    """Seed the CPU generator and every GPU generator.
+
+    Args:
+        seed: a non-negative integer.
+    """
+    if not isinstance(seed, (int, numpy.integer)) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"manual_seed: seed must be a non-negative integer, got {seed!r}")
+    _GENERATORS.seed = int(seed)
+    _GENERATORS.cpu = numpy.random.Generator(numpy.random.PCG64(int(seed)))
+    _GENERATORS.cuda = {}
+    return _GENERATORS
+
+
+seed = manual_seed
+
+
+def initial_seed() -> int:
+    """The last seed given to ``manual_seed``.
+
+    Args:
+        None.
+    """
+    return _GENERATORS.seed
+
+
+def cpu_generator():
+    """The NumPy ``Generator`` behind random CPU tensors.
+
+    Args:
+        None.
+    """
+    return _GENERATORS.cpu
+
+
+def generator_for(device):
+    """The generator of ``device``: NumPy's for the CPU, a seeded ``cupy.random.Generator`` per GPU.
+
+    Args:
+        device: a Device.
+    """
+    device = backend.device(device)
+    if device.type == "cpu":
+        return _GENERATORS.cpu
+    gen = _GENERATORS.cuda.get(device.index)
+    if gen is None:
+        cupy = device.xp
+        with cupy.cuda.Device(device.index):
+            gen = cupy.random.Generator(cupy.random.XORWOW(_GENERATORS.seed + device.index))
+        _GENERATORS.cuda[device.index] = gen
+    return gen
+
+
+def get_rng_state() -> dict:
+    """The generators' states as plain data (JSON-able), for checkpoints.
+
+    Args:
+        None.
+    """
+    state = {"seed": _GENERATORS.seed, "cpu": _GENERATORS.cpu.bit_generator.state}
+    cuda = {}
+    for index, gen in _GENERATORS.cuda.items():
+        cuda[str(index)] = _cupy_state(gen)
+    state["cuda"] = cuda
+    return state
+
+
+def _cupy_state(gen):
+    # NOTE: CuPy's bit generators keep their state on the device; we save a copy
+    # of that state array so the stream resumes exactly.
+    bg = gen.bit_generator
+    return {"seed": int(getattr(bg, "_seed", 0)), "state": backend.to_numpy(bg.state()).tolist()
+            if callable(getattr(bg, "state", None)) else None}
+
+
+def set_rng_state(state: dict):
+    """Restore states captured by ``get_rng_state``.
+
+    Args:
+        state: the dict returned by ``get_rng_state``.
+    """
+    if not isinstance(state, dict) or "cpu" not in state:
+        raise ValueError("set_rng_state: expected the dict returned by get_rng_state() (with a 'cpu' key)")
+    cpu = numpy.random.Generator(numpy.random.PCG64())
+    cpu.bit_generator.state = state["cpu"]
+    _GENERATORS.cpu = cpu
+    _GENERATORS.seed = int(state.get("seed", 0))

@@ -1,0 +1,526 @@
+"""``Tensor``: an array (NumPy or CuPy) plus what autograd needs to know about it.
+
+* ``data`` is the raw array. NOTE: unlike PyTorch, where ``.data`` is a Tensor,
+  here it is the NumPy/CuPy array itself (as in Chainer and DeZero); use
+  ``detach()`` for a Tensor sharing memory.
+* ``grad_fn`` is the graph node that made the tensor (None for leaves), and
+  ``_output_nr`` which output of that node it is.
+* ``_version`` counts in-place changes; ``save_for_backward`` remembers it so a
+  tensor changed after being saved is an error at backward, not a wrong grad.
+
+The math methods (``x + y``, ``x.sum()``, ...) live in ``cupynet.ops`` and are
+reached through ``_ops``, resolved on first use, because ops import this module.
+"""
+
+from __future__ import annotations
+
+import numpy
+
+from . import backend, dtypes
+
+__all__ = ["Tensor"]
+
+
+class _LazyOps:
+    """Stands in for ``cupynet.ops`` until first use, then replaces itself with the module."""
+
+    def __getattr__(self, name):
+        global _ops
+        import cupynet.ops as ops_module  # noqa: PLC0415 - ops imports tensor, so import on first use
+        _ops = ops_module
+        return getattr(ops_module, name)
+
+
+_ops = _LazyOps()
+
+
+class _RemovableHandle:
+    """Returned by ``register_hook``; ``remove()`` takes the hook off again."""
+
+    def __init__(self, hooks, hook):
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self):
+        """Remove the hook.
+
+        Args:
+            None.
+        """
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+class Tensor:
+    """An n-dimensional array that can record the ops applied to it for backward.
+
+    Args:
+        data: a NumPy or CuPy array (taken as is, not copied).
+        requires_grad: whether gradients should be computed for this (leaf) tensor.
+    """
+
+    __slots__ = ("data", "grad", "_requires_grad", "grad_fn", "_output_nr", "_vc", "_hooks", "__weakref__")
+    __array_priority__ = 1000  # NOTE: make numpy_array * tensor call Tensor.__rmul__
+
+    def __init__(self, data, requires_grad=False):
+        self.data = data
+        self.grad = None
+        self.grad_fn = None
+        self._output_nr = 0
+        self._vc = [0]
+        self._hooks = None
+        self._requires_grad = False
+        if requires_grad:
+            self.requires_grad = True
+
+    # ---- autograd attributes -------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        """Whether ops on this tensor are recorded for backward."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        if self.grad_fn is not None and not value:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
+                               "computed variable in a subgraph that doesn't require differentiation use "
+                               "var_no_grad = var.detach().")
+        if value and not dtypes.is_floating(self.data.dtype):
+            raise RuntimeError(f"only Tensors of floating point dtype can require gradients, got {self.dtype}")
+        self._requires_grad = bool(value)
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors not made by a recorded op (their ``.grad`` is filled by backward)."""
+        return self.grad_fn is None
+
+    @property
+    def _version(self) -> int:
+        return self._vc[0]
+
+    def _bump_version(self):
+        self._vc[0] += 1
+
+    def requires_grad_(self, requires_grad=True):
+        """Set ``requires_grad`` in place and return self.
+
+        Args:
+            requires_grad: the new flag.
+        """
+        self.requires_grad = requires_grad
+        return self
+
+    def detach(self) -> Tensor:
+        """A new leaf Tensor sharing this one's memory (and version counter), outside the graph.
+
+        Args:
+            None.
+        """
+        t = Tensor(self.data)
+        t._vc = self._vc
+        return t
+
+    def detach_(self):
+        """Cut this tensor from the graph in place.
+
+        Args:
+            None.
+        """
+        self.grad_fn, self._requires_grad = None, False
+        return self
+
+    def retain_grad(self):
+        """Keep ``.grad`` for this non-leaf tensor after backward.
+
+        Args:
+            None.
+        """
+        if self.grad_fn is None:
+            if not self._requires_grad:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+            return
+        import weakref  # noqa: PLC0415
+        node = self.grad_fn
+        node.retained = node.retained or {}
+        node.retained[self._output_nr] = weakref.ref(self)
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when this tensor's gradient is computed; a returned Tensor replaces it.
+
+        Args:
+            hook: a callable taking and optionally returning a Tensor.
+        """
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is None:
+            self._hooks = self._hooks if self._hooks is not None else []
+            hooks = self._hooks
+        else:
+            node = self.grad_fn
+            node.tensor_hooks = node.tensor_hooks or {}
+            hooks = node.tensor_hooks.setdefault(self._output_nr, [])
+        hooks.append(hook)
+        return _RemovableHandle(hooks, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False):
+        """Compute the gradient of this tensor w.r.t. the graph leaves, accumulating into ``.grad``.
+
+        Args:
+            gradient: d(loss)/d(self); None allowed only for a single-element tensor.
+            retain_graph: keep the graph for another backward (default: create_graph).
+            create_graph: record the backward pass for higher-order gradients.
+        """
+        from .autograd.engine import backward  # noqa: PLC0415
+        backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph)
+
+    # ---- metadata --------------------------------------------------------------------------
+    @property
+    def dtype(self):
+        """The element dtype (a NumPy dtype; ``cupynet.float32`` is ``numpy.dtype('float32')``)."""
+        return self.data.dtype
+
+    @property
+    def shape(self) -> tuple:
+        """The shape as a tuple (PyTorch's ``torch.Size`` is a tuple too)."""
+        return self.data.shape
+
+    def size(self, dim=None):
+        """The shape, or the length of one dimension.
+
+        Args:
+            dim: a dimension index, or None for the whole shape.
+        """
+        return self.data.shape if dim is None else self.data.shape[dim]
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return self.data.ndim
+
+    def dim(self) -> int:
+        """Number of dimensions.
+
+        Args:
+            None.
+        """
+        return self.data.ndim
+
+    def numel(self) -> int:
+        """Number of elements.
+
+        Args:
+            None.
+        """
+        return int(self.data.size)
+
+    @property
+    def device(self):
+        """The ``Device`` the data lives on."""
+        return backend.device_of_array(self.data)
+
+    @property
+    def is_cuda(self) -> bool:
+        """True when the data is a CuPy array."""
+        return not isinstance(self.data, numpy.ndarray)
+
+    def __len__(self):
+        if self.data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.data.shape[0]
+
+    def __repr__(self):
+        body = numpy.array2string(backend.to_numpy(self.data).astype(numpy.float64)
+                                  if self.dtype == dtypes.bfloat16 else backend.to_numpy(self.data),
+                                  separator=", ", prefix="tensor(", threshold=200)
+        extras = []
+        if self.dtype not in (dtypes.float32, dtypes.int64, dtypes.bool_):
+            extras.append(f"dtype=cupynet.{self.dtype}")
+        if self.is_cuda:
+            extras.append(f"device='{self.device}'")
+        if self.grad_fn is not None:
+            extras.append(f"grad_fn=<{self.grad_fn.name()}>")
+        elif self._requires_grad:
+            extras.append("requires_grad=True")
+        return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+    __hash__ = object.__hash__
+
+    # ---- conversion ----------------------------------------------------------------------
+    def numpy(self):
+        """The data as a NumPy array (copied from the GPU; shared memory on the CPU).
+
+        Args:
+            None.
+        """
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                               "instead.")
+        return backend.to_numpy(self.data)
+
+    def item(self):
+        """The single value as a Python number (a host sync on the GPU).
+
+        Args:
+            None.
+        """
+        if self.data.size != 1:
+            raise RuntimeError(f"a Tensor with {self.data.size} elements cannot be converted to Scalar")
+        return backend.to_numpy(self.data).reshape(()).item()
+
+    def tolist(self):
+        """The data as (nested) Python lists.
+
+        Args:
+            None.
+        """
+        return backend.to_numpy(self.data).tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        array = self.numpy() if not self._requires_grad else backend.to_numpy(self.data)
+        return array if dtype is None else array.astype(dtype)
+
+    def __bool__(self):
+        if self.data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {self.data.size} values is ambiguous")
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if dtypes.is_floating(self.dtype) or self.data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def to(self, *args, **kwargs):
+        """Move to a device and/or cast to a dtype (differentiable), like ``torch.Tensor.to``.
+
+        Args:
+            *args: a device (``"cpu"``, ``"cuda"``, ``Device``), a dtype, or both.
+            **kwargs: ``device=`` / ``dtype=``.
+        """
+        device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
+        kwargs.pop("non_blocking", None)
+        if kwargs:
+            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, (str, backend.Device)) and not _is_dtype_name(a):
+                device = a
+            else:
+                dtype = a
+        out = self
+        if dtype is not None:
+            dtype = dtypes.as_dtype(dtype)
+            if dtype != self.dtype:
+                out = _ops.cast(out, dtype)
+        if device is not None:
+            device = backend.device(device)
+            if device != out.device:
+                out = _ops.to_device(out, device)
+        return out
+
+    def cpu(self):
+        """A copy on the CPU (self if already there).
+
+        Args:
+            None.
+        """
+        return self.to("cpu")
+
+    def cuda(self, device=None):
+        """A copy on the GPU (a clear error where none is usable).
+
+        Args:
+            device: GPU index or name; default cuda:0.
+        """
+        return self.to(f"cuda:{device}" if isinstance(device, int) else (device or "cuda"))
+
+    def half(self):
+        """Cast to float16.
+
+        Args:
+            None.
+        """
+        return self.to(dtypes.float16)
+
+    def float(self):
+        """Cast to float32.
+
+        Args:
+            None.
+        """
+        return self.to(dtypes.float32)
+
+    def double(self):
+        """Cast to float64.
+
+        Args:
+            None.
+        """
+        return self.to(dtypes.float64)
+
+    def bfloat16(self):
+        """Cast to bfloat16.
+
+        Args:
+            None.
+        """
+        return self.to(dtypes.bfloat16)
+
+    def long(self):
+        """Cast to int64.
+
+        Args:
+            None.
+        """
+        return self.to(dtypes.int64)
+
+    def int(self):
+        """Cast to int32.
+
+        Args:
+            None.
+        """
+        return self.to(dtypes.int32)
+
+    def bool(self):
+        """Cast to bool.
+
+        Args:
+            None.
+        """
+        return self.to(dtypes.bool_)
+
+    def type(self, dtype=None):
+        """The dtype name, or a cast when a dtype is given.
+
+        Args:
+            dtype: the target dtype, or None.
+        """
+        return str(self.dtype) if dtype is None else self.to(dtype)
+
+    def __getattr__(self, name):
+        # NOTE: every other method (sum, reshape, exp, add_, ...) is a function in
+        # cupynet.ops taking the tensor first; this forwards x.f(...) to ops.f(x, ...).
+        method = _ops.TENSOR_METHODS.get(name)
+        if method is None:
+            raise AttributeError(f"'Tensor' object has no attribute '{name}'")
+        return method.__get__(self, Tensor)
+
+    # ---- operators ---------------------------------------------------------------------------
+    def __add__(self, other):
+        return _ops.add(self, other)
+
+    def __radd__(self, other):
+        return _ops.add(other, self)
+
+    def __sub__(self, other):
+        return _ops.sub(self, other)
+
+    def __rsub__(self, other):
+        return _ops.sub(other, self)
+
+    def __mul__(self, other):
+        return _ops.mul(self, other)
+
+    def __rmul__(self, other):
+        return _ops.mul(other, self)
+
+    def __truediv__(self, other):
+        return _ops.div(self, other)
+
+    def __rtruediv__(self, other):
+        return _ops.div(other, self)
+
+    def __pow__(self, other):
+        return _ops.pow(self, other)
+
+    def __rpow__(self, other):
+        return _ops.pow(other, self)
+
+    def __matmul__(self, other):
+        return _ops.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return _ops.matmul(other, self)
+
+    def __neg__(self):
+        return _ops.neg(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _ops.abs(self)
+
+    def __getitem__(self, index):
+        return _ops.getitem(self, index)
+
+    def __setitem__(self, index, value):
+        _ops.setitem_(self, index, value)
+
+    def __iadd__(self, other):
+        return _ops.add_(self, other)
+
+    def __isub__(self, other):
+        return _ops.sub_(self, other)
+
+    def __imul__(self, other):
+        return _ops.mul_(self, other)
+
+    def __itruediv__(self, other):
+        return _ops.div_(self, other)
+
+    def __eq__(self, other):
+        return _ops.eq(self, other)
+
+    def __ne__(self, other):
+        return _ops.ne(self, other)
+
+    def __lt__(self, other):
+        return _ops.lt(self, other)
+
+    def __le__(self, other):
+        return _ops.le(self, other)
+
+    def __gt__(self, other):
+        return _ops.gt(self, other)
+
+    def __ge__(self, other):
+        return _ops.ge(self, other)
+
+    def __invert__(self):
+        return _ops.logical_not(self)
+
+    def __and__(self, other):
+        return _ops.logical_and(self, other)
+
+    def __or__(self, other):
+        return _ops.logical_or(self, other)
+
+    def __iter__(self):
+        if self.data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.data.shape[0]))
+
+    @property
+    def T(self):  # noqa: N802 - PyTorch's name
+        """The tensor with its dimensions reversed."""
+        return _ops.permute(self, tuple(reversed(range(self.data.ndim))))
+
+    @property
+    def mT(self):  # noqa: N802 - PyTorch's name
+        """The last two dimensions swapped."""
+        return _ops.transpose(self, -2, -1)
+
+
+def _is_dtype_name(value) -> bool:
+    if isinstance(value, backend.Device):
+        return False
+    try:
+        dtypes.as_dtype(value)
+        return True
+    except TypeError:
+        return False
