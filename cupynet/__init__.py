@@ -3,10 +3,29 @@
 from . import autograd, backend, cuda, dtypes, ops, random
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import Device, default_device, device
-from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace, ones,
-                       ones_like, rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros, zeros_like)
-from .dtypes import (bfloat16, bool_, double, float16, float32, float64, half, int8, int16, int32, int64,
-                     long, uint8)
+from .creation import (
+                       arange,
+                       as_tensor,
+                       empty,
+                       empty_like,
+                       eye,
+                       from_numpy,
+                       full,
+                       full_like,
+                       linspace,
+                       ones,
+                       ones_like,
+                       rand,
+                       rand_like,
+                       randint,
+                       randn,
+                       randn_like,
+                       randperm,
+                       tensor,
+                       zeros,
+                       zeros_like,
+)
+from .dtypes import bfloat16, bool_, double, float16, float32, float64, half, int8, int16, int32, int64, long, uint8
 from .ops import *  # noqa: F403 - the functional API: cupynet.matmul, cupynet.exp, ...
 from .random import get_rng_state, initial_seed, manual_seed, set_rng_state
 from .tensor import Tensor

@@ -12,7 +12,7 @@ from __future__ import annotations
 from .. import dtypes
 from ..autograd.function import Function
 from ._util import xp_of
-from .shape import reshape, sum_to, unsqueeze, squeeze
+from .shape import reshape, squeeze, sum_to, unsqueeze
 
 __all__ = ["matmul"]
 

@@ -86,7 +86,7 @@ def source_files() -> tuple[str, ...]:
     return tuple(NAME_EXPRESSIONS)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def kernel_source(filename: str) -> str:
     """The full text compiled for one ``.cu`` file: launch constants, ``common.cuh``, then the file.
 
