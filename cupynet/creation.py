@@ -53,12 +53,17 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     """
     if isinstance(data, Tensor):
         data = data.data
-    host = backend.to_numpy(data) if not isinstance(data, (list, tuple, numbers.Number)) else numpy.asarray(data)
+    on_gpu = not isinstance(data, (list, tuple, numbers.Number, numpy.ndarray, numpy.generic))
+    try:
+        host = backend.to_numpy(data) if on_gpu else numpy.asarray(data)
+    except ValueError as error:
+        raise TypeError(f"tensor: data must be numbers or (nested) sequences of numbers of one shape ({error})") \
+            from None
     if host.dtype == object:
         raise TypeError("tensor: data must be numbers or (nested) sequences of numbers of one shape")
     dtype = dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(host)
-    dev = _device(device) if device is not None or isinstance(data, (list, tuple, numbers.Number)) \
-        else backend.device_of_array(data) if not isinstance(data, numpy.ndarray) else _device(None)
+    dev = backend.device(device) if device is not None else (
+        backend.device_of_array(data) if on_gpu else backend.default_device())
     return _finish(numpy.array(host, dtype=dtype), dev, requires_grad)
 
 
