@@ -1,0 +1,163 @@
+"""The ``cupynet`` command: ``train`` (the main job), ``info`` and ``bench``.
+
+Errors a user can cause (a bad flag, a missing data directory) print one line
+and exit non-zero, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+
+__all__ = ["main", "build_parser"]
+
+DATASET_HELP = "digits (bundled with scikit-learn), mnist:DIR, fashion-mnist:DIR or cifar10:DIR"
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one line (no usage dump) and exits with status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``cupynet`` command.
+
+    Args:
+        None.
+    """
+    parser = _OneLineParser(prog="cupynet", description="cupynet: deep learning on CuPy/NumPy with AMP")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
+    _add_train(sub.add_parser("train", help="train a model end to end",
+                              description="Train a small network; the defaults train an MLP on digits."))
+    info = sub.add_parser("info", help="versions, device, GPU and fp16/bf16 support")
+    info.add_argument("--json", action="store_true", help="print the report as JSON")
+    bench = sub.add_parser("bench", help="time training steps of a model (samples/s)")
+    bench.add_argument("--model", default="mlp", choices=["mlp", "cnn", "transformer"], help="model to time")
+    bench.add_argument("--batch-size", type=_positive_int, default=256, help="batch size (default 256)")
+    bench.add_argument("--steps", type=_positive_int, default=20, help="timed steps (default 20)")
+    bench.add_argument("--device", default=None, help="cpu or cuda (default: the default device)")
+    bench.add_argument("--amp", action="store_true", help="time with autocast + GradScaler")
+    return parser
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _positive_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _add_train(p):
+    p.add_argument("--model", default="mlp", choices=["mlp", "cnn", "transformer"],
+                   help="network to train (default mlp)")
+    p.add_argument("--dataset", default="digits", help=f"data set: {DATASET_HELP} (default digits)")
+    p.add_argument("--epochs", type=_positive_int, default=20, help="passes over the training set (default 20)")
+    p.add_argument("--batch-size", type=_positive_int, default=64, help="samples per step (default 64)")
+    p.add_argument("--lr", type=_positive_float, default=None,
+                   help="learning rate (default 1e-3 for adam/adamw, 0.05 for sgd)")
+    p.add_argument("--optimizer", default="adam", choices=["sgd", "adam", "adamw"], help="optimizer (default adam)")
+    p.add_argument("--device", default=None, choices=["cpu", "cuda"],
+                   help="where to train (default: cuda when a GPU is usable, else cpu; or $CUPYNET_DEVICE)")
+    p.add_argument("--seed", type=int, default=0, help="random seed for init, dropout and shuffling (default 0)")
+    p.add_argument("--metrics", default=None, metavar="FILE.jsonl",
+                   help="write one JSON line per step (step, epoch, loss, lr, time, scale, skipped)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="output directory for checkpoints and loss_curve.png (when matplotlib is installed)")
+    p.add_argument("--amp", action="store_true", help="mixed precision: autocast + dynamic loss scaling")
+    p.add_argument("--amp-dtype", default=None, choices=["float16", "bfloat16"],
+                   help="autocast dtype (default float16 on cuda, bfloat16 on cpu)")
+    p.add_argument("--init-scale", type=_positive_float, default=2.0 ** 16,
+                   help="GradScaler initial loss scale, with --amp (default 65536)")
+    p.add_argument("--save-every", type=_positive_int, default=None, metavar="N",
+                   help="save a checkpoint in --out every N steps (and at the end)")
+    p.add_argument("--resume", nargs="?", const="auto", default=None, metavar="PATH|auto",
+                   help="resume from a checkpoint file, or 'auto' for the latest in --out")
+    p.add_argument("--keep", type=_positive_int, default=3, help="checkpoints to keep in --out (default 3)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (summary lines only)")
+
+
+def _info() -> dict:
+    import ml_dtypes
+    import numpy
+
+    import cupynet
+    from cupynet import backend
+    report = {"cupynet": cupynet.__version__, "python": platform.python_version(), "numpy": numpy.__version__,
+              "ml_dtypes": ml_dtypes.__version__}
+    try:
+        import cupy
+        report["cupy"] = cupy.__version__
+    except Exception as error:  # not installed, or a broken CUDA setup
+        report["cupy"] = f"not usable ({type(error).__name__})"
+    try:
+        report["default_device"] = str(backend.default_device())
+    except (RuntimeError, ValueError) as error:
+        report["default_device"] = f"error: {error}"
+    report["gpu"] = None
+    if cupynet.cuda.is_available():
+        report["gpu"] = {"name": cupynet.cuda.get_device_name(0),
+                         "compute_capability": ".".join(map(str, cupynet.cuda.get_device_capability(0))),
+                         "count": cupynet.cuda.device_count()}
+    report["fp16_supported"], report["bf16_supported"] = _precision_support()
+    return report
+
+
+def _precision_support():
+    try:
+        from cupynet.amp import supports_bf16, supports_fp16
+    except ImportError:
+        return None, None
+    return bool(supports_fp16()), bool(supports_bf16())
+
+
+def _print_info(as_json):
+    report = _info()
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return
+    for key, value in report.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k}={v}" for k, v in value.items())
+        print(f"{key:>16}: {value if value is not None else 'none (CPU only)'}")
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``cupynet`` command.
+
+    Args:
+        argv: the arguments (default: sys.argv[1:]).
+    """
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "info":
+            _print_info(args.json)
+            return 0
+        if args.command == "bench":
+            from cupynet.train.bench import run_bench
+            return run_bench(args)
+        from cupynet.train.loop import TrainConfig, train
+        return train(TrainConfig.from_args(args))
+    except (FileNotFoundError, NotADirectoryError, ValueError, RuntimeError, ImportError) as error:
+        print(f"cupynet {args.command}: error: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

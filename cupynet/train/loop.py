@@ -1,0 +1,352 @@
+"""The training loop behind ``cupynet train``: data, model, optimizer, AMP, progress, metrics, checkpoints.
+
+NOTE (host syncs): the per-step loss stays on the device; losses are gathered
+and read in one transfer when the progress bar refreshes, when metrics are
+flushed and at the end of an epoch, so the GPU is not stalled every step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import sys
+import time
+
+import cupynet as cn
+from cupynet import backend
+
+from .data_spec import load_datasets
+from .progress import EpochBar
+
+__all__ = ["TrainConfig", "train", "Trainer"]
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    """Everything ``cupynet train`` needs; built from the command line or by hand.
+
+    Args:
+        model: "mlp", "cnn" or "transformer".
+        dataset: "digits", "mnist:DIR", "fashion-mnist:DIR" or "cifar10:DIR".
+        epochs: passes over the training set.
+        batch_size: samples per step.
+        lr: learning rate (None: 1e-3 for adam/adamw, 0.05 for sgd).
+        optimizer: "sgd", "adam" or "adamw".
+        device: "cpu", "cuda" or None for the default device.
+        seed: seed of init, dropout and shuffling.
+        metrics: path of the JSON-lines metrics file, or None.
+        out: output directory (checkpoints, loss curve), or None.
+        amp: use autocast and a GradScaler.
+        amp_dtype: "float16"/"bfloat16" or None for autocast's default.
+        init_scale: the GradScaler's initial scale.
+        save_every: checkpoint every N steps (needs out).
+        resume: a checkpoint path, "auto", or None.
+        keep: how many checkpoints to keep.
+        progress: show the tqdm bar.
+    """
+
+    model: str = "mlp"
+    dataset: str = "digits"
+    epochs: int = 20
+    batch_size: int = 64
+    lr: float | None = None
+    optimizer: str = "adam"
+    device: str | None = None
+    seed: int = 0
+    metrics: str | None = None
+    out: str | None = None
+    amp: bool = False
+    amp_dtype: str | None = None
+    init_scale: float = 2.0 ** 16
+    save_every: int | None = None
+    resume: str | None = None
+    keep: int = 3
+    progress: bool = True
+
+    @classmethod
+    def from_args(cls, args):
+        """Build from parsed ``cupynet train`` arguments.
+
+        Args:
+            args: the argparse namespace.
+        """
+        fields = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in vars(args).items() if k in fields}
+        values["progress"] = not args.no_progress
+        return cls(**values)
+
+    def validate(self):
+        """Raise ValueError naming the first inconsistent setting.
+
+        Args:
+            None.
+        """
+        if (self.save_every or (self.resume == "auto")) and not self.out:
+            raise ValueError("--save-every and --resume auto need --out DIR")
+        if self.model not in ("mlp", "cnn", "transformer"):
+            raise ValueError(f"unknown model {self.model!r}; expected mlp, cnn or transformer")
+        if self.optimizer not in ("sgd", "adam", "adamw"):
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; expected sgd, adam or adamw")
+
+
+class _StopFlag:
+    """Set by Ctrl-C: the loop finishes the current step, then stops cleanly."""
+
+    def __init__(self):
+        self.requested = False
+
+    def __call__(self, signum, frame):
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        print("\ninterrupt: stopping after the current step (Ctrl-C again to abort)", file=sys.stderr)
+
+
+class Trainer:
+    """Holds the model, optimizer, scaler and data of one run; ``fit()`` trains it.
+
+    Args:
+        config: a TrainConfig.
+    """
+
+    def __init__(self, config: TrainConfig):
+        config.validate()
+        self.config = config
+        self.device = backend.device(config.device) if config.device else backend.default_device()
+        cn.manual_seed(config.seed)
+        self.train_set, self.test_set, self.input_shape, self.num_classes = load_datasets(config.dataset)
+        from cupynet.data import DataLoader
+        from cupynet.models import build_model
+        self.model = build_model(config.model, self.input_shape, self.num_classes).to(self.device)
+        self.optimizer = _make_optimizer(config, self.model)
+        self.loader = DataLoader(self.train_set, batch_size=config.batch_size, shuffle=True, seed=config.seed,
+                                 device=self.device)
+        self.test_loader = DataLoader(self.test_set, batch_size=512, device=self.device)
+        self.scaler = _make_scaler(config, self.device)
+        self.step, self.epoch = 0, 0
+        self.history = []          # (step, loss) for the loss curve
+        self.checkpointer = None
+
+    # ---- one step ------------------------------------------------------------------------------
+    def train_step(self, x, y):
+        """Forward, backward and update for one batch; returns the loss as a device tensor.
+
+        Args:
+            x: the input batch.
+            y: the int64 labels.
+        """
+        from cupynet.nn import functional as F
+        self.optimizer.zero_grad(set_to_none=True)
+        with self._autocast():
+            logits = self.model(x)
+            loss = F.cross_entropy(logits, y)
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            loss.backward()
+            self.optimizer.step()
+        return loss.detach(), logits.detach()
+
+    def _autocast(self):
+        import contextlib
+        if not self.config.amp:
+            return contextlib.nullcontext()
+        from cupynet.amp import autocast
+        return autocast(self.device.type, dtype=self.config.amp_dtype)
+
+    # ---- evaluation ----------------------------------------------------------------------------
+    def evaluate(self) -> float:
+        """Accuracy on the test set, in percent.
+
+        Args:
+            None.
+        """
+        self.model.eval()
+        correct, total = None, 0
+        with cn.no_grad(), self._autocast():
+            for x, y in self.test_loader:
+                hits = (self.model(x).argmax(dim=1) == y).sum()
+                correct = hits if correct is None else correct + hits
+                total += int(y.shape[0])
+        self.model.train()
+        return 100.0 * float(correct.item()) / max(total, 1)
+
+    # ---- the loop ------------------------------------------------------------------------------
+    def fit(self, out=sys.stdout) -> float:
+        """Train for the configured epochs; print a summary per epoch and the final test accuracy.
+
+        Args:
+            out: where summary lines go.
+        """
+        cfg = self.config
+        metrics = _MetricsWriter(cfg.metrics, append=self.step > 0)
+        stop = _StopFlag()
+        previous_handler = signal.signal(signal.SIGINT, stop) if _main_thread() else None
+        try:
+            while self.epoch < cfg.epochs and not stop.requested:
+                self._run_epoch(metrics, stop, out)
+        finally:
+            metrics.close()
+            if previous_handler is not None:
+                signal.signal(signal.SIGINT, previous_handler)
+        if self.checkpointer is not None:
+            self.checkpointer.save_now(self)
+        accuracy = self.evaluate()
+        _plot_loss(self.history, cfg.out)
+        print(f"test accuracy: {accuracy:.1f}%", file=out, flush=True)
+        return accuracy
+
+    def _run_epoch(self, metrics, stop, out):
+        cfg = self.config
+        self.model.train()
+        bar = EpochBar(self.epoch, cfg.epochs, total=len(self.loader), enabled=cfg.progress,
+                       start=self._position_in_epoch())
+        started, seen, pending = time.perf_counter(), 0, []
+        correct = None
+        for x, y in self.loader.iter_from(self._position_in_epoch()):
+            loss, logits = self.train_step(x, y)
+            self.step += 1
+            seen += int(y.shape[0])
+            hits = (logits.argmax(dim=1) == y).sum()
+            correct = hits if correct is None else correct + hits
+            pending.append((self.step, loss, self._lr(), time.perf_counter(), self._scale_tensor()))
+            if bar.wants_refresh() or len(pending) >= 50:
+                self._flush(pending, metrics, bar, correct, seen, started)
+                pending = []
+            if self.checkpointer is not None:
+                self.checkpointer.maybe_save(self)
+            if stop.requested:
+                break
+        self._flush(pending, metrics, bar, correct, seen, started)
+        bar.close()
+        if stop.requested:
+            print(f"stopped at step {self.step} (epoch {self.epoch + 1})", file=out, flush=True)
+            return
+        self.epoch += 1
+        elapsed = time.perf_counter() - started
+        accuracy = 100.0 * float(correct.item()) / max(seen, 1) if correct is not None else 0.0
+        loss = self.history[-1][1] if self.history else float("nan")
+        line = (f"epoch {self.epoch}/{cfg.epochs}: loss {loss:.4f}, train accuracy {accuracy:.1f}%, "
+                f"{seen / max(elapsed, 1e-9):.0f} samples/s")
+        if self.scaler is not None:
+            line += f", scale {self.scaler.get_scale():g}, skipped steps {self._skipped()}"
+        print(line, file=out, flush=True)
+
+    def _position_in_epoch(self) -> int:
+        return self.step - self.epoch * len(self.loader)
+
+    def _flush(self, pending, metrics, bar, correct, seen, started):
+        if not pending:
+            return
+        # NOTE: one transfer for all pending device scalars (losses and scales)
+        losses = backend.to_numpy(_stack([p[1].data for p in pending])).astype(float)
+        scales = [p[4] for p in pending]
+        scale_values = (backend.to_numpy(_stack([s.data for s in scales])).astype(float)
+                        if scales[0] is not None else [None] * len(pending))
+        for (step, _, lr, when, _), loss, scale in zip(pending, losses, scale_values):
+            self.history.append((step, float(loss)))
+            metrics.write(step=step, epoch=self.epoch + 1, loss=float(loss), lr=lr, time=when, scale=scale,
+                          skipped=self._skipped() if self.scaler is not None else None)
+        accuracy = 100.0 * float(correct.item()) / max(seen, 1)
+        rate = seen / max(time.perf_counter() - started, 1e-9)
+        extra = {"scale": f"{scale_values[-1]:g}", "skipped": self._skipped()} if self.scaler is not None else {}
+        bar.update_to(self._position_in_epoch(), loss=float(losses[-1]), acc=accuracy, rate=rate, **extra)
+
+    def _lr(self):
+        return float(self.optimizer.param_groups[0]["lr"])
+
+    def _scale_tensor(self):
+        if self.scaler is None:
+            return None
+        return self.scaler._scale.detach() if getattr(self.scaler, "_scale", None) is not None else None
+
+    def _skipped(self) -> int:
+        return int(getattr(self.scaler, "skipped_steps", lambda: 0)()) if self.scaler is not None else 0
+
+
+def _stack(arrays):
+    xp = backend.get_array_module(*arrays)
+    return xp.stack([a.reshape(()) for a in arrays])
+
+
+def _main_thread() -> bool:
+    import threading
+    return threading.current_thread() is threading.main_thread()
+
+
+def _make_optimizer(config, model):
+    from cupynet import optim
+    lr = config.lr if config.lr is not None else (0.05 if config.optimizer == "sgd" else 1e-3)
+    if config.optimizer == "sgd":
+        return optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    if config.optimizer == "adamw":
+        return optim.AdamW(model.parameters(), lr=lr)
+    return optim.Adam(model.parameters(), lr=lr)
+
+
+def _make_scaler(config, device):
+    if not config.amp:
+        return None
+    from cupynet.amp import GradScaler
+    return GradScaler(device.type, init_scale=config.init_scale)
+
+
+class _MetricsWriter:
+    """Appends one JSON object per step to a file (nothing when no path is given)."""
+
+    def __init__(self, path, append=False):
+        self.file = None
+        if path:
+            parent = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(parent):
+                raise FileNotFoundError(f"--metrics {path}: directory {parent} does not exist")
+            self.file = open(path, "a" if append else "w", encoding="utf-8")  # noqa: SIM115
+
+    def write(self, **row):
+        if self.file is not None:
+            self.file.write(json.dumps({k: v for k, v in row.items() if v is not None}) + "\n")
+
+    def close(self):
+        if self.file is not None:
+            self.file.close()
+
+
+def _plot_loss(history, out_dir):
+    if not out_dir or not history:
+        return
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    os.makedirs(out_dir, exist_ok=True)
+    steps, losses = zip(*history)
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(steps, losses, linewidth=0.8)
+    ax.set_xlabel("step")
+    ax.set_ylabel("training loss")
+    ax.set_yscale("log")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "loss_curve.png"), dpi=100)
+    plt.close(fig)
+
+
+def train(config: TrainConfig, out=sys.stdout) -> int:
+    """Run ``cupynet train``: build everything from ``config``, resume if asked, fit; returns the exit status.
+
+    Args:
+        config: the settings.
+        out: where summary lines go.
+    """
+    trainer = Trainer(config)
+    if config.out or config.resume:
+        from .checkpoint import attach_checkpointing
+        attach_checkpointing(trainer)
+    trainer.fit(out)
+    return 0
+
