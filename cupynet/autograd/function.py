@@ -46,19 +46,22 @@ class Node:
         fn: the ``Function`` subclass that made it.
     """
 
-    def __init__(self, fn):
+    # NOTE: rarely used fields are class-level defaults, so making a node (once
+    # per op call, the hot path) sets only four attributes.
+    next_edges = ()               # per positional input: (Node, output_nr), (leaf Tensor, None) or None
+    generation = 0
+    freed = False
+    materialize_grads = True
+    tensor_hooks = None           # output_nr -> [hook]
+    retained = None               # output_nr -> weakref to a Tensor that called retain_grad()
+    autocast_snapshot = None      # the autocast state forward ran under (for custom_bwd)
+    _saved = ()
+    _outputs = ()                 # weakrefs to the output Tensors
+    _output_meta = ()             # (shape, dtype, array or None) per output
+
+    def __init__(self, fn, needs_input_grad):
         self.fn = fn
-        self.next_edges = ()          # per positional input: (Node, output_nr), (leaf Tensor, None) or None
-        self.needs_input_grad = ()
-        self.generation = 0
-        self.freed = False
-        self.materialize_grads = True
-        self.tensor_hooks = None      # output_nr -> [hook]
-        self.retained = None          # output_nr -> weakref to a Tensor that called retain_grad()
-        self.autocast_snapshot = None  # the autocast state forward ran under (for custom_bwd)
-        self._saved = ()
-        self._outputs = ()            # weakrefs to the output Tensors
-        self._output_meta = ()        # (shape, dtype, array or None) per output
+        self.needs_input_grad = needs_input_grad
 
     def name(self) -> str:
         """PyTorch-style node name, e.g. ``MulBackward``.
@@ -100,7 +103,7 @@ class Node:
         return tuple(out)
 
     def mark_non_differentiable(self, *tensors):
-        """Accepted for PyTorch compatibility: non-floating outputs never require grad here.
+        """Mark outputs that should not require grad (non-floating outputs never do).
 
         Args:
             *tensors: outputs that should not require grad.
@@ -138,7 +141,8 @@ class Node:
             None.
         """
         self._saved = ()
-        self._output_meta = tuple((s, d, None) for s, d, _ in self._output_meta)
+        if self.fn.save_outputs:
+            self._output_meta = tuple((s, d, None) for s, d, _ in self._output_meta)
         self.freed = True
 
 
@@ -200,16 +204,12 @@ class Function:
         if state.autocast or state.tracers:
             from .autocast_dispatch import apply_cast_policy  # noqa: PLC0415 - only when autocast/trace is on
             args = apply_cast_policy(cls, args)
-        tensors = [a for a in args if isinstance(a, Tensor)]
-        _check_same_device(cls, tensors)
-        needs_graph = state.grad_enabled and any(t.requires_grad for t in tensors)
-        ctx = Node(cls)
-        if needs_graph:
-            ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
-            if state.autocast:
-                ctx.autocast_snapshot = (dict(state.autocast), state.autocast_cache_enabled)
-        else:
-            ctx.needs_input_grad = (False,) * len(args)
+        needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        _check_same_device(cls, args)
+        needs_graph = state.grad_enabled and True in needs
+        ctx = Node(cls, needs if needs_graph else (False,) * len(args))
+        if needs_graph and state.autocast:
+            ctx.autocast_snapshot = (dict(state.autocast), state.autocast_cache_enabled)
         previous_mode, state.grad_enabled = state.grad_enabled, False
         try:
             raw = cls.forward(ctx, *args, **kwargs)
@@ -218,16 +218,17 @@ class Function:
         return _wrap_outputs(cls, ctx, args, raw, needs_graph)
 
 
-def _check_same_device(cls, tensors):
-    if len(tensors) < 2:
-        return
-    kind = type(tensors[0].data)
-    for t in tensors[1:]:
-        if type(t.data) is not kind:
-            raise RuntimeError(
-                "Expected all tensors to be on the same device, but found at least two devices, "
-                f"{tensors[0].device} and {t.device}! (in op {cls.name()})"
-            )
+def _check_same_device(cls, args):
+    kind = first = None
+    for a in args:
+        if isinstance(a, Tensor):
+            if kind is None:
+                kind, first = type(a.data), a
+            elif type(a.data) is not kind:
+                raise RuntimeError(
+                    "Expected all tensors to be on the same device, but found at least two devices, "
+                    f"{first.device} and {a.device}! (in op {cls.name()})"
+                )
 
 
 def _wrap_outputs(cls, ctx, args, raw, needs_graph):
@@ -248,27 +249,35 @@ def _as_output_tensor(value):
 
 def _link(cls, ctx, args, outputs):
     edges, generation = [], 0
-    for a in args:
-        if isinstance(a, Tensor) and a.requires_grad:
-            node = a.grad_fn
-            edges.append((node, a._output_nr) if node is not None else (a, None))
-            if node is not None and node.generation >= generation:
-                generation = node.generation + 1
-        else:
+    for a, needed in zip(args, ctx.needs_input_grad):
+        if not needed:
             edges.append(None)
+            continue
+        node = a.grad_fn
+        if node is None:
+            edges.append((a, None))
+        else:
+            edges.append((node, a._output_nr))
+            if node.generation >= generation:
+                generation = node.generation + 1
     ctx.next_edges, ctx.generation = tuple(edges), generation
-    non_diff = getattr(ctx, "_non_diff", ())
-    refs, meta = [], []
+    non_diff = ctx.__dict__.get("_non_diff", ())
+    keep = cls.save_outputs
     for i, out in enumerate(outputs):
-        if dtypes.is_floating(out.dtype) and id(out) not in non_diff:
-            out._requires_grad, out.grad_fn, out._output_nr = True, ctx, i
-        refs.append(weakref.ref(out))
-        meta.append((out.shape, out.dtype, out.data if cls.save_outputs else None))
-    ctx._outputs, ctx._output_meta = tuple(refs), tuple(meta)
+        if out.data.dtype.kind == "f" or out.data.dtype == dtypes.bfloat16:
+            if id(out) not in non_diff:
+                out._requires_grad, out.grad_fn, out._output_nr = True, ctx, i
+    ctx._outputs = tuple(weakref.ref(o) for o in outputs)
+    ctx._output_meta = tuple((o.data.shape, o.data.dtype, o.data if keep else None) for o in outputs)
+    if ctx._saved:
+        _saved_outputs_by_index(ctx, outputs)
+
+
+def _saved_outputs_by_index(ctx, outputs):
+    # NOTE: a saved output is kept by index, not by reference, so the node
+    # does not keep its own output alive through a reference cycle.
     out_ids = {id(o): i for i, o in enumerate(outputs)}
     if any(t is not None and id(t) in out_ids for t, _ in ctx._saved):
-        # NOTE: a saved output is kept by index, not by reference, so the node
-        # does not keep its own output alive through a reference cycle.
         ctx._saved = tuple((out_ids[id(t)], v) if t is not None and id(t) in out_ids else (t, v)
                            for t, v in ctx._saved)
         ctx._output_meta = tuple((o.shape, o.dtype, o.data) for o in outputs)

@@ -48,10 +48,9 @@ def fix_float_dtype(result, *inputs):
         result: the computed array.
         *inputs: the op's inputs (Tensors or scalars).
     """
-    if result.dtype == dtypes.float64 and not any(isinstance(v, Tensor) and v.dtype == dtypes.float64
-                                                  for v in inputs):
-        return result.astype(dtypes.float32)
-    return result
+    if result.dtype != dtypes.float64 or any(isinstance(v, Tensor) and v.dtype == dtypes.float64 for v in inputs):
+        return result
+    return result.astype(dtypes.float32)
 
 
 def require_floating(op_name: str, t: Tensor, what: str = "input"):

@@ -20,11 +20,11 @@ __all__ = [
 ]
 
 
-def _grad_for(ctx, i, grad, value):
-    """Reduce a broadcast gradient to the shape of input i (None when no gradient is needed)."""
+def _grad_for(ctx, i, make_grad):
+    """``make_grad()`` reduced to input i's shape, or None without computing it when input i needs no grad."""
     if not ctx.needs_input_grad[i]:
         return None
-    return sum_to(grad, value.shape)
+    return sum_to(make_grad(), ctx.shapes[i])
 
 
 class Add(Function):
@@ -68,14 +68,13 @@ class Mul(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save_for_backward(*(v if isinstance(v, Tensor) else None for v in (a, b)))
-        ctx.scalars = (a, b)
+        _save_operands(ctx, a, b)
         return fix_float_dtype(data(a) * data(b), a, b)
 
     @staticmethod
     def backward(ctx, grad):
         a, b = _restore(ctx)
-        return _grad_for(ctx, 0, grad * b, a), _grad_for(ctx, 1, grad * a, b)
+        return _grad_for(ctx, 0, lambda: grad * b), _grad_for(ctx, 1, lambda: grad * a)
 
 
 class Div(Function):
@@ -85,17 +84,26 @@ class Div(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save_for_backward(*(v if isinstance(v, Tensor) else None for v in (a, b)))
-        ctx.scalars = (a, b)
+        _save_operands(ctx, a, b, both=True)
         out = data(a) / data(b)
         return fix_float_dtype(out, a, b)
 
     @staticmethod
     def backward(ctx, grad):
         a, b = _restore(ctx)
-        ga = _grad_for(ctx, 0, grad / b, a)
-        gb = _grad_for(ctx, 1, -grad * a / (b * b), b)
+        ga = _grad_for(ctx, 0, lambda: grad / b)
+        gb = _grad_for(ctx, 1, lambda: -grad * a / (b * b))
         return ga, gb
+
+
+def _save_operands(ctx, a, b, both=False):
+    """Save what backward needs: for a product only the *other* operand (d(ab)/da = b); Python numbers as is."""
+    need = ctx.needs_input_grad
+    keep_a, keep_b = (need[0] or need[1], need[0] or need[1]) if both else (need[1], need[0])
+    ctx.save_for_backward(a if isinstance(a, Tensor) and keep_a else None,
+                          b if isinstance(b, Tensor) and keep_b else None)
+    ctx.scalars = (None if isinstance(a, Tensor) else a, None if isinstance(b, Tensor) else b)
+    ctx.shapes = (getattr(a, "shape", ()), getattr(b, "shape", ()))
 
 
 def _restore(ctx):
@@ -125,19 +133,15 @@ class Pow(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save_for_backward(*(v if isinstance(v, Tensor) else None for v in (a, b)))
-        ctx.scalars = (a, b)
+        _save_operands(ctx, a, b, both=True)
         return fix_float_dtype(data(a) ** data(b), a, b)
 
     @staticmethod
     def backward(ctx, grad):
         from .unary import log  # noqa: PLC0415 - unary imports arith
         a, b = _restore(ctx)
-        ga = _grad_for(ctx, 0, grad * b * a ** (b - 1), a) if ctx.needs_input_grad[0] else None
-        gb = None
-        if ctx.needs_input_grad[1]:
-            log_a = log(a) if isinstance(a, Tensor) else _log_scalar(a)
-            gb = _grad_for(ctx, 1, grad * log_a * a ** b, b)
+        ga = _grad_for(ctx, 0, lambda: grad * b * a ** (b - 1))
+        gb = _grad_for(ctx, 1, lambda: grad * (log(a) if isinstance(a, Tensor) else _log_scalar(a)) * a ** b)
         return ga, gb
 
 
@@ -299,6 +303,7 @@ class Maximum(Function):
     @classmethod
     def forward(cls, ctx, a, b):
         ctx.save_for_backward(a, b)
+        ctx.shapes = (a.shape, b.shape)
         xp = xp_of(a, b)
         return xp.maximum(a.data, b.data) if cls is Maximum else xp.minimum(a.data, b.data)
 
@@ -308,7 +313,7 @@ class Maximum(Function):
         first = (a > b) if cls is Maximum else (a < b)
         tie = (a == b).to(grad.dtype) * 0.5
         wa = first.to(grad.dtype) + tie
-        return _grad_for(ctx, 0, grad * wa, a), _grad_for(ctx, 1, grad * (1 - wa), b)
+        return _grad_for(ctx, 0, lambda: grad * wa), _grad_for(ctx, 1, lambda: grad * (1 - wa))
 
 
 class Minimum(Maximum):
