@@ -1,0 +1,94 @@
+"""Training-step throughput (samples/s) of the MLP and the CNN: cupynet vs PyTorch, same run, fp32.
+
+Run: PYTHONPATH=. python benchmarks/bench_train.py [--device cpu|cuda] [--repeats 30]
+Target (issue 3): on the CPU, cupynet's digits-MLP step is no slower than PyTorch's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import numpy as np
+from _timing import environment, median_time, print_json
+
+import cupynet as cn
+
+CASES = {
+    # name: (model, input shape, batch)
+    "digits MLP (64-256-128-10), batch 64": ("mlp", (1, 8, 8), 64),
+    "digits MLP, batch 512": ("mlp", (1, 8, 8), 512),
+    "LeNet CNN 1x28x28, batch 64": ("cnn", (1, 28, 28), 64),
+}
+
+
+def cupynet_step(model_name, shape, batch, device):
+    from cupynet import nn, optim
+    from cupynet.models import build_model
+    cn.manual_seed(0)
+    model = build_model(model_name, shape, 10).to(device)
+    opt = optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    rng = np.random.default_rng(0)
+    x = cn.tensor(rng.standard_normal((batch, *shape)).astype(np.float32), device=device)
+    y = cn.tensor(rng.integers(0, 10, batch), device=device)
+
+    def step():
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+    return step
+
+
+def torch_step(model_name, shape, batch, device, torch):
+    """The same architecture in PyTorch, with the weights copied from cupynet's model."""
+    from cupynet.models import build_model
+    cn.manual_seed(0)
+    ours = build_model(model_name, shape, 10)
+    theirs = _torch_twin(ours, torch).to(device)
+    opt = torch.optim.SGD(theirs.parameters(), lr=0.01, momentum=0.9)
+    rng = np.random.default_rng(0)
+    x = torch.tensor(rng.standard_normal((batch, *shape)).astype(np.float32), device=device)
+    y = torch.tensor(rng.integers(0, 10, batch), device=device)
+
+    def step():
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(theirs(x), y).backward()
+        opt.step()
+    return step
+
+
+def _torch_twin(model, torch):
+    from cupynet.models import to_torch_module
+    return to_torch_module(model, torch)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--repeats", type=int, default=30)
+    args = parser.parse_args()
+    device = cn.device(args.device) if args.device else cn.default_device()
+    try:
+        import torch
+        torch.set_num_threads(os.cpu_count() or 1)
+    except ImportError:
+        torch = None
+    print(f"device: {device}, env: {environment()}")
+    print(f"{'case':<40} {'cupynet samples/s':>18} {'pytorch samples/s':>18} {'ratio (ours/theirs)':>20}")
+    for name, (model_name, shape, batch) in CASES.items():
+        ours = median_time(cupynet_step(model_name, shape, batch, device), repeats=args.repeats,
+                           device_type=device.type)
+        theirs = None
+        if torch is not None:
+            torch_device = "cuda" if device.type == "cuda" else "cpu"
+            theirs = median_time(torch_step(model_name, shape, batch, torch_device, torch), repeats=args.repeats,
+                                 torch_sync=device.type == "cuda")
+        ours_rate, theirs_rate = batch / ours, (batch / theirs if theirs else None)
+        ratio = ours_rate / theirs_rate if theirs_rate else None
+        print(f"{name:<40} {ours_rate:>18.0f} {theirs_rate or float('nan'):>18.0f} {ratio or float('nan'):>20.2f}")
+        print_json("train_step", {"case": name, "device": str(device), "cupynet_samples_s": ours_rate,
+                                  "torch_samples_s": theirs_rate, "throughput_ratio": ratio})
+
+
+if __name__ == "__main__":
+    main()

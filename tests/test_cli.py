@@ -1,0 +1,61 @@
+"""`cupynet` end to end in subprocesses: exit codes, output lines, metrics file, clean errors."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_cli(*args, timeout=240):
+    env = {**os.environ, "PYTHONPATH": ROOT, "CUPYNET_DEVICE": "cpu"}
+    return subprocess.run([sys.executable, "-m", "cupynet.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=ROOT)
+
+
+def test_info_runs_without_gpu():
+    result = run_cli("info", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["default_device"] == "cpu" and report["numpy"]
+
+
+def test_train_defaults_reach_95_percent_and_write_metrics(tmp_path):
+    metrics = tmp_path / "m.jsonl"
+    result = run_cli("train", "--metrics", str(metrics), "--out", str(tmp_path / "out"), "--no-progress")
+    assert result.returncode == 0, result.stderr[-2000:]
+    last = result.stdout.strip().splitlines()[-1]
+    assert last.startswith("test accuracy: ")
+    assert float(last.split(": ")[1].rstrip("%")) >= 95.0, result.stdout
+    rows = [json.loads(line) for line in metrics.read_text().splitlines()]
+    assert [r["step"] for r in rows] == list(range(1, len(rows) + 1))
+    assert {"step", "loss", "lr", "time"} <= set(rows[0])
+    assert rows[-1]["loss"] < rows[0]["loss"]
+    assert "epoch 20/20" in result.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (("train", "--bogus"), "unrecognized arguments: --bogus"),
+    (("train", "--dataset", "imagenet"), "unknown dataset 'imagenet'"),
+    (("train", "--dataset", "mnist:/nonexistent/dir"), "/nonexistent/dir"),
+    (("train", "--epochs", "0"), "expected a positive integer"),
+    (("train", "--model", "resnet"), "invalid choice: 'resnet'"),
+])
+def test_bad_input_exits_nonzero_with_one_line(args, message):
+    result = run_cli(*args)
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert message in lines[0]
+
+
+def test_help_documents_every_flag():
+    result = run_cli("train", "--help")
+    assert result.returncode == 0
+    for flag in ("--model", "--dataset", "--epochs", "--batch-size", "--lr", "--optimizer", "--device", "--seed",
+                 "--metrics", "--out", "--amp", "--amp-dtype", "--save-every", "--resume"):
+        assert flag in result.stdout
