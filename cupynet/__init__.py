@@ -27,6 +27,8 @@ from .creation import (
 )
 from .dtypes import bfloat16, bool_, double, float16, float32, float64, half, int8, int16, int32, int64, long, uint8
 from .ops import *  # noqa: F403 - the functional API: cupynet.matmul, cupynet.exp, ...
+from .safetensors_io import load_safetensors, save_safetensors
+from .serialization import load, save
 from .random import get_rng_state, initial_seed, manual_seed, set_rng_state
 from .tensor import Tensor
 
