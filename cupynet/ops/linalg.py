@@ -1,51 +1,57 @@
-"""Matrix products. ``matmul`` is a ``lower`` op: under autocast it runs in fp16/bf16.
+"""Matrix products: matmul, linear, mm/bmm/mv, the add-product family, dot, outer, einsum, tensordot.
 
 NOTE (numerics): half-precision products accumulate in fp32 and round once.
 On the GPU a 2-D float16 ``cupy.matmul`` is cublasGemmEx with fp32 compute
 (tensor cores); CuPy upcasts *batched* float16 matmul to fp32 internally, so a
 batched product whose right side is a plain matrix is reshaped to 2-D first.
 On the CPU the product is computed in fp32 and rounded, which is the same math.
+``matmul_arrays`` is the single place where this rule lives; every product in
+this module, in conv.py and in pool.py goes through it (or through
+``einsum_arrays``, which computes in fp32 the same way).
 """
 
 from __future__ import annotations
 
 from .. import dtypes
 from ..autograd.function import Function
-from ._util import xp_of
-from .shape import reshape, squeeze, sum_to, unsqueeze
+from ._einsum_parse import einsum_equation_for_tensordot, parse_einsum
+from ._linalg_checks import (
+    _batch_shapes,
+    _check,
+    _check_linear,
+    _check_vectors,
+    _require_broadcastable,
+    _require_inner,
+    _require_ndim,
+    _same_dtype,
+)
+from ._util import compute_in_fp32, xp_of
+from .shape import broadcast_to, reshape, squeeze, sum_to, unsqueeze
 
-__all__ = ["matmul"]
+__all__ = ["matmul", "linear", "mm", "bmm", "mv", "addmm", "addmv", "addr", "baddbmm", "addbmm", "dot", "vdot",
+           "outer", "einsum", "tensordot"]
 
 
-def matmul_arrays(a, b):
+def matmul_arrays(a, b, fp32_out=False):
     """``a @ b`` on raw arrays with fp32 accumulation for half dtypes (see the module note).
 
     Args:
         a: left array.
-        b: right array.
+        b: right array (same dtype as ``a``).
+        fp32_out: for half inputs, return the float32 result instead of rounding it to the input dtype (callers
+            that add a bias or accumulate further round once at their end).
     """
     xp = xp_of(a, b)
     low = a.dtype in dtypes.LOW_PRECISION
     if xp.__name__ == "numpy" and low:
-        return xp.matmul(a.astype(dtypes.float32), b.astype(dtypes.float32)).astype(a.dtype)
+        out = xp.matmul(a.astype(dtypes.float32), b.astype(dtypes.float32))
+        return out if fp32_out else out.astype(a.dtype)
     if low and a.ndim > 2 and b.ndim == 2:
         lead = a.shape[:-1]
-        return xp.matmul(a.reshape(-1, a.shape[-1]), b).reshape(lead + (b.shape[-1],))
-    return xp.matmul(a, b)
-
-
-def _check(a, b):
-    if a.ndim == 0 or b.ndim == 0:
-        raise RuntimeError(f"matmul: both arguments need at least 1 dimension, got shapes {tuple(a.shape)} and "
-                           f"{tuple(b.shape)}")
-    ka = a.shape[-1]
-    kb = b.shape[0] if b.ndim == 1 else b.shape[-2]
-    if ka != kb:
-        raise RuntimeError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be multiplied "
-                           f"({ka} != {kb})")
-    if a.dtype != b.dtype:
-        raise RuntimeError(f"matmul: expected both inputs to have the same dtype, but got {a.dtype} and "
-                           f"{b.dtype}")
+        out = xp.matmul(a.reshape(-1, a.shape[-1]), b).reshape(lead + (b.shape[-1],))
+    else:
+        out = xp.matmul(a, b)
+    return out.astype(dtypes.float32) if (low and fp32_out) else out
 
 
 class Matmul(Function):
@@ -76,13 +82,258 @@ class Matmul(Function):
             ga = squeeze(ga, 0) if a.ndim == 1 else ga
             ga = reshape(ga, a.shape)
         if ctx.needs_input_grad[1]:
-            gb = _sum_batch(matmul(a2.mT, g), b2.shape)
+            gb = sum_to(matmul(a2.mT, g), b2.shape)
             gb = reshape(gb, b.shape)
         return ga, gb
 
 
-def _sum_batch(g, shape):
-    return sum_to(g, shape)
+class Linear(Function):
+    """``x @ W^T + b`` over any leading dimensions, as one 2-D GEMM on ``x`` viewed as ``(-1, in_features)``."""
+
+    op_name = "linear"
+    amp_policy = "lower"
+
+    @staticmethod
+    def forward(ctx, x, weight, bias=None):
+        _check_linear(x, weight, bias)
+        ctx.save_for_backward(x, weight)
+        x2 = x.data.reshape(-1, x.shape[-1])
+        # NOTE: with a bias, the fp32 GEMM result gets the bias before the one rounding to half
+        y = matmul_arrays(x2, weight.data.T, fp32_out=bias is not None)
+        if bias is not None:
+            y = (y + bias.data.astype(y.dtype, copy=False)).astype(x.dtype, copy=False)
+        return y.reshape(x.shape[:-1] + (weight.shape[0],))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        out_features, in_features = weight.shape
+        gx = matmul(grad, weight) if ctx.needs_input_grad[0] else None
+        gw = gb = None
+        if ctx.needs_input_grad[1]:
+            gw = matmul(reshape(grad, (-1, out_features)).mT, reshape(x, (-1, in_features)))
+        if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2]:
+            gb = sum_to(grad, (out_features,))
+        return gx, gw, gb
+
+
+class _AddProduct(Function):
+    """``beta * input + alpha * P(a, b)`` where ``P`` is a matmul of reshaped ``a``, ``b`` (subclasses say how)."""
+
+    amp_policy = "lower"
+
+    @staticmethod
+    def lift(a, b):
+        """The matmul operands for ``a`` and ``b`` (arrays or Tensors; only ``.reshape`` is used)."""
+        return a, b
+
+    @staticmethod
+    def reduce(product):
+        """Turn the matmul result array into the op's product (identity unless overridden)."""
+        return product
+
+    @staticmethod
+    def expand(grad, product_shape):
+        """The gradient of the matmul result from the gradient of the op's product."""
+        return reshape(grad, product_shape)
+
+    @staticmethod
+    def forward(ctx, input, a, b, beta=1, alpha=1):  # noqa: A002
+        cls = ctx.fn
+        ctx.save_for_backward(a, b)
+        ctx.in_shape, ctx.beta, ctx.alpha = input.shape, beta, alpha
+        big_a, big_b = cls.lift(a.data, b.data)
+        product = matmul_arrays(big_a, big_b, fp32_out=True)
+        ctx.product_shape = product.shape
+        # NOTE: alpha, beta and the add run on the fp32 product; the result is rounded once
+        out = cls.reduce(product) * alpha
+        if beta != 0:  # NOTE: PyTorch ignores input entirely (NaN included) when beta == 0
+            out = out + input.data.astype(out.dtype, copy=False) * beta
+        return out.astype(a.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        cls = ctx.fn
+        a, b = ctx.saved_tensors
+        big_a, big_b = cls.lift(a, b)
+        g = cls.expand(grad, ctx.product_shape)
+        g_in = ga = gb = None
+        if ctx.needs_input_grad[0]:
+            g_in = sum_to(grad * ctx.beta if ctx.beta != 1 else grad, ctx.in_shape)
+        if ctx.needs_input_grad[1]:
+            ga = reshape(sum_to(matmul(g, big_b.mT), big_a.shape), a.shape)
+            ga = ga * ctx.alpha if ctx.alpha != 1 else ga
+        if ctx.needs_input_grad[2]:
+            gb = reshape(sum_to(matmul(big_a.mT, g), big_b.shape), b.shape)
+            gb = gb * ctx.alpha if ctx.alpha != 1 else gb
+        return g_in, ga, gb
+
+
+class Addmm(_AddProduct):
+    """``beta * input + alpha * (mat1 @ mat2)``."""
+
+    op_name = "addmm"
+
+
+class Baddbmm(_AddProduct):
+    """``beta * input + alpha * bmm(batch1, batch2)``."""
+
+    op_name = "baddbmm"
+
+
+class Addmv(_AddProduct):
+    """``beta * input + alpha * (mat @ vec)``."""
+
+    op_name = "addmv"
+
+    @staticmethod
+    def lift(a, b):
+        return a, b.reshape((b.shape[0], 1))
+
+    @staticmethod
+    def reduce(product):
+        return product.reshape(product.shape[:1])
+
+
+class Addr(_AddProduct):
+    """``beta * input + alpha * outer(vec1, vec2)``."""
+
+    op_name = "addr"
+
+    @staticmethod
+    def lift(a, b):
+        return a.reshape((a.shape[0], 1)), b.reshape((1, b.shape[0]))
+
+
+class Addbmm(_AddProduct):
+    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
+
+    op_name = "addbmm"
+
+    @staticmethod
+    def reduce(product):
+        return product.sum(axis=0)
+
+    @staticmethod
+    def expand(grad, product_shape):
+        return broadcast_to(unsqueeze(grad, 0), product_shape)
+
+
+class Dot(Function):
+    """Inner product of two 1-D tensors of the same length."""
+
+    op_name = "dot"
+    amp_policy = "promote"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        _check_vectors(ctx.fn.op_name, a, b)
+        ctx.save_for_backward(a, b)
+        return matmul_arrays(a.data, b.data)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        return (grad * b if ctx.needs_input_grad[0] else None), (grad * a if ctx.needs_input_grad[1] else None)
+
+
+class Vdot(Dot):
+    """``dot`` of the conjugate of the first vector (the same as ``dot`` for real tensors)."""
+
+    op_name = "vdot"
+
+
+def einsum_arrays(equation, *arrays):
+    """``xp.einsum`` with the module's numerics: half inputs are contracted in fp32 and rounded once.
+
+    Args:
+        equation: an explicit equation with no ellipsis (``"ij,jk->ik"``).
+        *arrays: the operands, already broadcast to agree on every letter's size.
+    """
+    xp = xp_of(*arrays)
+    out = xp.einsum(equation, *(compute_in_fp32(a) for a in arrays), optimize=len(arrays) > 2)
+    return out.astype(arrays[0].dtype, copy=False)
+
+
+class Einsum(Function):
+    """Einstein summation over an explicit equation (ellipses already expanded by ``einsum``)."""
+
+    op_name = "einsum"
+    amp_policy = "lower"
+
+    @staticmethod
+    def forward(ctx, *operands, terms=(), out_term="", sizes=None):
+        ctx.save_for_backward(*operands)
+        ctx.terms, ctx.out_term, ctx.sizes = terms, out_term, sizes
+        xp = xp_of(*operands)
+        arrays = [xp.broadcast_to(t.data, tuple(sizes[c] for c in term)) for t, term in zip(operands, terms)]
+        return einsum_arrays(",".join(terms) + "->" + out_term, *arrays)
+
+    @staticmethod
+    def backward(ctx, grad):
+        operands = ctx.saved_tensors
+        return tuple(_einsum_grad(ctx, operands, i, grad) if ctx.needs_input_grad[i] else None
+                     for i in range(len(operands)))
+
+
+class Tensordot(Einsum):
+    """``tensordot``: contraction of chosen dimension pairs, run as an einsum (``promote`` under autocast)."""
+
+    op_name = "tensordot"
+    amp_policy = "promote"
+
+
+def _einsum_grad(ctx, operands, i, grad):
+    """Gradient of operand ``i``: an einsum of the output gradient with the other operands."""
+    term = ctx.terms[i]
+    others = [(grad, ctx.out_term)] + [(t, s) for j, (t, s) in enumerate(zip(operands, ctx.terms)) if j != i]
+    seen = set("".join(s for _, s in others))
+    target = "".join(c for c in term if c in seen)
+    g = _einsum_apply([t for t, _ in others], [s for _, s in others], target, ctx.sizes)
+    if target != term:  # NOTE: a letter only operand i has was summed in forward: its gradient is broadcast
+        g = reshape(g, tuple(ctx.sizes[c] if c in seen else 1 for c in term))
+        g = broadcast_to(g, tuple(ctx.sizes[c] for c in term))
+    return sum_to(g, operands[i].shape)
+
+
+def _einsum_apply(operands, terms, out_term, sizes):
+    return Einsum.apply(*operands, terms=tuple(terms), out_term=out_term,
+                        sizes={c: sizes[c] for c in "".join(terms)})
+
+
+def einsum(equation, *operands):
+    """Einstein summation, e.g. ``einsum("bij,bjk->bik", a, b)``; ellipsis and implicit output are supported.
+
+    Gradients are einsums themselves, so double backward works. A letter repeated inside one operand
+    (a diagonal, ``"ii->i"``) runs forward but is not differentiable here: asking for its gradient raises.
+
+    Args:
+        equation: the subscripts, ``"ij,jk->ik"`` style.
+        *operands: the tensors (or one list of them).
+    """
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    terms, out_term, sizes = parse_einsum(equation, [tuple(t.shape) for t in operands])
+    _same_dtype("einsum", *operands)
+    for t, term in zip(operands, terms):
+        if t.requires_grad and len(set(term)) != len(term):
+            raise NotImplementedError(f"einsum: the gradient of an operand with a repeated subscript ('{term}' in "
+                                      f"'{equation}') is not supported; pass a detached tensor or use diagonal ops")
+    return Einsum.apply(*operands, terms=tuple(terms), out_term=out_term, sizes=sizes)
+
+
+def tensordot(a, b, dims=2):
+    """Sum of products over ``dims`` pairs of dimensions of ``a`` and ``b``.
+
+    Args:
+        a: left tensor.
+        b: right tensor.
+        dims: an int n (last n of ``a`` with first n of ``b``) or a pair of dimension lists.
+    """
+    _same_dtype("tensordot", a, b)
+    terms, out_term = einsum_equation_for_tensordot(tuple(a.shape), tuple(b.shape), dims)
+    sizes = dict(zip(terms[0], a.shape)) | dict(zip(terms[1], b.shape))
+    return Tensordot.apply(a, b, terms=terms, out_term=out_term, sizes=sizes)
 
 
 def matmul(input, other):  # noqa: A002
@@ -95,4 +346,168 @@ def matmul(input, other):  # noqa: A002
     return Matmul.apply(input, other)
 
 
-METHODS = {"matmul": matmul}
+def linear(input, weight, bias=None):  # noqa: A002
+    """``y = input @ weight^T + bias`` over any leading dimensions (one 2-D GEMM).
+
+    Args:
+        input: a Tensor of shape ``(*, in_features)``.
+        weight: a Tensor of shape ``(out_features, in_features)``.
+        bias: an optional Tensor of shape ``(out_features,)``.
+    """
+    return Linear.apply(input, weight, bias) if bias is not None else Linear.apply(input, weight)
+
+
+def mm(input, mat2):  # noqa: A002
+    """Product of two matrices ``(n, m) @ (m, p)``.
+
+    Args:
+        input: a 2-D Tensor.
+        mat2: a 2-D Tensor.
+    """
+    _require_ndim("mm", "input", input, 2)
+    _require_ndim("mm", "mat2", mat2, 2)
+    return Matmul.apply(input, mat2)
+
+
+def bmm(input, mat2):  # noqa: A002
+    """Batched product ``(b, n, m) @ (b, m, p)`` (no broadcasting of the batch).
+
+    Args:
+        input: a 3-D Tensor.
+        mat2: a 3-D Tensor.
+    """
+    _require_ndim("bmm", "input", input, 3)
+    _require_ndim("bmm", "mat2", mat2, 3)
+    if input.shape[0] != mat2.shape[0]:
+        raise RuntimeError(f"bmm: batch sizes differ: input {tuple(input.shape)} and mat2 {tuple(mat2.shape)}")
+    return Matmul.apply(input, mat2)
+
+
+def mv(input, vec):  # noqa: A002
+    """Matrix-vector product ``(n, m) @ (m,)``.
+
+    Args:
+        input: a 2-D Tensor.
+        vec: a 1-D Tensor.
+    """
+    _require_ndim("mv", "input", input, 2)
+    _require_ndim("mv", "vec", vec, 1)
+    return Matmul.apply(input, vec)
+
+
+def _add_product(cls, input, a, b, beta, alpha, shape):  # noqa: A002
+    _same_dtype(cls.op_name, input, a, b)
+    _require_broadcastable(cls.op_name, input, shape)
+    return cls.apply(input, a, b, beta=beta, alpha=alpha)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
+    """``beta * input + alpha * (mat1 @ mat2)``.
+
+    Args:
+        input: a Tensor broadcastable to ``(n, p)``.
+        mat1: a ``(n, m)`` Tensor.
+        mat2: a ``(m, p)`` Tensor.
+        beta: multiplier of ``input`` (0 ignores it, NaN included).
+        alpha: multiplier of the product.
+    """
+    _require_ndim("addmm", "mat1", mat1, 2)
+    _require_ndim("addmm", "mat2", mat2, 2)
+    _require_inner("addmm", mat1, mat2, mat1.shape[1], mat2.shape[0])
+    return _add_product(Addmm, input, mat1, mat2, beta, alpha, (mat1.shape[0], mat2.shape[1]))
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002
+    """``beta * input + alpha * (mat @ vec)``.
+
+    Args:
+        input: a Tensor broadcastable to ``(n,)``.
+        mat: a ``(n, m)`` Tensor.
+        vec: a ``(m,)`` Tensor.
+        beta: multiplier of ``input``.
+        alpha: multiplier of the product.
+    """
+    _require_ndim("addmv", "mat", mat, 2)
+    _require_ndim("addmv", "vec", vec, 1)
+    _require_inner("addmv", mat, vec, mat.shape[1], vec.shape[0])
+    return _add_product(Addmv, input, mat, vec, beta, alpha, (mat.shape[0],))
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
+    """``beta * input + alpha * outer(vec1, vec2)``.
+
+    Args:
+        input: a Tensor broadcastable to ``(n, m)``.
+        vec1: a ``(n,)`` Tensor.
+        vec2: a ``(m,)`` Tensor.
+        beta: multiplier of ``input``.
+        alpha: multiplier of the outer product.
+    """
+    _require_ndim("addr", "vec1", vec1, 1)
+    _require_ndim("addr", "vec2", vec2, 1)
+    return _add_product(Addr, input, vec1, vec2, beta, alpha, (vec1.shape[0], vec2.shape[0]))
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    """``beta * input + alpha * bmm(batch1, batch2)``.
+
+    Args:
+        input: a Tensor broadcastable to ``(b, n, p)``.
+        batch1: a ``(b, n, m)`` Tensor.
+        batch2: a ``(b, m, p)`` Tensor.
+        beta: multiplier of ``input``.
+        alpha: multiplier of the product.
+    """
+    shape = _batch_shapes("baddbmm", batch1, batch2)
+    return _add_product(Baddbmm, input, batch1, batch2, beta, alpha, shape)
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    """``beta * input + alpha * sum over b of batch1[b] @ batch2[b]``.
+
+    Args:
+        input: a Tensor broadcastable to ``(n, p)``.
+        batch1: a ``(b, n, m)`` Tensor.
+        batch2: a ``(b, m, p)`` Tensor.
+        beta: multiplier of ``input``.
+        alpha: multiplier of the summed product.
+    """
+    shape = _batch_shapes("addbmm", batch1, batch2)
+    return _add_product(Addbmm, input, batch1, batch2, beta, alpha, shape[1:])
+
+
+def dot(input, tensor):  # noqa: A002
+    """Inner product of two 1-D tensors (fp32 accumulation for half inputs).
+
+    Args:
+        input: a 1-D Tensor.
+        tensor: a 1-D Tensor of the same length.
+    """
+    return Dot.apply(input, tensor)
+
+
+def vdot(input, other):  # noqa: A002
+    """``dot`` with the first argument conjugated (identical to ``dot`` for the real dtypes cupynet has).
+
+    Args:
+        input: a 1-D Tensor.
+        other: a 1-D Tensor of the same length.
+    """
+    return Vdot.apply(input, other)
+
+
+def outer(input, vec2):  # noqa: A002
+    """Outer product ``input[:, None] * vec2[None, :]`` (dtypes promote like ``mul``).
+
+    Args:
+        input: a 1-D Tensor.
+        vec2: a 1-D Tensor.
+    """
+    _require_ndim("outer", "input", input, 1)
+    _require_ndim("outer", "vec2", vec2, 1)
+    return unsqueeze(input, 1) * unsqueeze(vec2, 0)
+
+
+ger = outer
+METHODS = {"matmul": matmul, "mm": mm, "bmm": bmm, "mv": mv, "addmm": addmm, "addmv": addmv, "addr": addr,
+           "baddbmm": baddbmm, "addbmm": addbmm, "dot": dot, "vdot": vdot, "outer": outer, "ger": ger}

@@ -1,0 +1,77 @@
+"""Argument checks of the linear-algebra ops (shapes and dtypes only): clear errors before any work."""
+
+from __future__ import annotations
+
+
+def _same_dtype(op_name, *tensors):
+    kinds = {t.dtype for t in tensors if t is not None}
+    if len(kinds) > 1:
+        listed = ", ".join(str(t.dtype) for t in tensors if t is not None)
+        raise RuntimeError(f"{op_name}: expected all inputs to have the same dtype, but got {listed}")
+
+
+def _check(a, b):
+    if a.ndim == 0 or b.ndim == 0:
+        raise RuntimeError(f"matmul: both arguments need at least 1 dimension, got shapes {tuple(a.shape)} and "
+                           f"{tuple(b.shape)}")
+    ka = a.shape[-1]
+    kb = b.shape[0] if b.ndim == 1 else b.shape[-2]
+    if ka != kb:
+        raise RuntimeError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be multiplied "
+                           f"({ka} != {kb})")
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"matmul: expected both inputs to have the same dtype, but got {a.dtype} and "
+                           f"{b.dtype}")
+
+
+def _check_linear(x, weight, bias):
+    if weight.ndim != 2:
+        raise RuntimeError(f"linear: weight must be 2-D (out_features, in_features), got shape {tuple(weight.shape)}")
+    if x.ndim == 0 or x.shape[-1] != weight.shape[1]:
+        n = x.shape[-1] if x.ndim else 0
+        raise RuntimeError(f"linear: input has {n} features (shape {tuple(x.shape)}) but weight expects "
+                           f"{weight.shape[1]} (weight shape {tuple(weight.shape)})")
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        raise RuntimeError(f"linear: bias must have shape ({weight.shape[0]},) to match weight shape "
+                           f"{tuple(weight.shape)}, got {tuple(bias.shape)}")
+    _same_dtype("linear", x, weight, bias)
+
+
+def _check_vectors(op_name, a, b):
+    if a.ndim != 1 or b.ndim != 1:
+        raise RuntimeError(f"{op_name}: 1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors "
+                           f"(shapes {tuple(a.shape)} and {tuple(b.shape)})")
+    if a.shape[0] != b.shape[0]:
+        raise RuntimeError(f"{op_name}: inconsistent tensor size, expected tensor [{a.shape[0]}] and src "
+                           f"[{b.shape[0]}] to have the same number of elements, but got {a.shape[0]} and "
+                           f"{b.shape[0]} elements respectively")
+    _same_dtype(op_name, a, b)
+
+
+def _require_ndim(op_name, name, t, ndim):
+    if t.ndim != ndim:
+        raise RuntimeError(f"{op_name}: {name} must be a {ndim}D tensor, got shape {tuple(t.shape)}")
+
+
+def _require_inner(op_name, a, b, ka, kb):
+    if ka != kb:
+        raise RuntimeError(f"{op_name}: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be multiplied "
+                           f"({ka} != {kb})")
+
+
+def _batch_shapes(op_name, b1, b2):
+    _require_ndim(op_name, "batch1", b1, 3)
+    _require_ndim(op_name, "batch2", b2, 3)
+    if b1.shape[0] != b2.shape[0]:
+        raise RuntimeError(f"{op_name}: batch sizes differ: batch1 {tuple(b1.shape)} and batch2 {tuple(b2.shape)}")
+    _require_inner(op_name, b1, b2, b1.shape[2], b2.shape[1])
+    return (b1.shape[0], b1.shape[1], b2.shape[2])
+
+
+def _require_broadcastable(op_name, input, shape):  # noqa: A002
+    in_shape = tuple(input.shape)
+    ok = len(in_shape) <= len(shape) and all(
+        i in (1, s) for i, s in zip(reversed(in_shape), reversed(shape)))
+    if not ok:
+        raise RuntimeError(f"{op_name}: input of shape {in_shape} cannot be broadcast to the product's shape "
+                           f"{tuple(shape)}")

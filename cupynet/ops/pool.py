@@ -1,0 +1,369 @@
+"""Pooling: max and average pooling (1-D, 2-D, 3-D) and adaptive average pooling.
+
+Every pooling op is linear in its input once the window choice is fixed, so each
+comes with its adjoint op and the two are each other's backward (double backward
+for free): max pooling gathers at the argmax of each window and scatters back;
+average pooling sums windows times ``1/divisor`` and spreads back; adaptive
+average pooling multiplies by an averaging matrix per spatial dimension.
+
+NOTE (numerics): max pooling runs natively in half precision (no accumulation);
+window sums and averaging matrices accumulate in fp32 and round once.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy
+
+from .. import dtypes
+from ..autograd.function import Function
+from ._conv_args import check_input, ntuple
+from ._im2col import Geometry, col2im, output_length, windows
+from ._util import compute_in_fp32, xp_of
+from .linalg import matmul_arrays
+from .shape import squeeze, unsqueeze
+
+__all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d"]
+
+
+def _flat_windows(x, geoms, value):
+    win = windows(x, geoms, value)
+    return win.reshape(win.shape[:2 + len(geoms)] + (-1,))
+
+
+def _gather(x, geoms, arg):
+    flat = _flat_windows(x, geoms, 0.0)
+    return xp_of(x).take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
+
+
+def _scatter(g, geoms, arg, dtype):
+    xp = xp_of(g)
+    taps = math.prod(gm.kernel for gm in geoms)
+    onehot = xp.arange(taps) == arg[..., None]
+    cols = (onehot * g[..., None]).reshape(g.shape + tuple(gm.kernel for gm in geoms))
+    return col2im(cols, geoms, dtype)
+
+
+class MaxPool(Function):
+    """Max over each window; also returns the flat input index of each maximum (int64)."""
+
+    op_name = "max_pool"
+
+    @staticmethod
+    def forward(ctx, x, geoms=()):
+        flat = _flat_windows(x.data, geoms, -numpy.inf)
+        arg = flat.argmax(axis=-1)
+        ctx.geoms, ctx.arg, ctx.dtype = geoms, arg, x.dtype
+        out = xp_of(x).take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
+        return out, _flat_indices(arg, geoms)
+
+    @staticmethod
+    def backward(ctx, grad, _grad_indices=None):
+        return _WindowScatter.apply(grad, geoms=ctx.geoms, arg=ctx.arg, dtype=ctx.dtype)
+
+
+class _WindowScatter(Function):
+    """Adjoint of gathering one element per window: add each value back at its chosen input position."""
+
+    op_name = "max_pool_backward"
+
+    @staticmethod
+    def forward(ctx, g, geoms=(), arg=None, dtype=None):
+        ctx.geoms, ctx.arg = geoms, arg
+        return _scatter(g.data, geoms, arg, dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _WindowGather.apply(grad, geoms=ctx.geoms, arg=ctx.arg)
+
+
+class _WindowGather(Function):
+    """Take one element per window (the one ``arg`` names): max pooling with the argmax held fixed."""
+
+    op_name = "max_pool_gather"
+
+    @staticmethod
+    def forward(ctx, x, geoms=(), arg=None):
+        ctx.geoms, ctx.arg, ctx.dtype = geoms, arg, x.dtype
+        return _gather(x.data, geoms, arg)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _WindowScatter.apply(grad, geoms=ctx.geoms, arg=ctx.arg, dtype=ctx.dtype)
+
+
+def _flat_indices(arg, geoms):
+    """Flat index into each (unpadded) input plane of every window's maximum, as PyTorch returns it."""
+    xp = xp_of(arg)
+    taps = xp.unravel_index(arg, tuple(g.kernel for g in geoms))
+    nd, flat = len(geoms), 0
+    for i, (tap, g) in enumerate(zip(taps, geoms)):
+        start = xp.arange(g.out).reshape((g.out,) + (1,) * (nd - 1 - i)) * g.stride - g.lo
+        flat = flat * g.size + start + tap * g.dilation
+    return flat.astype(dtypes.int64)
+
+
+class AvgPool(Function):
+    """Window sums times ``1/divisor`` (a per-window array)."""
+
+    op_name = "avg_pool"
+
+    @staticmethod
+    def forward(ctx, x, geoms=(), inv_divisor=None):
+        ctx.geoms, ctx.inv_divisor, ctx.dtype = geoms, inv_divisor, x.dtype
+        win = windows(x.data, geoms, 0.0)
+        nd = len(geoms)
+        acc = dtypes.float32 if x.dtype in dtypes.LOW_PRECISION else None
+        total = win.sum(axis=tuple(range(-nd, 0)), dtype=acc)
+        return (total * inv_divisor.astype(total.dtype, copy=False)).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _AvgSpread.apply(grad, geoms=ctx.geoms, inv_divisor=ctx.inv_divisor, dtype=ctx.dtype)
+
+
+class _AvgSpread(Function):
+    """Adjoint of ``AvgPool``: each output value times ``1/divisor`` added to every element of its window."""
+
+    op_name = "avg_pool_backward"
+
+    @staticmethod
+    def forward(ctx, g, geoms=(), inv_divisor=None, dtype=None):
+        ctx.geoms, ctx.inv_divisor = geoms, inv_divisor
+        scaled = compute_in_fp32(g.data) * inv_divisor
+        kernel = tuple(gm.kernel for gm in geoms)
+        cols = xp_of(g).broadcast_to(scaled.reshape(scaled.shape + (1,) * len(kernel)), scaled.shape + kernel)
+        return col2im(cols, geoms, dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return AvgPool.apply(grad, geoms=ctx.geoms, inv_divisor=ctx.inv_divisor)
+
+
+class AdaptiveAvgPool(Function):
+    """Multiply each spatial dimension by an averaging matrix (or, ``transposed``, by its transpose)."""
+
+    op_name = "adaptive_avg_pool"
+
+    @staticmethod
+    def forward(ctx, x, mats=(), transposed=False):
+        ctx.mats, ctx.transposed = mats, transposed
+        y = compute_in_fp32(x.data)
+        nd = len(mats)
+        for i, m in enumerate(mats):
+            axis = x.ndim - nd + i
+            m = m.astype(y.dtype, copy=False)
+            y = matmul_arrays(y.swapaxes(axis, -1), m if transposed else m.T).swapaxes(axis, -1)
+        return xp_of(y).ascontiguousarray(y).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return AdaptiveAvgPool.apply(grad, mats=ctx.mats, transposed=not ctx.transposed)
+
+
+def _pool_geoms(op_name, nd, input, kernel_size, stride, padding, dilation, ceil_mode):  # noqa: A002
+    kernel = ntuple(op_name, "kernel_size", kernel_size, nd, 1)
+    stride = kernel if stride is None or stride == [] or stride == () else ntuple(op_name, "stride", stride, nd, 1)
+    padding = ntuple(op_name, "padding", padding, nd, 0)
+    dilation = ntuple(op_name, "dilation", dilation, nd, 1)
+    geoms = []
+    for size, k, s, p, d in zip(input.shape[-nd:], kernel, stride, padding, dilation):
+        if p > (d * (k - 1) + 1) // 2:
+            raise ValueError(f"{op_name}: pad should be at most half of effective kernel size, but got "
+                             f"padding={padding}, kernel_size={kernel} and dilation={dilation}")
+        out = output_length(size, k, s, d, p, p, ceil_mode)
+        if out < 1:
+            raise RuntimeError(f"{op_name}: output size {out} is too small for input of shape {tuple(input.shape)} "
+                               f"(kernel_size={kernel}, stride={stride}, padding={padding}, dilation={dilation})")
+        geoms.append(Geometry(k, s, d, p, size, out))
+    return tuple(geoms)
+
+
+def _batched(unbatched, fn, input):  # noqa: A002
+    x = unsqueeze(input, 0) if unbatched else input
+    out = fn(x)
+    if isinstance(out, tuple):
+        return tuple(squeeze(o, 0) for o in out) if unbatched else out
+    return squeeze(out, 0) if unbatched else out
+
+
+def _max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):  # noqa: A002
+    op_name = f"max_pool{nd}d"
+    unbatched = check_input(op_name, nd, input)
+    geoms = _pool_geoms(op_name, nd, input, kernel_size, stride, padding, dilation, ceil_mode)
+    out, indices = _batched(unbatched, lambda x: MaxPool.apply(x, geoms=geoms), input)
+    return (out, indices) if return_indices else out
+
+
+def _divisor(geoms, count_include_pad, divisor_override):
+    """``1/divisor`` per window (host NumPy, float64), PyTorch's rule for padding and ceil_mode windows."""
+    if divisor_override is not None:
+        if not isinstance(divisor_override, int) or divisor_override == 0:
+            raise ValueError(f"avg_pool: divisor_override must be a non-zero int, got {divisor_override!r}")
+        return numpy.full(tuple(g.out for g in geoms), 1.0 / divisor_override)
+    counts = numpy.ones(())
+    for g in geoms:
+        start = numpy.arange(g.out) * g.stride - g.lo
+        end = numpy.minimum(start + g.kernel, g.size + g.lo)
+        if not count_include_pad:
+            start, end = numpy.maximum(start, 0), numpy.minimum(end, g.size)
+        counts = numpy.multiply.outer(counts, end - start)
+    return 1.0 / counts
+
+
+def _avg_pool(nd, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):  # noqa: A002
+    op_name = f"avg_pool{nd}d"
+    unbatched = check_input(op_name, nd, input)
+    geoms = _pool_geoms(op_name, nd, input, kernel_size, stride, padding, 1, ceil_mode)
+    host = _divisor(geoms, count_include_pad, divisor_override)
+    inv = xp_of(input).asarray(host.astype(numpy.float64 if input.dtype == dtypes.float64 else numpy.float32))
+    return _batched(unbatched, lambda x: AvgPool.apply(x, geoms=geoms, inv_divisor=inv), input)
+
+
+def _averaging_matrix(size, out):
+    """(out, size) matrix whose row i averages input[floor(i*size/out) : ceil((i+1)*size/out)]."""
+    m = numpy.zeros((out, size))
+    for i in range(out):
+        lo, hi = (i * size) // out, -(-((i + 1) * size) // out)
+        m[i, lo:hi] = 1.0 / (hi - lo)
+    return m
+
+
+def _adaptive_avg_pool(nd, input, output_size):  # noqa: A002
+    op_name = f"adaptive_avg_pool{nd}d"
+    unbatched = check_input(op_name, nd, input)
+    if isinstance(output_size, (tuple, list)):
+        output_size = tuple(s if s is not None else input.shape[-nd + i] for i, s in enumerate(output_size))
+    sizes = ntuple(op_name, "output_size", output_size, nd, 1)
+    xp = xp_of(input)
+    mats = tuple(xp.asarray(_averaging_matrix(n, o)) for n, o in zip(input.shape[-nd:], sizes))
+    return _batched(unbatched, lambda x: AdaptiveAvgPool.apply(x, mats=mats), input)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    """1-D max pooling over (N, C, L) or (C, L).
+
+    Args:
+        input: the input Tensor.
+        kernel_size: window size.
+        stride: step (default: kernel_size).
+        padding: implicit -inf padding on both sides (at most half the effective kernel).
+        dilation: spacing between window taps.
+        ceil_mode: round the output length up (windows must start inside the input or left padding).
+        return_indices: also return the flat index of each maximum.
+    """
+    return _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    """2-D max pooling over (N, C, H, W) or (C, H, W); the gradient goes to each window's (first) maximum.
+
+    Args:
+        input: the input Tensor.
+        kernel_size: window size, int or pair.
+        stride: step, int or pair (default: kernel_size).
+        padding: implicit -inf padding, int or pair (at most half the effective kernel).
+        dilation: spacing between window taps.
+        ceil_mode: round the output size up.
+        return_indices: also return the flat index (into H*W) of each maximum, as int64.
+    """
+    return _max_pool(2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    """3-D max pooling over (N, C, D, H, W) or (C, D, H, W).
+
+    Args:
+        input: the input Tensor.
+        kernel_size: window size, int or triple.
+        stride: step (default: kernel_size).
+        padding: implicit -inf padding.
+        dilation: spacing between window taps.
+        ceil_mode: round the output size up.
+        return_indices: also return the flat index (into D*H*W) of each maximum.
+    """
+    return _max_pool(3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):  # noqa: A002
+    """1-D average pooling over (N, C, L) or (C, L).
+
+    Args:
+        input: the input Tensor.
+        kernel_size: window size.
+        stride: step (default: kernel_size).
+        padding: implicit zero padding on both sides (at most half the kernel).
+        ceil_mode: round the output length up.
+        count_include_pad: count padded zeros in the divisor.
+    """
+    return _avg_pool(1, input, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,  # noqa: A002
+               divisor_override=None):
+    """2-D average pooling over (N, C, H, W) or (C, H, W).
+
+    Args:
+        input: the input Tensor.
+        kernel_size: window size, int or pair.
+        stride: step (default: kernel_size).
+        padding: implicit zero padding (at most half the kernel).
+        ceil_mode: round the output size up.
+        count_include_pad: count padded zeros in the divisor.
+        divisor_override: use this divisor for every window instead.
+    """
+    return _avg_pool(2, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,  # noqa: A002
+               divisor_override=None):
+    """3-D average pooling over (N, C, D, H, W) or (C, D, H, W).
+
+    Args:
+        input: the input Tensor.
+        kernel_size: window size, int or triple.
+        stride: step (default: kernel_size).
+        padding: implicit zero padding.
+        ceil_mode: round the output size up.
+        count_include_pad: count padded zeros in the divisor.
+        divisor_override: use this divisor for every window instead.
+    """
+    return _avg_pool(3, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+def adaptive_avg_pool1d(input, output_size):  # noqa: A002
+    """Average pooling to a fixed output length (window i covers floor(i*L/out) to ceil((i+1)*L/out)).
+
+    Args:
+        input: (N, C, L) or (C, L).
+        output_size: the output length.
+    """
+    return _adaptive_avg_pool(1, input, output_size)
+
+
+def adaptive_avg_pool2d(input, output_size):  # noqa: A002
+    """Average pooling to a fixed output size, e.g. ``(1, 1)`` for global average pooling.
+
+    Args:
+        input: (N, C, H, W) or (C, H, W).
+        output_size: int or pair (None keeps that input size).
+    """
+    return _adaptive_avg_pool(2, input, output_size)
+
+
+def adaptive_avg_pool3d(input, output_size):  # noqa: A002
+    """Average pooling to a fixed output size over three spatial dimensions.
+
+    Args:
+        input: (N, C, D, H, W) or (C, D, H, W).
+        output_size: int or triple (None keeps that input size).
+    """
+    return _adaptive_avg_pool(3, input, output_size)
+
+
+METHODS = {}

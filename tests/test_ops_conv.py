@@ -1,0 +1,114 @@
+"""Convolutions: forward/backward/double backward against PyTorch, groups, padding modes, bad inputs."""
+
+import numpy as np
+import pytest
+from op_harness import check_op
+
+import cupynet as cn
+from cupynet import ops
+from cupynet.ops import conv
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same'")
+@pytest.mark.parametrize("kw, x_shape, w_shape", [
+    ({}, (2, 3, 5, 5), (4, 3, 3, 3)),
+    ({"stride": 2, "padding": 1}, (1, 2, 6, 5), (3, 2, 3, 3)),
+    ({"stride": (2, 1), "padding": (0, 2), "dilation": (1, 2)}, (1, 2, 7, 6), (2, 2, 3, 2)),
+    ({"groups": 2, "padding": "same"}, (1, 4, 5, 4), (4, 2, 2, 3)),
+    ({"padding": "valid", "dilation": 2}, (1, 1, 6, 6), (2, 1, 2, 2)),
+])
+def test_conv2d_matches_torch(kw, x_shape, w_shape):
+    check_op([x_shape, w_shape, (w_shape[0],)], lambda x, w, b: ops.conv2d(x, w, b, **kw),
+             lambda x, w, b: F.conv2d(x, w, b, **kw))
+
+
+def test_conv2d_no_bias_and_unbatched():
+    check_op([(2, 4, 4), (3, 2, 2, 2)], ops.conv2d, F.conv2d, dtypes=("float32",))
+
+
+def test_conv1d_and_conv3d():
+    check_op([(2, 2, 7), (3, 2, 3), (3,)], lambda x, w, b: ops.conv1d(x, w, b, stride=2, padding=1),
+             lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1))
+    check_op([(1, 2, 3, 4, 3), (2, 2, 2, 2, 2)], lambda x, w: ops.conv3d(x, w, padding=(1, 0, 1)),
+             lambda x, w: F.conv3d(x, w, padding=(1, 0, 1)), dtypes=("float32",))
+
+
+@pytest.mark.parametrize("kw, x_shape, w_shape", [
+    ({}, (2, 3, 3, 3), (3, 2, 3, 3)),
+    ({"stride": 2, "padding": 1, "output_padding": 1}, (1, 2, 3, 4), (2, 3, 3, 3)),
+    ({"stride": (2, 1), "groups": 2, "dilation": (1, 2)}, (1, 4, 3, 3), (4, 1, 2, 2)),
+])
+def test_conv_transpose2d_matches_torch(kw, x_shape, w_shape):
+    out_channels = w_shape[1] * kw.get("groups", 1)
+    check_op([x_shape, w_shape, (out_channels,)], lambda x, w, b: ops.conv_transpose2d(x, w, b, **kw),
+             lambda x, w, b: F.conv_transpose2d(x, w, b, **kw))
+
+
+def test_conv_transpose1d():
+    check_op([(1, 2, 4), (2, 3, 3)], lambda x, w: ops.conv_transpose1d(x, w, stride=3, padding=1),
+             lambda x, w: F.conv_transpose1d(x, w, stride=3, padding=1), dtypes=("float32",))
+
+
+def test_amp_policies_and_names():
+    assert conv.Conv2d.amp_policy == conv.ConvTranspose2d.amp_policy == conv.Conv1d.amp_policy == "lower"
+    assert conv.Conv2d.op_name == "conv2d" and conv.ConvTranspose2d.op_name == "conv_transpose2d"
+
+
+def test_half_conv_keeps_dtype_and_accumulates_in_fp32():
+    x = cn.ones(1, 1024, 1, 1, dtype=cn.float16) * 0.1
+    w = cn.ones(1, 1024, 1, 1, dtype=cn.float16)
+    y = ops.conv2d(x, w)
+    assert y.dtype == cn.float16
+    # NOTE: a half accumulator stalls at 64 for 1024 * 0.1; fp32 accumulation then rounding gives ~102.4
+    assert abs(float(y.item()) - 102.4) < 0.2
+
+
+def test_conv2d_channel_mismatch_message():
+    with pytest.raises(RuntimeError, match=r"conv2d: expected input with 3 channels \(weight shape \(8, 3, 3, 3\), "
+                                           r"groups=1\) but got input of shape \(2, 4, 8, 8\)"):
+        ops.conv2d(cn.randn(2, 4, 8, 8), cn.randn(8, 3, 3, 3))
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: ops.conv2d(cn.randn(8, 8), cn.randn(1, 1, 3, 3)), RuntimeError,
+     r"conv2d: expected 3D \(unbatched\) or 4D \(batched\) input, but got input of shape \(8, 8\)"),
+    (lambda: ops.conv2d(cn.randn(1, 1, 4, 4), cn.randn(1, 1, 3)), RuntimeError, "conv2d: expected a 4D weight"),
+    (lambda: ops.conv2d(cn.randn(1, 4, 4, 4), cn.randn(3, 2, 1, 1), groups=2), RuntimeError,
+     r"conv2d: out_channels \(weight.shape\[0\]=3\) must be divisible by groups=2"),
+    (lambda: ops.conv2d(cn.randn(1, 1, 4, 4), cn.randn(1, 1, 3, 3), stride=2, padding="same"), ValueError,
+     "conv2d: padding='same' is not supported for strided convolutions"),
+    (lambda: ops.conv2d(cn.randn(1, 1, 2, 2), cn.randn(1, 1, 3, 3)), RuntimeError,
+     "conv2d: padded input size 2 is smaller than the dilated kernel size 3"),
+    (lambda: ops.conv2d(cn.randn(1, 1, 4, 4), cn.randn(1, 1, 3, 3), stride=0), ValueError,
+     "conv2d: stride must be >= 1"),
+    (lambda: ops.conv2d(cn.randn(1, 1, 4, 4), cn.randn(1, 1, 3, 3), padding="full"), ValueError,
+     "conv2d: padding must be an int, a tuple, 'same' or 'valid'"),
+    (lambda: ops.conv2d(cn.randn(1, 1, 4, 4), cn.randn(1, 1, 3, 3), cn.randn(2)), RuntimeError,
+     r"conv2d: expected bias of shape \(1,\)"),
+    (lambda: ops.conv2d(cn.randn(1, 1, 4, 4), cn.randn(1, 1, 3, 3, dtype=cn.float16)), RuntimeError,
+     "conv2d: input, weight and bias must have the same dtype"),
+    (lambda: ops.conv2d(cn.tensor(np.ones((1, 1, 4, 4), dtype=np.int64)), cn.randn(1, 1, 3, 3)), TypeError,
+     "conv2d: expected a floating point input"),
+    (lambda: ops.conv_transpose2d(cn.randn(1, 2, 3, 3), cn.randn(3, 1, 3, 3)), RuntimeError,
+     r"conv_transpose2d: expected input with 3 channels"),
+    (lambda: ops.conv_transpose2d(cn.randn(1, 2, 3, 3), cn.randn(2, 1, 3, 3), stride=2, output_padding=2),
+     ValueError, "conv_transpose2d: output padding must be smaller than either stride or dilation"),
+])
+def test_conv_bad_inputs(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_conv_weight_grad_is_itself_differentiable_twice():
+    # NOTE: third-order check: grad of (grad of conv wrt w) wrt x, done through ConvWeight's own backward
+    x = cn.tensor(np.random.default_rng(0).standard_normal((1, 2, 4, 4)), dtype="float64", requires_grad=True)
+    w = cn.tensor(np.random.default_rng(1).standard_normal((2, 2, 3, 3)), dtype="float64", requires_grad=True)
+    tx, tw = (torch.tensor(t.detach().numpy(), requires_grad=True) for t in (x, w))
+    (gw,) = cn.autograd.grad((ops.conv2d(x, w, padding=1) ** 2).sum(), [w], create_graph=True)
+    (gx,) = cn.autograd.grad((gw ** 2).sum(), [x])
+    (tgw,) = torch.autograd.grad((F.conv2d(tx, tw, padding=1) ** 2).sum(), [tw], create_graph=True)
+    (tgx,) = torch.autograd.grad((tgw ** 2).sum(), [tx])
+    np.testing.assert_allclose(gx.numpy(), tgx.numpy(), rtol=1e-8, atol=1e-8)

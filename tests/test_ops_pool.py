@@ -1,0 +1,104 @@
+"""Pooling: max/avg (1-D, 2-D, 3-D), adaptive average, indices, ceil_mode, bad inputs."""
+
+import numpy as np
+import pytest
+from op_harness import check_op, make_arrays
+
+import cupynet as cn
+from cupynet import ops
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+
+def _distinct(shape, seed=0):
+    # NOTE: distinct values keep max pooling's argmax (and so finite differences) well defined
+    rng = np.random.default_rng(seed)
+    return [rng.permutation(np.prod(shape)).reshape(shape) * 0.1 - 1.0]
+
+
+@pytest.mark.parametrize("kw", [
+    {"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1},
+    {"kernel_size": 3, "stride": 2, "ceil_mode": True},
+    {"kernel_size": (2, 3), "stride": (2, 1), "dilation": (2, 1)},
+])
+def test_max_pool2d(kw):
+    check_op(None, lambda x: ops.max_pool2d(x, **kw), lambda x: F.max_pool2d(x, **kw), arrays=_distinct((2, 2, 7, 6)),
+             dtypes=("float32",))
+
+
+def test_max_pool2d_half_and_indices():
+    x = _distinct((1, 2, 6, 6))[0]
+    out, idx = ops.max_pool2d(cn.tensor(x, dtype=cn.float16), 3, 2, 1, return_indices=True)
+    tout, tidx = F.max_pool2d(torch.tensor(x), 3, 2, 1, return_indices=True)
+    assert out.dtype == cn.float16 and idx.dtype == cn.int64
+    np.testing.assert_allclose(out.numpy().astype(np.float64), tout.numpy(), atol=1e-2)
+    assert (idx.numpy() == tidx.numpy()).all()
+
+
+def test_max_pool1d_and_3d():
+    check_op(None, lambda x: ops.max_pool1d(x, 3, 2, 1), lambda x: F.max_pool1d(x, 3, 2, 1),
+             arrays=_distinct((2, 2, 9)), dtypes=("float32",))
+    check_op(None, lambda x: ops.max_pool3d(x, 2), lambda x: F.max_pool3d(x, 2), arrays=_distinct((1, 1, 4, 4, 4)),
+             dtypes=("float32",))
+
+
+@pytest.mark.parametrize("kw", [
+    {"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1},
+    {"kernel_size": 3, "stride": 2, "padding": 1, "count_include_pad": False},
+    {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True},
+    {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True, "count_include_pad": False},
+    {"kernel_size": 2, "divisor_override": 3},
+])
+def test_avg_pool2d(kw):
+    check_op([(2, 2, 7, 6)], lambda x: ops.avg_pool2d(x, **kw), lambda x: F.avg_pool2d(x, **kw))
+
+
+def test_avg_pool1d_unbatched_and_3d():
+    check_op([(2, 8)], lambda x: ops.avg_pool1d(x, 3, 2, 1), lambda x: F.avg_pool1d(x, 3, 2, 1))
+    check_op([(1, 1, 4, 4, 4)], lambda x: ops.avg_pool3d(x, 2), lambda x: F.avg_pool3d(x, 2), dtypes=("float32",))
+
+
+@pytest.mark.parametrize("size", [(1, 1), (3, 2), 4, (None, 3)])
+def test_adaptive_avg_pool2d(size):
+    check_op([(2, 2, 7, 6)], lambda x: ops.adaptive_avg_pool2d(x, size), lambda x: F.adaptive_avg_pool2d(x, size))
+
+
+def test_adaptive_avg_pool1d():
+    check_op([(1, 2, 10)], lambda x: ops.adaptive_avg_pool1d(x, 3), lambda x: F.adaptive_avg_pool1d(x, 3))
+
+
+def test_max_pool_gradient_goes_to_one_maximum_on_ties():
+    x = cn.tensor(np.ones((1, 1, 2, 2)), requires_grad=True)
+    ops.max_pool2d(x, 2).sum().backward()
+    assert x.grad.numpy().sum() == 1.0 and x.grad.numpy()[0, 0, 0, 0] == 1.0
+
+
+def test_half_avg_pool_accumulates_in_fp32():
+    x = cn.tensor(make_arrays([(1, 1, 64, 64)], low=0.0, high=1.0)[0], dtype=cn.float16)
+    y = ops.adaptive_avg_pool2d(x, 1)
+    z = ops.avg_pool2d(x, 64)
+    want = x.numpy().astype(np.float64).mean()
+    assert y.dtype == z.dtype == cn.float16
+    assert abs(float(y.item()) - want) < 1e-3 and abs(float(z.item()) - want) < 1e-3
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: ops.max_pool2d(cn.randn(4, 4), 2), RuntimeError,
+     r"max_pool2d: expected 3D \(unbatched\) or 4D \(batched\) input, but got input of shape \(4, 4\)"),
+    (lambda: ops.max_pool2d(cn.randn(1, 1, 4, 4), 3, padding=2), ValueError,
+     "max_pool2d: pad should be at most half of effective kernel size"),
+    (lambda: ops.max_pool2d(cn.randn(1, 1, 2, 2), 3), RuntimeError, "max_pool2d: output size 0 is too small"),
+    (lambda: ops.avg_pool2d(cn.randn(1, 1, 4, 4), 0), ValueError, "avg_pool2d: kernel_size must be >= 1"),
+    (lambda: ops.avg_pool2d(cn.randn(1, 1, 4, 4), (2, 2, 2)), TypeError,
+     "avg_pool2d: kernel_size must be an int or a tuple of 2 ints"),
+    (lambda: ops.avg_pool2d(cn.randn(1, 1, 4, 4), 2, divisor_override=0), ValueError,
+     "avg_pool: divisor_override must be a non-zero int"),
+    (lambda: ops.adaptive_avg_pool2d(cn.randn(1, 1, 4, 4), 0), ValueError,
+     "adaptive_avg_pool2d: output_size must be >= 1"),
+    (lambda: ops.max_pool2d(cn.tensor(np.ones((1, 1, 4, 4), dtype=np.int64)), 2), TypeError,
+     "max_pool2d: expected a floating point input"),
+])
+def test_pool_bad_inputs(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
