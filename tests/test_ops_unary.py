@@ -1,0 +1,242 @@
+"""Unary math ops (cupynet/ops/unary.py): values, gradients, double backward, edge values, errors, AMP policies."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from op_harness import DEVICES, check_op, host
+
+import cupynet as cn
+from cupynet.ops import _special, unary
+
+# (name, low, high): inputs are drawn inside each op's domain, away from kinks and poles
+SMOOTH_OPS = [
+    ("exp", -2, 2), ("log", 0.5, 3), ("sqrt", 0.5, 3), ("rsqrt", 0.5, 3), ("square", -2, 2),
+    ("reciprocal", 0.5, 2), ("sin", -3, 3), ("cos", -3, 3), ("tan", -1.2, 1.2), ("sinh", -2, 2),
+    ("cosh", -2, 2), ("asin", -0.9, 0.9), ("acos", -0.9, 0.9), ("atan", -3, 3), ("tanh", -3, 3),
+    ("erf", -2.5, 2.5), ("erfinv", -0.9, 0.9), ("expm1", -2, 2), ("log2", 0.5, 3), ("log10", 0.5, 3),
+    ("log1p", -0.5, 2), ("abs", -2, 2),
+]
+
+
+def _torch_name(name):
+    return {"erfinv": "erfinv"}.get(name, name)
+
+
+@pytest.mark.parametrize("name,low,high", SMOOTH_OPS)
+def test_smooth_op_matches_torch_with_double_backward(name, low, high):
+    torch = pytest.importorskip("torch")
+    check_op([(3, 4)], lambda a: getattr(cn, name)(a), torch_fn=lambda a: getattr(torch, _torch_name(name))(a),
+             low=low, high=high)
+
+
+@pytest.mark.parametrize("name", ["sqrt", "erf", "tanh", "log1p", "sin"])
+def test_bfloat16_inputs(name):
+    torch = pytest.importorskip("torch")
+    check_op([(2, 3)], lambda a: getattr(cn, name)(a), torch_fn=lambda a: getattr(torch, name)(a),
+             dtypes=("bfloat16",), low=0.1, high=1.5, gradgrad=False)
+
+
+def test_tensor_methods_and_operators():
+    x = cn.tensor([[-1.5, 0.25], [2.0, -0.5]])
+    assert np.allclose(x.abs().numpy(), np.abs(x.numpy()))
+    assert np.allclose(abs(x).numpy(), np.abs(x.numpy()))
+    assert np.allclose(x.abs().sqrt().numpy(), np.sqrt(np.abs(x.numpy())))
+    assert np.allclose(x.clip(min=0).numpy(), np.clip(x.numpy(), 0, None))
+    assert x.isfinite().dtype == cn.bool_ and bool(x.isfinite().numpy().all())
+
+
+def test_half_is_computed_in_fp32_and_rounded_once():
+    values = np.linspace(0.1, 3.0, 64, dtype=np.float32)
+    half = cn.tensor(values, dtype=cn.float16)
+    for name in ("exp", "log", "sqrt", "erf", "tanh", "sin"):
+        out = getattr(cn, name)(half)
+        assert out.dtype == cn.float16
+        reference = getattr(cn, name)(half.float()).numpy().astype(np.float16)
+        np.testing.assert_array_equal(out.numpy(), reference, err_msg=name)
+
+
+def test_erf_reference_accuracy_float64():
+    xs = np.concatenate([np.linspace(-7, 7, 20001), [0.0, -0.0, 1e-300, 2.5, -2.5, 30.0]])
+    got = _special.erf_reference(np, xs)
+    want = np.array([math.erf(v) for v in xs])
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-15)
+    special = _special.erf_reference(np, np.array([np.inf, -np.inf, np.nan]))
+    assert special[0] == 1.0 and special[1] == -1.0 and np.isnan(special[2])
+
+
+def test_erf_reference_float32_keeps_dtype_and_accuracy():
+    xs = np.linspace(-4, 4, 4001).astype(np.float32)
+    got = _special.erf_reference(np, xs)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, [math.erf(v) for v in xs.astype(np.float64)], atol=3e-7)
+
+
+def test_erfinv_reference_accuracy_and_tails():
+    torch = pytest.importorskip("torch")
+    ys = np.concatenate([np.linspace(-0.999999, 0.999999, 20001), 1 - np.logspace(-15, -1, 100), [0.0, 1e-300]])
+    got = _special.erfinv_reference(np, ys)
+    want = torch.special.erfinv(torch.tensor(ys)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+    edge = cn.erfinv(cn.tensor([1.0, -1.0, 1.5, -2.0, 0.0], dtype=cn.float64)).numpy()
+    assert edge[0] == np.inf and edge[1] == -np.inf and np.isnan(edge[2]) and np.isnan(edge[3]) and edge[4] == 0
+
+
+def test_erf_erfinv_round_trip():
+    ys = np.linspace(-0.99, 0.99, 199)
+    back = cn.erf(cn.erfinv(cn.tensor(ys, dtype=cn.float64))).numpy()
+    np.testing.assert_allclose(back, ys, rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.skipif("cuda" not in DEVICES, reason="needs a GPU: compares CuPy's erf/erfinv with the NumPy reference")
+def test_cupy_erf_kernels_match_reference():
+    cupy = pytest.importorskip("cupy")
+    xs = np.linspace(-0.99, 0.99, 1001)
+    np.testing.assert_allclose(cupy.asnumpy(_special.erf_kernel(cupy, cupy.asarray(xs))),
+                               _special.erf_reference(np, xs), rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(cupy.asnumpy(_special.erfinv_kernel(cupy, cupy.asarray(xs))),
+                               _special.erfinv_reference(np, xs), rtol=1e-12)
+
+
+def test_no_numpy_warnings_at_domain_edges():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = cn.log(cn.tensor([0.0, -1.0]))
+        assert out.numpy()[0] == -np.inf and np.isnan(out.numpy()[1])
+        assert np.isnan(cn.sqrt(cn.tensor([-1.0])).numpy()[0])
+        assert cn.reciprocal(cn.tensor([0.0])).numpy()[0] == np.inf
+
+
+@pytest.mark.parametrize("name", ["floor", "ceil", "trunc", "round", "sign"])
+def test_piecewise_constant_ops_values_and_zero_gradient(name):
+    torch = pytest.importorskip("torch")
+    values = np.array([-2.5, -1.5, -0.7, -0.0, 0.3, 0.5, 1.5, 2.5, 3.7])
+    x = cn.tensor(values, requires_grad=True)
+    out = getattr(cn, name)(x)
+    np.testing.assert_array_equal(host(out), getattr(torch, name)(torch.tensor(values, dtype=torch.float32)).numpy())
+    out.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros(len(values), dtype=np.float32))
+
+
+def test_rounding_integers_is_a_copy_with_the_same_dtype():
+    ints = cn.tensor([-3, 0, 7])
+    for name in ("floor", "ceil", "trunc", "round"):
+        out = getattr(cn, name)(ints)
+        assert out.dtype == cn.int64 and out.numpy().tolist() == [-3, 0, 7]
+        assert out.data is not ints.data
+
+
+def test_round_decimals_matches_torch():
+    torch = pytest.importorskip("torch")
+    values = np.array([1.2345, -2.5551, 123.456, 0.125])
+    for decimals in (0, 1, 2, -1):
+        got = cn.round(cn.tensor(values, dtype=cn.float64), decimals=decimals).numpy()
+        want = torch.round(torch.tensor(values), decimals=decimals).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=f"decimals={decimals}")
+    with pytest.raises(TypeError, match=r"round: decimals must be an int, got 1.5"):
+        cn.round(cn.tensor([1.0]), decimals=1.5)
+
+
+def test_clamp_scalar_bounds():
+    torch = pytest.importorskip("torch")
+    check_op([(3, 4)], lambda a: cn.clamp(a, -0.5, 0.7) * a, torch_fn=lambda a: torch.clamp(a, -0.5, 0.7) * a)
+    check_op([(3, 4)], lambda a: cn.clamp(a, min=0.1) * a, torch_fn=lambda a: torch.clamp(a, min=0.1) * a)
+    check_op([(3, 4)], lambda a: cn.clip(a, max=0.3) * a, torch_fn=lambda a: torch.clip(a, max=0.3) * a)
+
+
+def test_clamp_gradient_is_one_inside_zero_outside():
+    x = cn.tensor([-2.0, -0.5, 0.0, 0.5, 2.0], requires_grad=True)
+    cn.clamp(x, -1.0, 1.0).sum().backward()
+    assert x.grad.numpy().tolist() == [0.0, 1.0, 1.0, 1.0, 0.0]
+
+
+def test_clamp_tensor_bounds_broadcast_and_receive_gradients():
+    torch = pytest.importorskip("torch")
+    check_op([(3, 4), (4,), (3, 1)], lambda a, lo, hi: cn.clamp(a, lo - 1.0, hi + 1.0),
+             torch_fn=lambda a, lo, hi: torch.clamp(a, lo - 1.0, hi + 1.0))
+    # NOTE: min > max everywhere: the output is max, and max gets the whole gradient (PyTorch's rule)
+    check_op([(3, 4), (3, 4), (3, 4)], lambda a, lo, hi: cn.clamp(a, lo + 3.0, hi - 3.0),
+             torch_fn=lambda a, lo, hi: torch.clamp(a, lo + 3.0, hi - 3.0))
+
+
+def test_clamp_keeps_nan_and_integer_dtypes():
+    assert np.isnan(cn.clamp(cn.tensor([np.nan]), 0.0, 1.0).numpy()[0])
+    ints = cn.clamp(cn.tensor([-5, 0, 5]), -1, 2)
+    assert ints.dtype == cn.int64 and ints.numpy().tolist() == [-1, 0, 2]
+    assert cn.clamp(cn.tensor([-5, 5]), min=0.5).dtype == cn.float32
+
+
+def test_clamp_bad_arguments():
+    x = cn.tensor([1.0, 2.0])
+    with pytest.raises(ValueError, match="clamp: at least one of 'min' or 'max' must not be None"):
+        cn.clamp(x)
+    with pytest.raises(TypeError, match="clamp: min must be a number, a Tensor or None, got str"):
+        cn.clamp(x, min="0")
+    with pytest.raises(ValueError, match="clamp: max is nan"):
+        cn.clamp(x, max=float("nan"))
+
+
+def test_nan_to_num_values_and_gradient():
+    torch = pytest.importorskip("torch")
+    values = np.array([np.nan, np.inf, -np.inf, 1.5, -2.0])
+    for dtype, torch_dtype in ((cn.float32, torch.float32), (cn.float16, torch.float16), (cn.float64, torch.float64)):
+        got = cn.nan_to_num(cn.tensor(values, dtype=dtype)).numpy()
+        want = torch.nan_to_num(torch.tensor(values, dtype=torch_dtype)).numpy()
+        np.testing.assert_array_equal(got, want, err_msg=str(dtype))
+    custom = cn.nan_to_num(cn.tensor(values), nan=7.0, posinf=8.0, neginf=-9.0).numpy()
+    assert custom.tolist() == [7.0, 8.0, -9.0, 1.5, -2.0]
+    x = cn.tensor(values, requires_grad=True)
+    cn.nan_to_num(x).sum().backward()
+    assert x.grad.numpy().tolist() == [0.0, 0.0, 0.0, 1.0, 1.0]
+
+
+def test_nan_to_num_bfloat16_uses_its_own_largest_value():
+    out = cn.nan_to_num(cn.tensor([np.inf, -np.inf, np.nan], dtype=cn.bfloat16))
+    assert out.dtype == cn.bfloat16
+    largest = float(np.finfo(np.float32).max)  # bfloat16 shares float32's exponent range
+    np.testing.assert_allclose(host(out), [largest, -largest, 0.0], rtol=1e-2)
+    with pytest.raises(TypeError, match="nan_to_num: posinf must be a number or None, got str"):
+        cn.nan_to_num(out, posinf="big")
+
+
+def test_finiteness_predicates():
+    x = cn.tensor([1.0, np.nan, np.inf, -np.inf])
+    assert cn.isfinite(x).numpy().tolist() == [True, False, False, False]
+    assert cn.isnan(x).numpy().tolist() == [False, True, False, False]
+    assert cn.isinf(x).numpy().tolist() == [False, False, True, True]
+    assert cn.isfinite(cn.tensor([1, 2])).numpy().tolist() == [True, True]
+    assert x.isnan().requires_grad is False
+
+
+def test_integer_input_to_float_only_op_is_a_clear_error():
+    for name in ("sqrt", "erf", "erfinv", "log1p", "tan", "rsqrt"):
+        with pytest.raises(TypeError, match=f"{name}: expected a floating point input .* got int64"):
+            getattr(cn, name)(cn.tensor([1, 2]))
+    assert cn.abs(cn.tensor([-3, 2])).numpy().tolist() == [3, 2]
+    assert cn.square(cn.tensor([-3, 2])).numpy().tolist() == [9, 4]
+    assert cn.sign(cn.tensor([-3, 0, 2])).numpy().tolist() == [-1, 0, 1]
+
+
+def test_non_tensor_input_is_a_clear_error():
+    with pytest.raises(TypeError, match="sqrt: expected a Tensor as input, got list"):
+        cn.sqrt([1.0, 4.0])
+    with pytest.raises(TypeError, match="isnan: expected a Tensor as input, got float"):
+        cn.isnan(1.0)
+
+
+def test_amp_policies_follow_the_reference_lists():
+    fp32 = {"exp", "log", "rsqrt", "reciprocal", "tan", "sinh", "cosh", "asin", "acos", "erfinv", "expm1",
+            "log2", "log10", "log1p"}
+    for cls in cn.ops.OP_CLASSES:
+        if cls.__module__ == unary.__name__:
+            assert cls.amp_policy == ("fp32" if cls.op_name in fp32 else None), cls.op_name
+    named = {cls.op_name for cls in cn.ops.OP_CLASSES if cls.__module__ == unary.__name__}
+    assert fp32 | {"sqrt", "abs", "sin", "cos", "atan", "tanh", "erf", "clamp", "floor"} <= named
+
+
+def test_every_public_function_has_summary_and_args():
+    for name in unary.__all__:
+        doc = getattr(unary, name).__doc__
+        assert doc and doc.strip().splitlines()[0] and "Args:" in doc, name
+        assert name in cn.ops.TENSOR_METHODS
