@@ -102,3 +102,12 @@ def test_half_avg_pool_accumulates_in_fp32():
 def test_pool_bad_inputs(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_max_pool_propagates_nan_like_torch():
+    x = np.arange(16.0).reshape(1, 1, 4, 4)
+    x[0, 0, 0, 1] = np.nan
+    out = ops.max_pool2d(cn.tensor(x), 2).numpy()
+    want = F.max_pool2d(torch.tensor(x), 2).numpy()
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(want))
+    np.testing.assert_allclose(out[~np.isnan(out)], want[~np.isnan(want)])
