@@ -1,0 +1,289 @@
+"""Containers: ``Sequential``, ``ModuleList`` and ``ModuleDict`` (keys as PyTorch: ``0.weight``, ``blocks.1.bias``)."""
+
+from __future__ import annotations
+
+import operator
+from collections import OrderedDict
+from collections.abc import Mapping
+
+from .module import Module
+
+__all__ = ["Sequential", "ModuleList", "ModuleDict"]
+
+
+def _index(owner, idx, length):
+    try:
+        idx = operator.index(idx)
+    except TypeError:
+        raise TypeError(f"{owner} indices must be integers or slices, not {type(idx).__name__}") from None
+    if not -length <= idx < length:
+        raise IndexError(f"{owner}: index {idx} is out of range for a container of length {length}")
+    return idx % length
+
+
+class Sequential(Module):
+    """Modules applied one after another; ``Sequential(a, b)(x) == b(a(x))``.
+
+    Args:
+        *args: Modules (named "0", "1", ...), or one OrderedDict of name -> Module.
+    """
+
+    def __init__(self, *args):
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
+            for key, module in args[0].items():
+                self.add_module(key, module)
+        else:
+            for idx, module in enumerate(args):
+                self.add_module(str(idx), module)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return Sequential(OrderedDict(list(self._modules.items())[idx]))
+        return list(self._modules.values())[_index("Sequential", idx, len(self))]
+
+    def __setitem__(self, idx, module):
+        key = list(self._modules.keys())[_index("Sequential", idx, len(self))]
+        self.add_module(key, module)
+
+    def __delitem__(self, idx):
+        keys = list(self._modules.keys())
+        doomed = keys[idx] if isinstance(idx, slice) else [keys[_index("Sequential", idx, len(self))]]
+        for key in doomed:
+            del self._modules[key]
+        self._renumber()
+
+    def _renumber(self):
+        if all(key.isdigit() for key in self._modules):
+            items = list(self._modules.values())
+            self._modules.clear()
+            for i, module in enumerate(items):
+                self._modules[str(i)] = module
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        """Add a module at the end.
+
+        Args:
+            module: the Module.
+        """
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        """Append every module of an iterable.
+
+        Args:
+            modules: an iterable of Modules.
+        """
+        for module in modules:
+            self.append(module)
+        return self
+
+    def insert(self, index: int, module):
+        """Insert a module before position ``index``.
+
+        Args:
+            index: the position (negative counts from the end).
+            module: the Module.
+        """
+        if not isinstance(module, Module):
+            raise TypeError(f"Sequential.insert: expected a Module, got {type(module).__name__}")
+        items = list(self._modules.values())
+        items.insert(index, module)
+        self._modules.clear()
+        for i, item in enumerate(items):
+            self.add_module(str(i), item)
+        return self
+
+    def forward(self, input):  # noqa: A002 - PyTorch's name
+        """Run each module on the previous one's output.
+
+        Args:
+            input: the input of the first module.
+        """
+        for module in self._modules.values():
+            input = module(input)  # noqa: A001
+        return input
+
+
+class ModuleList(Module):
+    """A list of modules whose parameters are registered (names "0", "1", ...).
+
+    Args:
+        modules: an iterable of Modules, or None.
+    """
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return ModuleList(list(self._modules.values())[idx])
+        return self._modules[str(_index("ModuleList", idx, len(self)))]
+
+    def __setitem__(self, idx, module):
+        self.add_module(str(_index("ModuleList", idx, len(self))), module)
+
+    def __delitem__(self, idx):
+        items = list(self._modules.values())
+        del items[idx if isinstance(idx, slice) else _index("ModuleList", idx, len(self))]
+        self._modules.clear()
+        for i, module in enumerate(items):
+            self._modules[str(i)] = module
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def __iadd__(self, modules):
+        return self.extend(modules)
+
+    def append(self, module):
+        """Add a module at the end.
+
+        Args:
+            module: the Module.
+        """
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        """Append every module of an iterable.
+
+        Args:
+            modules: an iterable of Modules.
+        """
+        if isinstance(modules, (Module, str)) or not hasattr(modules, "__iter__"):
+            raise TypeError(f"ModuleList.extend should be called with an iterable of Modules, "
+                            f"but got {type(modules).__name__}")
+        for module in modules:
+            self.append(module)
+        return self
+
+    def insert(self, index: int, module):
+        """Insert a module before position ``index``.
+
+        Args:
+            index: the position.
+            module: the Module.
+        """
+        items = list(self._modules.values())
+        items.insert(index, module)
+        self._modules.clear()
+        for i, item in enumerate(items):
+            self.add_module(str(i), item)
+
+    def forward(self, *args, **kwargs):
+        """ModuleList has no forward; iterate over it instead.
+
+        Args:
+            *args: ignored.
+            **kwargs: ignored.
+        """
+        raise NotImplementedError("ModuleList is not callable: iterate over it and call each module")
+
+
+class ModuleDict(Module):
+    """A dict of modules whose parameters are registered under their keys.
+
+    Args:
+        modules: a mapping or iterable of (name, Module) pairs, or None.
+    """
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key):
+        if key not in self._modules:
+            raise KeyError(f"ModuleDict has no key {key!r}; keys are {list(self._modules)}")
+        return self._modules[key]
+
+    def __setitem__(self, key, module):
+        self.add_module(key, module)
+
+    def __delitem__(self, key):
+        del self._modules[key]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __contains__(self, key):
+        return key in self._modules
+
+    def keys(self):
+        """The keys.
+
+        Args:
+            None.
+        """
+        return self._modules.keys()
+
+    def items(self):
+        """(key, Module) pairs.
+
+        Args:
+            None.
+        """
+        return self._modules.items()
+
+    def values(self):
+        """The Modules.
+
+        Args:
+            None.
+        """
+        return self._modules.values()
+
+    def pop(self, key):
+        """Remove and return the module under ``key``.
+
+        Args:
+            key: the name.
+        """
+        module = self[key]
+        del self._modules[key]
+        return module
+
+    def clear(self):
+        """Remove every module.
+
+        Args:
+            None.
+        """
+        self._modules.clear()
+
+    def update(self, modules):
+        """Add modules from a mapping or an iterable of (name, Module) pairs.
+
+        Args:
+            modules: the modules to add.
+        """
+        pairs = modules.items() if isinstance(modules, Mapping) else modules
+        for entry in pairs:
+            if not isinstance(entry, (tuple, list)) or len(entry) != 2:
+                raise TypeError(f"ModuleDict.update: expected (name, Module) pairs, got {entry!r}")
+            self[entry[0]] = entry[1]
+
+    def forward(self, *args, **kwargs):
+        """ModuleDict has no forward; index it instead.
+
+        Args:
+            *args: ignored.
+            **kwargs: ignored.
+        """
+        raise NotImplementedError("ModuleDict is not callable: index it and call the module")

@@ -1,0 +1,247 @@
+"""``cupynet.nn.init``: in-place initialisers with PyTorch's names, formulas and defaults.
+
+Every function writes into ``tensor.data`` directly (no graph is recorded, as
+under ``no_grad``), bumps the tensor's version counter, and returns the tensor.
+Random values come from ``cupynet.random.generator_for(tensor.device)``, drawn
+in float32 (float64 for float64 tensors) and rounded once to the tensor's dtype.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+from .. import backend, dtypes
+from ..random import generator_for
+from ..tensor import Tensor
+
+__all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",
+           "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"]
+
+_LINEAR_GAINS = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                 "conv_transpose3d", "sigmoid")
+
+
+def calculate_gain(nonlinearity: str, param=None) -> float:
+    """The recommended gain for a nonlinearity (PyTorch's table).
+
+    Args:
+        nonlinearity: "linear", "conv2d", "sigmoid", "tanh", "relu", "leaky_relu", "selu", ...
+        param: the negative slope for "leaky_relu" (default 0.01).
+    """
+    if nonlinearity in _LINEAR_GAINS:
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            slope = 0.01
+        elif isinstance(param, numbers.Real) and not isinstance(param, bool):
+            slope = param
+        else:
+            raise ValueError(f"calculate_gain: negative_slope {param!r} is not a valid number")
+        return math.sqrt(2.0 / (1 + slope ** 2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"calculate_gain: unsupported nonlinearity {nonlinearity!r}")
+
+
+def _check_tensor(fn: str, tensor):
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"nn.init.{fn}: expected a cupynet Tensor, got {type(tensor).__name__}")
+    if not dtypes.is_floating(tensor.dtype):
+        raise TypeError(f"nn.init.{fn}: expected a floating point tensor, got dtype {tensor.dtype}")
+
+
+def _write(tensor, values):
+    xp = backend.get_array_module(tensor.data)
+    xp.copyto(tensor.data, values.astype(tensor.dtype, copy=False), casting="unsafe")
+    tensor._bump_version()
+    return tensor
+
+
+def _draw_dtype(tensor):
+    return dtypes.float64 if tensor.dtype == dtypes.float64 else dtypes.float32
+
+
+def _on_device(tensor, draw):
+    device = tensor.device
+    gen = generator_for(device)
+    if device.type == "cuda":
+        with device.xp.cuda.Device(device.index):
+            return draw(gen)
+    return draw(gen)
+
+
+def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
+    """Fill with values drawn from U(a, b).
+
+    Args:
+        tensor: a floating Tensor.
+        a: lower bound.
+        b: upper bound.
+        generator: a NumPy/CuPy Generator to draw from (default: the device's).
+    """
+    _check_tensor("uniform_", tensor)
+    if not a <= b:
+        raise ValueError(f"nn.init.uniform_: expected a <= b, got a={a}, b={b}")
+    dt = _draw_dtype(tensor)
+    draw = lambda gen: (generator or gen).random(tensor.shape, dtype=dt) * (b - a) + a
+    return _write(tensor, _on_device(tensor, draw))
+
+
+def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
+    """Fill with values drawn from N(mean, std^2).
+
+    Args:
+        tensor: a floating Tensor.
+        mean: the mean.
+        std: the standard deviation (>= 0).
+        generator: a NumPy/CuPy Generator to draw from (default: the device's).
+    """
+    _check_tensor("normal_", tensor)
+    if std < 0:
+        raise ValueError(f"nn.init.normal_: std must be >= 0, got {std}")
+    dt = _draw_dtype(tensor)
+    draw = lambda gen: (generator or gen).standard_normal(tensor.shape, dtype=dt) * std + mean
+    return _write(tensor, _on_device(tensor, draw))
+
+
+def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0, generator=None):
+    """Fill with N(mean, std^2) values redrawn until they fall in [a, b] (a and b are absolute bounds).
+
+    NOTE: PyTorch uses the inverse CDF; rejection sampling gives the same
+    distribution. Each round redraws only the rejected entries; after 100 rounds
+    (acceptance below ~5% per round) the rest is clamped to [a, b].
+
+    Args:
+        tensor: a floating Tensor.
+        mean: the mean of the untruncated normal.
+        std: its standard deviation.
+        a: the minimum value.
+        b: the maximum value.
+        generator: a NumPy/CuPy Generator to draw from (default: the device's).
+    """
+    _check_tensor("trunc_normal_", tensor)
+    if not a < b or std <= 0:
+        raise ValueError(f"nn.init.trunc_normal_: expected a < b and std > 0, got a={a}, b={b}, std={std}")
+    dt = _draw_dtype(tensor)
+
+    def draw(gen):
+        gen = generator or gen
+        xp = backend.array_module_for(tensor.device)
+        values = gen.standard_normal(tensor.shape, dtype=dt) * std + mean
+        for _ in range(100):
+            bad = (values < a) | (values > b)
+            if not bool(bad.any()):  # NOTE: a host sync per round; init runs once
+                break
+            values = xp.where(bad, gen.standard_normal(tensor.shape, dtype=dt) * std + mean, values)
+        return xp.clip(values, a, b)
+    return _write(tensor, _on_device(tensor, draw))
+
+
+def constant_(tensor, val: float):
+    """Fill with ``val``.
+
+    Args:
+        tensor: a Tensor.
+        val: the value.
+    """
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"nn.init.constant_: expected a cupynet Tensor, got {type(tensor).__name__}")
+    tensor.data[...] = val
+    tensor._bump_version()
+    return tensor
+
+
+def ones_(tensor):
+    """Fill with ones.
+
+    Args:
+        tensor: a Tensor.
+    """
+    return constant_(tensor, 1)
+
+
+def zeros_(tensor):
+    """Fill with zeros.
+
+    Args:
+        tensor: a Tensor.
+    """
+    return constant_(tensor, 0)
+
+
+def _calculate_fan_in_and_fan_out(tensor):
+    if tensor.ndim < 2:
+        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions "
+                         f"(got shape {tuple(tensor.shape)})")
+    receptive = math.prod(tensor.shape[2:]) if tensor.ndim > 2 else 1
+    return tensor.shape[1] * receptive, tensor.shape[0] * receptive
+
+
+def _fan(tensor, mode: str) -> int:
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def xavier_uniform_(tensor, gain: float = 1.0, generator=None):
+    """Glorot uniform: U(-g*sqrt(6/(fan_in+fan_out)), +...).
+
+    Args:
+        tensor: a Tensor with at least 2 dimensions.
+        gain: scaling factor.
+        generator: a NumPy/CuPy Generator (default: the device's).
+    """
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    bound = gain * math.sqrt(6.0 / float(fan_in + fan_out))
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def xavier_normal_(tensor, gain: float = 1.0, generator=None):
+    """Glorot normal: N(0, g^2 * 2/(fan_in+fan_out)).
+
+    Args:
+        tensor: a Tensor with at least 2 dimensions.
+        gain: scaling factor.
+        generator: a NumPy/CuPy Generator (default: the device's).
+    """
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
+
+
+def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None):
+    """He uniform: U(-bound, bound) with bound = gain(nonlinearity, a) * sqrt(3 / fan).
+
+    Args:
+        tensor: a Tensor with at least 2 dimensions.
+        a: negative slope of the following leaky_relu (Linear/Conv use sqrt(5)).
+        mode: "fan_in" (default) or "fan_out".
+        nonlinearity: "leaky_relu" (default) or "relu", ...
+        generator: a NumPy/CuPy Generator (default: the device's).
+    """
+    _check_tensor("kaiming_uniform_", tensor)
+    if tensor.numel() == 0:
+        return tensor  # NOTE: PyTorch warns "Initializing zero-element tensors is a no-op"
+    bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def kaiming_normal_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None):
+    """He normal: N(0, std^2) with std = gain(nonlinearity, a) / sqrt(fan).
+
+    Args:
+        tensor: a Tensor with at least 2 dimensions.
+        a: negative slope of the following leaky_relu.
+        mode: "fan_in" (default) or "fan_out".
+        nonlinearity: "leaky_relu" (default) or "relu", ...
+        generator: a NumPy/CuPy Generator (default: the device's).
+    """
+    _check_tensor("kaiming_normal_", tensor)
+    if tensor.numel() == 0:
+        return tensor  # NOTE: PyTorch warns "Initializing zero-element tensors is a no-op"
+    return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode)), generator)

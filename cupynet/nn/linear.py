@@ -1,0 +1,186 @@
+"""``Linear``, ``Identity``, ``Flatten`` and ``Unflatten``."""
+
+from __future__ import annotations
+
+import math
+
+from .. import creation
+from ..tensor import Tensor
+from . import functional as F
+from . import init
+from .module import Module
+from .parameter import Parameter
+
+__all__ = ["Identity", "Linear", "Flatten", "Unflatten", "check_input", "new_parameter"]
+
+
+def check_input(layer, input, min_ndim: int = 0):  # noqa: A002 - PyTorch's name
+    """Raise a clear error when ``input`` is not a Tensor with at least ``min_ndim`` dimensions.
+
+    Args:
+        layer: the layer (its repr names it in the message).
+        input: the value given to forward.
+        min_ndim: the fewest dimensions accepted.
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{layer!r}: expected a cupynet Tensor as input, got {type(input).__name__}")
+    if input.ndim < min_ndim:
+        raise ValueError(f"{layer!r}: expected an input with at least {min_ndim} dimension(s), "
+                         f"got shape {tuple(input.shape)}")
+
+
+def new_parameter(shape, device=None, dtype=None):
+    """An uninitialised (zero) Parameter of ``shape`` (float32 unless ``dtype`` says otherwise).
+
+    Args:
+        shape: the shape.
+        device: the device (default device when None).
+        dtype: a floating dtype, default float32.
+    """
+    return Parameter(creation.empty(*shape, dtype=dtype, device=device))
+
+
+def _positive_int(layer: str, name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{layer}: {name} must be a non-negative integer, got {value!r}")
+    return value
+
+
+class Identity(Module):
+    """Returns its input unchanged (any constructor arguments are ignored, as in PyTorch).
+
+    Args:
+        *args: ignored.
+        **kwargs: ignored.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, input):  # noqa: A002
+        """Return ``input``.
+
+        Args:
+            input: anything.
+        """
+        return input
+
+
+class Linear(Module):
+    """``y = x @ weight.T + bias`` over the last dimension.
+
+    Init (PyTorch's): weight ~ kaiming_uniform_(a=sqrt(5)) = U(-1/sqrt(in), 1/sqrt(in)); bias the same bound.
+
+    Args:
+        in_features: size of each input sample.
+        out_features: size of each output sample.
+        bias: learn an additive bias.
+        device: where the parameters live.
+        dtype: their floating dtype (default float32).
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        self.in_features = _positive_int("Linear", "in_features", in_features)
+        self.out_features = _positive_int("Linear", "out_features", out_features)
+        self.weight = new_parameter((out_features, in_features), device, dtype)
+        if bias:
+            self.bias = new_parameter((out_features,), device, dtype)
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """Re-draw weight and bias with PyTorch's default scheme.
+
+        Args:
+            None.
+        """
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input):  # noqa: A002
+        """Apply the affine map.
+
+        Args:
+            input: a Tensor of shape (*, in_features).
+        """
+        check_input(self, input, 1)
+        if input.shape[-1] != self.in_features:
+            raise ValueError(f"{self!r}: expected input with last dimension {self.in_features} (in_features), "
+                             f"got input of shape {tuple(input.shape)} (weight shape {tuple(self.weight.shape)})")
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        """``in_features=.., out_features=.., bias=..``.
+
+        Args:
+            None.
+        """
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class Flatten(Module):
+    """Flatten dimensions ``start_dim..end_dim`` into one.
+
+    Args:
+        start_dim: first dimension to flatten (default 1, keeping the batch).
+        end_dim: last dimension to flatten.
+    """
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, input):  # noqa: A002
+        """Flatten.
+
+        Args:
+            input: a Tensor.
+        """
+        check_input(self, input)
+        from ..ops import flatten  # noqa: PLC0415 - a shape op, not in nn.functional
+        return flatten(input, self.start_dim, self.end_dim)
+
+    def extra_repr(self) -> str:
+        """``start_dim=.., end_dim=..``.
+
+        Args:
+            None.
+        """
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Split dimension ``dim`` into ``unflattened_size``.
+
+    Args:
+        dim: the dimension to split.
+        unflattened_size: the new sizes (a tuple; their product must equal the old size).
+    """
+
+    def __init__(self, dim: int, unflattened_size):
+        super().__init__()
+        if not isinstance(unflattened_size, (tuple, list)):
+            raise TypeError(f"Unflatten: unflattened_size must be a tuple of ints, got {unflattened_size!r}")
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, input):  # noqa: A002
+        """Unflatten.
+
+        Args:
+            input: a Tensor.
+        """
+        check_input(self, input, 1)
+        from ..ops import unflatten  # noqa: PLC0415
+        return unflatten(input, self.dim, self.unflattened_size)
+
+    def extra_repr(self) -> str:
+        """``dim=.., unflattened_size=..``.
+
+        Args:
+            None.
+        """
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
