@@ -1,0 +1,469 @@
+"""Normalization: layer_norm, group_norm, instance_norm, batch_norm, rms_norm and normalize.
+
+NOTE (numerics): the statistics of float16/bfloat16 inputs (mean, biased
+variance) are accumulated in fp32, the whole normalization and affine step runs
+in fp32, and the result is rounded once to the input dtype. Backward does the
+same: it casts the input and the incoming gradient to fp32, and rounds each
+gradient once to its tensor's dtype.
+
+AMP: ``layer_norm`` and ``group_norm`` carry the ``fp32`` policy (PyTorch's
+CUDA fp32 list), so under autocast they return float32. ``normalize`` is fp32
+too: in PyTorch it is ``norm`` (fp32 list) followed by a promoting division,
+so its result is float32 under autocast as well. ``batch_norm``,
+``instance_norm`` and ``rms_norm`` are on no list: under autocast they run in
+the input dtype (an fp16 activation after a conv stays fp16) with fp32
+statistics, and batch norm's running stats stay fp32, as cuDNN's batch norm
+does in PyTorch.
+
+Backward formulas recompute the normalized input with cupynet ops, so they
+are differentiable again (double backward, gradient penalties).
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+
+from .. import dtypes
+from ..autograd.function import Function
+from ..tensor import Tensor
+from ._util import compute_in_fp32, normalize_dim, require_floating, xp_of
+from .arith import cast, maximum
+from .reduce import mean
+from .reduce import sum as sum_
+from .shape import reshape, sum_to
+
+__all__ = ["layer_norm", "group_norm", "instance_norm", "batch_norm", "rms_norm", "normalize"]
+
+
+# ----------------------------------------------------------------------------- shared helpers
+
+
+def _fp32(t):
+    """A low-precision Tensor cast (differentiably) to float32; others as they are."""
+    return cast(t, dtypes.float32) if t is not None and t.dtype in dtypes.LOW_PRECISION else t
+
+
+def _back_to(t, dtype):
+    return t if t is None or t.dtype == dtype else cast(t, dtype)
+
+
+def _standardize_array(xf, axes, eps):
+    """``(x - mean) / sqrt(var + eps)`` over ``axes`` on an fp32/fp64 array, with the biased variance."""
+    xp = xp_of(xf)
+    mu = xf.mean(axis=axes, keepdims=True)
+    centered = xf - mu
+    var = (centered * centered).mean(axis=axes, keepdims=True)
+    return centered / xp.sqrt(var + eps), mu, var
+
+
+def _affine_array(xhat, weight, bias, param_shape, out_dtype):
+    """``xhat * weight + bias`` (either may be None) in xhat's dtype, rounded once to ``out_dtype``."""
+    if weight is not None:
+        xhat = xhat * weight.data.reshape(param_shape).astype(xhat.dtype)
+    if bias is not None:
+        xhat = xhat + bias.data.reshape(param_shape).astype(xhat.dtype)
+    return xhat.astype(out_dtype, copy=False)
+
+
+def _standardize_grad(x, grad_xhat, axes, eps):
+    """Gradient of ``xhat = (x - mean) * rstd`` (statistics over ``axes``) w.r.t. ``x``, in cupynet ops.
+
+    NOTE: ``dx = rstd * (g - mean(g) - xhat * mean(g * xhat))``; written with
+    differentiable ops of ``x`` so the result can be differentiated again.
+    Returns ``(dx, xhat)``.
+    """
+    centered = x - mean(x, dim=axes, keepdim=True)
+    rstd = (mean(centered * centered, dim=axes, keepdim=True) + eps) ** -0.5
+    xhat = centered * rstd
+    dx = rstd * (grad_xhat - mean(grad_xhat, dim=axes, keepdim=True)
+                 - xhat * mean(grad_xhat * xhat, dim=axes, keepdim=True))
+    return dx, xhat
+
+
+def _param_grads(ctx, grad, xhat, weight, param_shape):
+    """Gradients of weight (``sum grad * xhat``) and bias (``sum grad``) over the non-parameter dims."""
+    gw = gb = None
+    if ctx.needs_input_grad[1]:
+        gw = _back_to(reshape(sum_to(grad * xhat, param_shape), weight.shape), weight.dtype)
+    if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2]:
+        gb = _back_to(reshape(sum_to(grad, param_shape), ctx.bias_shape), ctx.bias_dtype)
+    return gw, gb
+
+
+def _norm_backward(ctx, grad, x, weight, stat_shape, axes, param_shape):
+    """Backward of layer/group/instance norm and training-mode batch norm (statistics from ``x``).
+
+    ``x`` is viewed as ``stat_shape`` and standardized over ``axes``; weight/bias broadcast as ``param_shape``.
+    """
+    xf, gf = _fp32(x), _fp32(grad)
+    grad_xhat = gf * reshape(_fp32(weight), param_shape) if weight is not None else gf
+    dx, xhat = _standardize_grad(reshape(xf, stat_shape), reshape(grad_xhat, stat_shape), axes, ctx.eps)
+    gx = _back_to(reshape(dx, x.shape), x.dtype) if ctx.needs_input_grad[0] else None
+    gw, gb = _param_grads(ctx, gf, reshape(xhat, x.shape), weight, param_shape)
+    return gx, gw, gb
+
+
+def _remember_bias(ctx, bias):
+    ctx.bias_shape = bias.shape if bias is not None else None
+    ctx.bias_dtype = bias.dtype if bias is not None else None
+
+
+def _channel_param_shape(x):
+    return (x.shape[1],) + (1,) * (x.ndim - 2)
+
+
+# ----------------------------------------------------------------------------- layer / group / instance norm
+
+
+class LayerNorm(Function):
+    """Normalize over the trailing ``ndim_norm`` dimensions, then scale and shift (fp32 under autocast)."""
+
+    op_name = "layer_norm"
+    amp_policy = "fp32"
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, ndim_norm=1, eps=1e-5):
+        ctx.axes = tuple(range(x.ndim - ndim_norm, x.ndim))
+        ctx.eps, ctx.param_shape = eps, x.shape[x.ndim - ndim_norm:]
+        ctx.save_for_backward(x, weight)
+        _remember_bias(ctx, bias)
+        xhat, _, _ = _standardize_array(compute_in_fp32(x.data), ctx.axes, eps)
+        return _affine_array(xhat, weight, bias, ctx.param_shape, x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        return _norm_backward(ctx, grad, x, weight, x.shape, ctx.axes, ctx.param_shape)
+
+
+class GroupNorm(Function):
+    """Normalize each of ``num_groups`` channel groups of each sample; per-channel affine (fp32 under autocast)."""
+
+    op_name = "group_norm"
+    amp_policy = "fp32"
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, num_groups=1, eps=1e-5):
+        n = x.shape[0]
+        ctx.stat_shape = (n, num_groups, x.data.size // max(n * num_groups, 1))
+        ctx.eps, ctx.param_shape = eps, _channel_param_shape(x)
+        ctx.save_for_backward(x, weight)
+        _remember_bias(ctx, bias)
+        xhat, _, _ = _standardize_array(compute_in_fp32(x.data).reshape(ctx.stat_shape), (2,), eps)
+        return _affine_array(xhat.reshape(x.shape), weight, bias, ctx.param_shape, x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        return _norm_backward(ctx, grad, x, weight, ctx.stat_shape, (2,), ctx.param_shape)
+
+
+class InstanceNorm(GroupNorm):
+    """Group norm with one group per channel; unlisted for autocast (runs in the input dtype, fp32 math)."""
+
+    op_name = "instance_norm"
+    amp_policy = None
+
+
+def _check_param(op, name, t, shape, x):
+    if t is None:
+        return
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{op}: {name} must be a Tensor or None, got {type(t).__name__}")
+    require_floating(op, t, name)
+    if tuple(t.shape) != tuple(shape):
+        raise RuntimeError(f"{op}: expected {name} of shape {tuple(shape)} for input of shape {tuple(x.shape)}, "
+                           f"got {tuple(t.shape)}")
+
+
+def _check_eps(op, eps):
+    if not isinstance(eps, (int, float)) or isinstance(eps, bool) or eps < 0:
+        raise ValueError(f"{op}: eps must be a non-negative number, got {eps!r}")
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: A002 - PyTorch's names
+    """Layer normalization: ``(x - mean) / sqrt(var + eps) * weight + bias`` over the trailing dims.
+
+    Args:
+        input: a floating Tensor whose trailing dims equal ``normalized_shape``.
+        normalized_shape: an int or tuple, the shape of the normalized trailing dims.
+        weight: optional scale of shape ``normalized_shape``.
+        bias: optional shift of shape ``normalized_shape``.
+        eps: added to the variance for stability.
+    """
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    require_floating("layer_norm", input)
+    if not shape or tuple(input.shape[input.ndim - len(shape):]) != shape or len(shape) > input.ndim:
+        raise RuntimeError(f"layer_norm: normalized_shape {shape} must match the trailing dimensions of the "
+                           f"input, got input of shape {tuple(input.shape)}")
+    _check_param("layer_norm", "weight", weight, shape, input)
+    _check_param("layer_norm", "bias", bias, shape, input)
+    _check_eps("layer_norm", eps)
+    return LayerNorm.apply(input, weight, bias, ndim_norm=len(shape), eps=float(eps))
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A002
+    """Group normalization: statistics per sample over each group of ``C / num_groups`` channels.
+
+    Args:
+        input: a floating Tensor of shape ``(N, C, *)``.
+        num_groups: the number of groups; must divide ``C``.
+        weight: optional per-channel scale of shape ``(C,)``.
+        bias: optional per-channel shift of shape ``(C,)``.
+        eps: added to the variance for stability.
+    """
+    require_floating("group_norm", input)
+    if input.ndim < 2:
+        raise RuntimeError(f"group_norm: expected an input of shape (N, C, *), got {tuple(input.shape)}")
+    channels = input.shape[1]
+    if not isinstance(num_groups, int) or num_groups <= 0 or channels % num_groups:
+        raise RuntimeError(f"group_norm: expected number of channels in input ({channels}) to be divisible by "
+                           f"num_groups, got num_groups={num_groups!r}")
+    _check_param("group_norm", "weight", weight, (channels,), input)
+    _check_param("group_norm", "bias", bias, (channels,), input)
+    _check_eps("group_norm", eps)
+    return GroupNorm.apply(input, weight, bias, num_groups=num_groups, eps=float(eps))
+
+
+# ----------------------------------------------------------------------------- batch norm
+
+
+def _update_running_stats(running_mean, running_var, batch_mean, batch_var, count, momentum):
+    """``r = (1 - momentum) * r + momentum * stat`` in fp32, in place, outside the graph (version bump).
+
+    NOTE: the running variance takes the unbiased batch variance (``var * n / (n - 1)``), as PyTorch;
+    the update is computed in fp32 (fp64 for fp64 buffers) and stored in the buffer's dtype.
+    """
+    unbiased = batch_var * (count / max(count - 1, 1))
+    for buf, stat in ((running_mean, batch_mean), (running_var, unbiased)):
+        if buf is None:
+            continue
+        old = compute_in_fp32(buf.data)
+        new = old * (1.0 - momentum) + stat.reshape(buf.shape).astype(old.dtype) * momentum
+        buf.data[...] = new.astype(buf.dtype, copy=False)
+        buf._bump_version()
+
+
+class BatchNorm(Function):
+    """Per-channel normalization over the batch (and spatial dims); no autocast policy (see module note)."""
+
+    op_name = "batch_norm"
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, running_mean=None, running_var=None, training=False, momentum=0.1,
+                eps=1e-5):
+        axes = (0,) + tuple(range(2, x.ndim))
+        ctx.param_shape, ctx.eps, ctx.axes, ctx.training = _channel_param_shape(x), eps, axes, training
+        ctx.save_for_backward(x, weight)
+        _remember_bias(ctx, bias)
+        xf = compute_in_fp32(x.data)
+        if training:
+            xhat, mu, var = _standardize_array(xf, axes, eps)
+            _update_running_stats(running_mean, running_var, mu, var, x.data.size // x.shape[1], momentum)
+        else:
+            ctx.mean = running_mean.data.reshape(ctx.param_shape).astype(xf.dtype)
+            ctx.rstd = 1.0 / xp_of(x).sqrt(running_var.data.reshape(ctx.param_shape).astype(xf.dtype) + eps)
+            xhat = (xf - ctx.mean) * ctx.rstd
+        return _affine_array(xhat, weight, bias, ctx.param_shape, x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        if ctx.training:
+            return _norm_backward(ctx, grad, x, weight, x.shape, ctx.axes, ctx.param_shape)
+        # NOTE: with running statistics the op is affine in x: dx = g * weight * rstd.
+        xf, gf = _fp32(x), _fp32(grad)
+        rstd = Tensor(ctx.rstd)
+        scale = reshape(_fp32(weight), ctx.param_shape) * rstd if weight is not None else rstd
+        gx = _back_to(gf * scale, x.dtype) if ctx.needs_input_grad[0] else None
+        gw, gb = _param_grads(ctx, gf, (xf - Tensor(ctx.mean)) * rstd, weight, ctx.param_shape)
+        return gx, gw, gb
+
+
+def _check_running(op, running_mean, running_var, channels, training):
+    if (running_mean is None) != (running_var is None):
+        raise ValueError(f"{op}: running_mean and running_var must both be Tensors or both be None")
+    if running_mean is None and not training:
+        raise ValueError(f"{op}: running_mean and running_var must be defined in evaluation mode "
+                         "(training=False)")
+    for name, t in (("running_mean", running_mean), ("running_var", running_var)):
+        if t is not None and (not isinstance(t, Tensor) or tuple(t.shape) != (channels,)
+                              or not dtypes.is_floating(t.dtype)):
+            got = f"shape {tuple(t.shape)} {t.dtype}" if isinstance(t, Tensor) else type(t).__name__
+            raise RuntimeError(f"{op}: expected {name} to be a floating Tensor of shape ({channels},), got {got}")
+
+
+def _check_batch_args(op, input, weight, bias, momentum, eps, training):
+    require_floating(op, input)
+    if input.ndim < 2:
+        raise ValueError(f"{op}: expected an input of shape (N, C, *), got {tuple(input.shape)}")
+    _check_param(op, "weight", weight, (input.shape[1],), input)
+    _check_param(op, "bias", bias, (input.shape[1],), input)
+    _check_eps(op, eps)
+    if not isinstance(momentum, (int, float)) or isinstance(momentum, bool) or not 0.0 <= momentum <= 1.0:
+        raise ValueError(f"{op}: momentum must be a number in [0, 1], got {momentum!r} (the BatchNorm layer "
+                         "passes 1 / num_batches_tracked for a cumulative average)")
+    if training and input.data.size // max(input.shape[1], 1) <= 1:
+        raise ValueError(f"{op}: Expected more than 1 value per channel when training, got input size "
+                         f"{tuple(input.shape)}")
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,  # noqa: A002
+               momentum=0.1, eps=1e-5):
+    """Batch normalization over ``(N, *)`` per channel of an ``(N, C, *)`` input.
+
+    In training mode the batch statistics normalize the input and the running
+    statistics (when given) are updated in place, in fp32, with the unbiased
+    variance; in evaluation mode the running statistics normalize the input.
+
+    Args:
+        input: a floating Tensor of shape ``(N, C, *)``.
+        running_mean: a ``(C,)`` Tensor (updated in place when training), or None when training.
+        running_var: a ``(C,)`` Tensor (updated in place when training), or None when training.
+        weight: optional per-channel scale of shape ``(C,)``.
+        bias: optional per-channel shift of shape ``(C,)``.
+        training: use batch statistics (and update the running ones).
+        momentum: weight of the new batch statistic in the running average.
+        eps: added to the variance for stability.
+    """
+    _check_batch_args("batch_norm", input, weight, bias, momentum, eps, training)
+    _check_running("batch_norm", running_mean, running_var, input.shape[1], training)
+    return BatchNorm.apply(input, weight, bias, running_mean=running_mean, running_var=running_var,
+                           training=bool(training), momentum=float(momentum), eps=float(eps))
+
+
+def _instance_running_update(input, running_mean, running_var, momentum, eps):
+    """Average the per-instance statistics over the batch into the running buffers (as PyTorch does)."""
+    n, c = input.shape[:2]
+    _, mu, var = _standardize_array(compute_in_fp32(input.data).reshape(n, c, -1), (2,), eps)
+    count = input.data.size // max(n * c, 1)
+    unbiased_mean_of_vars = (var * (count / max(count - 1, 1))).mean(axis=0)
+    # NOTE: passing count=1 keeps the already-unbiased variance as it is
+    _update_running_stats(running_mean, running_var, mu.mean(axis=0), unbiased_mean_of_vars, 1, momentum)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,  # noqa: A002
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Instance normalization: statistics per sample and channel over the spatial dims.
+
+    Args:
+        input: a floating Tensor of shape ``(N, C, *)``.
+        running_mean: optional ``(C,)`` buffer, updated in place with batch-averaged instance means.
+        running_var: optional ``(C,)`` buffer, updated in place with batch-averaged instance variances.
+        weight: optional per-channel scale of shape ``(C,)``.
+        bias: optional per-channel shift of shape ``(C,)``.
+        use_input_stats: normalize with the instance statistics (False: with the running ones).
+        momentum: weight of the new statistic in the running average.
+        eps: added to the variance for stability.
+    """
+    _check_batch_args("instance_norm", input, weight, bias, momentum, eps, use_input_stats)
+    _check_running("instance_norm", running_mean, running_var, input.shape[1], use_input_stats)
+    if not use_input_stats:
+        return BatchNorm.apply(input, weight, bias, running_mean=running_mean, running_var=running_var,
+                               training=False, momentum=float(momentum), eps=float(eps))
+    if running_mean is not None:
+        _instance_running_update(input, running_mean, running_var, float(momentum), float(eps))
+    return InstanceNorm.apply(input, weight, bias, num_groups=input.shape[1], eps=float(eps))
+
+
+# ----------------------------------------------------------------------------- rms norm and normalize
+
+
+class RMSNorm(Function):
+    """``x / sqrt(mean(x**2) + eps) * weight`` over the trailing dims (unlisted: input dtype, fp32 math)."""
+
+    op_name = "rms_norm"
+
+    @staticmethod
+    def forward(ctx, x, weight, ndim_norm=1, eps=1e-6):
+        ctx.axes, ctx.eps = tuple(range(x.ndim - ndim_norm, x.ndim)), eps
+        ctx.save_for_backward(x, weight)
+        xf = compute_in_fp32(x.data)
+        y = xf / xp_of(x).sqrt((xf * xf).mean(axis=ctx.axes, keepdims=True) + eps)
+        return _affine_array(y, weight, None, x.shape[x.ndim - ndim_norm:], x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        xf, gf = _fp32(x), _fp32(grad)
+        rstd = (mean(xf * xf, dim=ctx.axes, keepdim=True) + ctx.eps) ** -0.5
+        g = gf * _fp32(weight) if weight is not None else gf
+        # NOTE: d(x * r)/dx with r = (mean(x^2) + eps)^-1/2 gives r*g - x * r^3 * mean(g * x)
+        gx = rstd * g - xf * rstd ** 3 * mean(g * xf, dim=ctx.axes, keepdim=True)
+        gw = _back_to(sum_to(gf * xf * rstd, weight.shape), weight.dtype) if ctx.needs_input_grad[1] else None
+        return _back_to(gx, x.dtype) if ctx.needs_input_grad[0] else None, gw
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
+    """Root-mean-square normalization over the trailing dims, then an optional scale.
+
+    Args:
+        input: a floating Tensor whose trailing dims equal ``normalized_shape``.
+        normalized_shape: an int or tuple, the shape of the normalized trailing dims.
+        weight: optional scale of shape ``normalized_shape``.
+        eps: added to the mean square; None means the machine epsilon of the input dtype (as PyTorch).
+    """
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    require_floating("rms_norm", input)
+    if not shape or len(shape) > input.ndim or tuple(input.shape[input.ndim - len(shape):]) != shape:
+        raise RuntimeError(f"rms_norm: normalized_shape {shape} must match the trailing dimensions of the "
+                           f"input, got input of shape {tuple(input.shape)}")
+    _check_param("rms_norm", "weight", weight, shape, input)
+    eps = float(ml_dtypes.finfo(input.dtype).eps) if eps is None else eps
+    _check_eps("rms_norm", eps)
+    return RMSNorm.apply(input, weight, ndim_norm=len(shape), eps=float(eps))
+
+
+class Normalize(Function):
+    """``x / max(||x||_p, eps)`` along ``dim`` (F.normalize); fp32 under autocast like PyTorch's norm."""
+
+    op_name = "normalize"
+    amp_policy = "fp32"
+
+    @staticmethod
+    def forward(ctx, x, p=2.0, dim=1, eps=1e-12):
+        ctx.p, ctx.dim, ctx.eps = p, dim, eps
+        ctx.save_for_backward(x)
+        xp, xf = xp_of(x), compute_in_fp32(x.data)
+        norm = (xp.abs(xf) ** p).sum(axis=dim, keepdims=True) ** (1.0 / p)
+        return (xf / xp.maximum(norm, eps)).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        xf, gf, p, dim = _fp32(x), _fp32(grad), ctx.p, ctx.dim
+        xp = xp_of(x)
+        sign = Tensor(xp.sign(xf.data))
+        norm = sum_((xf * sign) ** p, dim=dim, keepdim=True) ** (1.0 / p)
+        denom = maximum(norm, ctx.eps)
+        # NOTE: y = x / d with d = max(||x||, eps); dd/dx = d||x||/dx where ||x|| > eps, else 0.
+        #       d||x||_p / dx = sign(x) |x|^(p-1) / ||x||^(p-1) (x / ||x|| for p = 2).
+        active = Tensor((norm.data > ctx.eps).astype(xf.dtype))
+        if p == 2.0:
+            dnorm = xf / denom
+        elif p == 1.0:
+            dnorm = sign
+        else:
+            dnorm = sign * (xf * sign) ** (p - 1.0) / denom ** (p - 1.0)
+        gx = gf / denom - active * dnorm * sum_(gf * xf, dim=dim, keepdim=True) / (denom * denom)
+        return _back_to(gx, x.dtype)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12):  # noqa: A002
+    """``input / max(||input||_p, eps)`` along ``dim`` (``torch.nn.functional.normalize``).
+
+    Args:
+        input: a floating Tensor.
+        p: the norm's exponent, a finite number >= 1.
+        dim: the dimension to normalize along.
+        eps: the smallest denominator.
+    """
+    require_floating("normalize", input)
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 1.0 <= p < float("inf"):
+        raise ValueError(f"normalize: p must be a finite number >= 1, got {p!r} (p=inf is not supported)")
+    _check_eps("normalize", eps)
+    return Normalize.apply(input, p=float(p), dim=normalize_dim("normalize", dim, max(input.ndim, 1)),
+                           eps=float(eps))
+
+
+METHODS = {}
