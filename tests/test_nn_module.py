@@ -271,3 +271,28 @@ def test_parameter_basics_and_deepcopy():
     np.testing.assert_array_equal(clone[0].weight.detach().numpy(), m[0].weight.detach().numpy())
     clone[0].weight.data[...] = 0
     assert float(np.abs(m[0].weight.detach().numpy()).sum()) > 0
+
+
+def test_functional_exposes_every_expected_op():
+    from cupynet.nn import functional as F
+
+    assert F.missing() == []
+    for name in F.__all__:
+        if name != "missing":
+            assert callable(getattr(F, name)), name
+    assert F.linear is cn.ops.linear
+    with pytest.raises(AttributeError, match="cupynet.nn.functional.no_such_op is not available"):
+        _ = F.no_such_op
+
+
+def test_model_under_autocast_keeps_fp32_state():
+    amp = pytest.importorskip("cupynet.amp")
+    m = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
+    x = cn.randn(6, 4)
+    with amp.autocast("cpu", dtype=cn.bfloat16):
+        logits = m(x)
+        loss = nn.CrossEntropyLoss()(logits, cn.tensor([0, 1, 2, 0, 1, 2]))
+    assert logits.dtype == cn.bfloat16 and loss.dtype == cn.float32
+    assert m[1].running_mean.dtype == cn.float32 and int(m[1].num_batches_tracked.item()) == 1
+    loss.backward()
+    assert all(p.dtype == cn.float32 and p.grad.dtype == cn.float32 for p in m.parameters())

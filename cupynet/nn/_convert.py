@@ -13,7 +13,7 @@ from __future__ import annotations
 from .. import backend, dtypes
 from ..tensor import Tensor
 
-__all__ = ["parse_to_args", "convert", "move_array"]
+__all__ = ["parse_to_args", "convert", "move_array", "ConversionMixin"]
 
 
 def _is_dtype_like(value) -> bool:
@@ -109,3 +109,72 @@ def convert(module, device, dtype):
             if buf is not None:
                 _convert_tensor(buf, device, _buffer_dtype(name in keep_fp32, dtype))
     return module
+
+
+class ConversionMixin:
+    """``to`` / ``cuda`` / ``cpu`` / ``half`` / ``float`` / ... for ``Module`` (kept here to keep module.py short).
+
+    Args:
+        None.
+    """
+
+    def to(self, *args, **kwargs):
+        """Move and/or cast parameters and buffers in place (Parameter objects keep their identity).
+
+        NOTE: a dtype applies only to floating parameters/buffers; buffers a layer
+        lists in ``_fp32_buffers`` (BatchNorm's running stats) always stay float32.
+
+        Args:
+            *args: a device (``"cpu"``, ``"cuda"``, ``Device``) and/or a floating dtype.
+            **kwargs: ``device=``, ``dtype=``, ``non_blocking=`` (ignored).
+        """
+        device, dtype = parse_to_args(type(self).__name__, args, kwargs)
+        return convert(self, device, dtype)
+
+    def cuda(self, device=None):
+        """Move every parameter and buffer to the GPU.
+
+        Args:
+            device: GPU index or name; default cuda:0.
+        """
+        return self.to(f"cuda:{device}" if isinstance(device, int) else (device or "cuda"))
+
+    def cpu(self):
+        """Move every parameter and buffer to the CPU.
+
+        Args:
+            None.
+        """
+        return self.to("cpu")
+
+    def half(self):
+        """Cast floating parameters and buffers to float16.
+
+        Args:
+            None.
+        """
+        return self.to("float16")
+
+    def bfloat16(self):
+        """Cast floating parameters and buffers to bfloat16.
+
+        Args:
+            None.
+        """
+        return self.to("bfloat16")
+
+    def float(self):
+        """Cast floating parameters and buffers to float32.
+
+        Args:
+            None.
+        """
+        return self.to("float32")
+
+    def double(self):
+        """Cast floating parameters and buffers to float64.
+
+        Args:
+            None.
+        """
+        return self.to("float64")

@@ -49,7 +49,7 @@ def _check_name(kind: str, owner, name):
         raise KeyError(f"attribute '{name}' already exists")
 
 
-class Module:
+class Module(_convert.ConversionMixin):
     """Base class of every layer and model: holds parameters, buffers and submodules.
 
     Args:
@@ -413,67 +413,6 @@ class Module:
             assign: accepted for PyTorch compatibility; values are always copied into the existing tensors.
         """
         return _state.load_state_dict(self, state_dict, strict)
-
-    def to(self, *args, **kwargs):
-        """Move and/or cast parameters and buffers in place (Parameter objects keep their identity).
-
-        NOTE: a dtype applies only to floating parameters/buffers; buffers a layer
-        lists in ``_fp32_buffers`` (BatchNorm's running stats) always stay float32.
-
-        Args:
-            *args: a device (``"cpu"``, ``"cuda"``, ``Device``) and/or a floating dtype.
-            **kwargs: ``device=``, ``dtype=``, ``non_blocking=`` (ignored).
-        """
-        device, dtype = _convert.parse_to_args(type(self).__name__, args, kwargs)
-        return _convert.convert(self, device, dtype)
-
-    def cuda(self, device=None):
-        """Move every parameter and buffer to the GPU.
-
-        Args:
-            device: GPU index or name; default cuda:0.
-        """
-        return self.to(f"cuda:{device}" if isinstance(device, int) else (device or "cuda"))
-
-    def cpu(self):
-        """Move every parameter and buffer to the CPU.
-
-        Args:
-            None.
-        """
-        return self.to("cpu")
-
-    def half(self):
-        """Cast floating parameters and buffers to float16.
-
-        Args:
-            None.
-        """
-        return self.to("float16")
-
-    def bfloat16(self):
-        """Cast floating parameters and buffers to bfloat16.
-
-        Args:
-            None.
-        """
-        return self.to("bfloat16")
-
-    def float(self):
-        """Cast floating parameters and buffers to float32.
-
-        Args:
-            None.
-        """
-        return self.to("float32")
-
-    def double(self):
-        """Cast floating parameters and buffers to float64.
-
-        Args:
-            None.
-        """
-        return self.to("float64")
 
     def extra_repr(self) -> str:
         """The text inside the parentheses of ``repr`` (e.g. ``in_features=4, out_features=2, bias=True``).
