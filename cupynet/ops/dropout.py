@@ -1,0 +1,98 @@
+"""Dropout: zero each element (or each channel) with probability ``p`` and scale the survivors by ``1/(1-p)``.
+
+The mask comes from the input device's generator (``cupynet.random.generator_for``),
+so ``cupynet.manual_seed`` makes it reproducible on each device. The scaled
+mask is kept for backward, where the gradient is ``grad * mask / (1 - p)``.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from .. import dtypes
+from .. import random as rng
+from ..autograd.function import Function
+from ..tensor import Tensor
+from ._util import compute_in_fp32, require_floating, xp_of
+from .activation import _maybe_inplace
+
+__all__ = ["dropout", "dropout2d"]
+
+
+def _scaled_mask(a, p, mask_shape):
+    """``(uniform >= p) / (1 - p)`` in ``a``'s compute dtype (float32 for half inputs), shape ``mask_shape``."""
+    xp = xp_of(a)
+    compute_dtype = dtypes.float64 if a.dtype == dtypes.float64 else dtypes.float32
+    if p == 1.0:
+        return xp.zeros(mask_shape, dtype=compute_dtype)
+    keep = rng.generator_for(a.device).random(mask_shape, dtype=dtypes.float32) >= p
+    # NOTE: the scale 1/(1-p) is applied in fp32 (fp64 for fp64 inputs) and the product rounded once
+    return keep.astype(compute_dtype) * (1.0 / (1.0 - p))
+
+
+class Dropout(Function):
+    """``x * mask / (1 - p)`` with a fresh Bernoulli(1 - p) mask, broadcast from ``mask_shape``."""
+
+    op_name = "dropout"
+
+    @staticmethod
+    def forward(ctx, a, p=0.5, mask_shape=None):
+        scale = _scaled_mask(a, p, a.shape if mask_shape is None else mask_shape)
+        ctx.scale = Tensor(scale)
+        return (compute_in_fp32(a.data) * scale).astype(a.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.scale
+
+
+def _check_args(op_name, input, p, training, inplace):  # noqa: A002
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op_name}: expected a Tensor as input, got {type(input).__name__}")
+    require_floating(op_name, input)
+    if isinstance(p, bool) or not isinstance(p, numbers.Real):
+        raise TypeError(f"{op_name}: p must be a number in [0, 1], got {p!r}")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{op_name}: dropout probability has to be between 0 and 1, but got p={p}")
+    for label, flag in (("training", training), ("inplace", inplace)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{op_name}: {label} must be a bool, got {flag!r}")
+
+
+def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002 - PyTorch's argument names
+    """Randomly zero elements with probability ``p`` and scale the rest by ``1 / (1 - p)`` (only when training).
+
+    ``training=False`` returns ``input`` itself; ``p=1`` gives zeros.
+
+    Args:
+        input: a floating Tensor.
+        p: probability of an element being zeroed, in [0, 1].
+        training: apply dropout (True) or return the input unchanged (False).
+        inplace: write into ``input`` when autograd is not recording it (as activations do).
+    """
+    _check_args("dropout", input, p, training, inplace)
+    if not training:
+        return input
+    return _maybe_inplace(input, inplace, lambda: Dropout.apply(input, p=float(p)))
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    """Zero whole channels: each ``input[n, c]`` (or ``input[c]`` without batch) is dropped with probability ``p``.
+
+    Args:
+        input: a floating Tensor of shape (N, C, H, W) or (C, H, W).
+        p: probability of a channel being zeroed, in [0, 1].
+        training: apply dropout (True) or return the input unchanged (False).
+        inplace: write into ``input`` when autograd is not recording it.
+    """
+    _check_args("dropout2d", input, p, training, inplace)
+    if input.ndim not in (3, 4):
+        raise ValueError(f"dropout2d: expected a 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape "
+                         f"{tuple(input.shape)}")
+    if not training:
+        return input
+    mask_shape = input.shape[:-2] + (1, 1)
+    return _maybe_inplace(input, inplace, lambda: Dropout.apply(input, p=float(p), mask_shape=mask_shape))
+
+
+METHODS = {}
