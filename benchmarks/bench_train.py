@@ -58,8 +58,8 @@ def torch_step(model_name, shape, batch, device, torch):
 
 
 def _torch_twin(model, torch):
-    from cupynet.models import to_torch_module
-    return to_torch_module(model, torch)
+    from _torch_twin import twin
+    return twin(model, torch)
 
 
 def main():
