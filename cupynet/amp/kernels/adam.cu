@@ -22,7 +22,7 @@
 //   v = v * beta2 + ((1 - beta2) * g) * g
 //   amsgrad: vmax = maximum(vmax, v), and vmax replaces v below
 //   denom = sqrt(v) / bc2_sqrt + eps
-//   p = p + neg_step_size * (m / denom)
+//   p = p + (neg_step_size * m) / denom              (torch.addcdiv's order)
 
 __device__ __forceinline__ double pow_by_squaring(double base, unsigned long long n) {
     double result = 1.0;
@@ -39,7 +39,7 @@ __device__ __forceinline__ unsigned long long next_step_count(float step) {
     // at or above 2**24 (where fp32 stops counting) are clamped there.
     unsigned long long n = 0ull;
     if (f32_ge(step, 16777216.0f)) n = 16777216ull;
-    else if (f32_ge(step, 1.0f)) n = (unsigned long long)step;
+    else if (f32_ge(step, 1.0f)) asm("cvt.rzi.u64.f32 %0, %1;" : "=l"(n) : "f"(step));
     return n + 1ull;
 }
 
@@ -102,6 +102,6 @@ __global__ void fused_adam_kernel(
         const float denom = f32_add(f32_div(f32_sqrt(v_used), bc2_sqrt), eps);
         Element<float>::store(exp_avg + i, m);
         Element<float>::store(exp_avg_sq + i, v);
-        Element<float>::store(param + i, f32_add(p, f32_mul(neg_step_size, f32_div(m, denom))));
+        Element<float>::store(param + i, f32_add(p, f32_div(f32_mul(neg_step_size, m), denom)));
     }
 }

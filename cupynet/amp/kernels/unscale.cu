@@ -2,7 +2,9 @@
 //
 // One launch per dtype group of gradients: every block takes one chunk of one
 // tensor from the chunk table (see common.cuh), so a single launch covers any
-// number of tensors of any size.
+// number of tensors of any size. Lists in the table: 0 = the data, 1 = the
+// address of the tensor's [inf_count, nan_count] row of tensor_stats (a tensor's
+// row is its index in the caller's whole list, which its dtype group does not know).
 //
 // Per element v (read as fp32):
 //   if v is not finite:  *found_inf = 1.0f          (only ever set, never cleared)
@@ -16,11 +18,10 @@
 template <typename T>
 __global__ void non_finite_check_and_unscale_kernel(
     const long long* table, int n_tensors,
-    float* found_inf, const float* inv_scale,
-    int* tensor_stats, int with_stats)
+    float* found_inf, const float* inv_scale, int with_stats)
 {
     __shared__ int scratch[32];
-    const Chunk c = locate_chunk(table, n_tensors, 1);
+    const Chunk c = locate_chunk(table, n_tensors, 2);
     T* data = chunk_pointer<T>(table, n_tensors, 0, c);
     const float inv = *inv_scale;
     const bool rescale = !is_one_f32(inv);
@@ -42,8 +43,9 @@ __global__ void non_finite_check_and_unscale_kernel(
         n_inf = block_sum_int(n_inf, scratch);
         n_nan = block_sum_int(n_nan, scratch);
         if (threadIdx.x == 0) {
-            if (n_inf) atomicAdd(tensor_stats + 2 * c.tensor, n_inf);
-            if (n_nan) atomicAdd(tensor_stats + 2 * c.tensor + 1, n_nan);
+            int* row = reinterpret_cast<int*>(table[n_tensors + c.tensor]);
+            if (n_inf) atomicAdd(row, n_inf);
+            if (n_nan) atomicAdd(row + 1, n_nan);
         }
     }
 }

@@ -1,0 +1,128 @@
+"""NumPy references of the fused SGD and Adam kernels (``sgd.cu``, ``adam.cu``), bit for bit.
+
+Every line below is one fp32 operation of the kernel, in the kernel's order;
+``store_f32`` applies the kernels' canonical NaN. The functions assume checked
+arguments: call the public API in ``cupynet.amp.kernels``.
+"""
+
+from __future__ import annotations
+
+import numpy
+
+from cupynet import dtypes
+from cupynet.amp.kernels._coefficients import adam_step_coefficients
+from cupynet.amp.kernels.reference import is_set, load_f32, store_f32
+
+__all__ = ["fused_sgd_", "fused_adam_"]
+
+_F32 = dtypes.float32
+
+
+def _write(a, values) -> None:
+    a.reshape(-1)[...] = store_f32(values, _F32)
+
+
+def _scaled_grad(grad, inv, maximize) -> numpy.ndarray:
+    g = load_f32(grad)
+    if inv is not None:
+        g = g * inv
+    return numpy.negative(g) if maximize else g  # NOTE: negation only flips the sign bit
+
+
+def _is_first_step(first_step) -> bool:
+    return first_step if isinstance(first_step, bool) else bool(first_step.reshape(-1)[0] != 0)
+
+
+def _sgd_one(param, grad, buf, c, inv, first) -> None:
+    g = _scaled_grad(grad, inv, c.maximize)
+    p = param.reshape(-1)
+    if c.use_weight_decay:
+        g = g + c.weight_decay * p
+    if c.use_momentum:
+        b = g if first else buf.reshape(-1) * c.momentum + c.one_minus_dampening * g
+        _write(buf, b)
+        g = g + c.momentum * b if c.nesterov else b
+    _write(param, p + c.neg_lr * g)
+
+
+def fused_sgd_(params, grads, momentum_bufs, coefficients, first_step, found_inf, inv_scale) -> None:
+    """Reference of ``fused_sgd_`` (the contract is on the public function).
+
+    Args:
+        params: float32 arrays, updated in place.
+        grads: float32 / float16 / bfloat16 arrays.
+        momentum_bufs: float32 arrays (or None when momentum is 0), updated in place.
+        coefficients: an ``SgdCoefficients`` from ``_coefficients.sgd_coefficients``.
+        first_step: a Python bool, or an int32 one-element flag array (cleared after a step taken).
+        found_inf: float32 one-element array or None; when set, nothing changes.
+        inv_scale: float32 one-element array or None; multiplies the gradients.
+    """
+    if found_inf is not None and is_set(found_inf):
+        return
+    inv = None if inv_scale is None else inv_scale.reshape(-1)[0]
+    first = _is_first_step(first_step)
+    with numpy.errstate(all="ignore"):
+        for i, (param, grad) in enumerate(zip(params, grads)):
+            buf = momentum_bufs[i] if coefficients.use_momentum else None
+            _sgd_one(param, grad, buf, coefficients, inv, first)
+    if not isinstance(first_step, bool):
+        first_step[...] = 0
+
+
+def _lerp_like_torch(start, end, c) -> numpy.ndarray:
+    if c.lerp_weight_is_small:
+        return start + c.lerp_weight * (end - start)
+    return end - (end - start) * c.one_minus_lerp_weight
+
+
+def _maximum_like_numpy_scalar(a, b) -> numpy.ndarray:
+    # NOTE: (a >= b or isnan(a)) ? a : b -- spelled out, because numpy.maximum's
+    # SIMD path and its scalar path may disagree on the sign of max(-0, +0)
+    return numpy.where(numpy.isnan(a) | (a >= b), a, b)
+
+
+def _adam_one(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, c, inv, neg_step_size, bc2_sqrt) -> None:
+    g = _scaled_grad(grad, inv, c.maximize)
+    p = param.reshape(-1)
+    if c.use_weight_decay:
+        if c.decoupled:
+            p = p * c.decay_factor
+        else:
+            g = g + c.weight_decay * p
+    m = _lerp_like_torch(exp_avg.reshape(-1), g, c)
+    v = exp_avg_sq.reshape(-1) * c.beta2_f32 + (c.one_minus_beta2 * g) * g
+    v_used = v
+    if c.amsgrad:
+        v_used = _maximum_like_numpy_scalar(max_exp_avg_sq.reshape(-1), v)
+        _write(max_exp_avg_sq, v_used)
+    denom = numpy.sqrt(v_used) / bc2_sqrt + c.eps
+    _write(exp_avg, m)
+    _write(exp_avg_sq, v)
+    _write(param, p + (neg_step_size * m) / denom)  # NOTE: torch.addcdiv's order
+
+
+def fused_adam_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, coefficients,
+                found_inf, inv_scale) -> None:
+    """Reference of ``fused_adam_`` (the contract is on the public function).
+
+    Args:
+        params: float32 arrays, updated in place.
+        grads: float32 / float16 / bfloat16 arrays.
+        exp_avgs: float32 first moments, updated in place.
+        exp_avg_sqs: float32 second moments, updated in place.
+        max_exp_avg_sqs: float32 running maxima (None unless amsgrad), updated in place.
+        step: float32 one-element array: steps already taken; incremented unless skipped.
+        coefficients: an ``AdamCoefficients`` from ``_coefficients.adam_coefficients``.
+        found_inf: float32 one-element array or None; when set, nothing changes.
+        inv_scale: float32 one-element array or None; multiplies the gradients.
+    """
+    if found_inf is not None and is_set(found_inf):
+        return
+    inv = None if inv_scale is None else inv_scale.reshape(-1)[0]
+    c = coefficients
+    neg_step_size, bc2_sqrt = adam_step_coefficients(step.reshape(-1)[0], c.lr, c.beta1, c.beta2)
+    with numpy.errstate(all="ignore"):
+        for i, (param, grad) in enumerate(zip(params, grads)):
+            vmax = max_exp_avg_sqs[i] if c.amsgrad else None
+            _adam_one(param, grad, exp_avgs[i], exp_avg_sqs[i], vmax, c, inv, neg_step_size, bc2_sqrt)
+        step[...] = step + numpy.float32(1.0)
