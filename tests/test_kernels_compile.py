@@ -1,0 +1,279 @@
+"""Every CUDA kernel compiles, for every instantiation the launcher asks for, without a GPU.
+
+The sources and the list of instantiations come from
+``cupynet.amp.kernels.sources``: the very same text and ``NAME_EXPRESSIONS``
+that the launcher hands to ``cupy.RawModule``. So a kernel that would fail to
+compile at run time (a typo, a bad template, a missing header) fails here, in
+CI, before it ever meets a GPU. The PTX is also checked for the numerics the
+NumPy reference relies on: no flush-to-zero and no fused multiply-add.
+"""
+
+import concurrent.futures
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import types
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from cupynet.amp.kernels import sources
+from cupynet.amp.kernels._coefficients import adam_coefficients, sgd_coefficients
+from cupynet.amp.kernels.sources import BLOCK_THREADS, CHUNK_SIZE, NAME_EXPRESSIONS, NVRTC_OPTIONS, kernel_source
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+ARCHS = (70, 75, 80, 90)
+"""sm_70, sm_80 and sm_90 as asked; sm_75 because CUDA 13 dropped sm_70 and 75 is its oldest target."""
+
+NVCC = shutil.which("nvcc")
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH: the CUDA kernels cannot be compiled here")
+
+
+def instantiating_source(filename: str) -> str:
+    """The launcher's source plus a host table taking the address of every name expression.
+
+    NOTE: taking ``&kernel<T>`` is what NVRTC's name expressions do; it makes nvcc
+    instantiate and emit exactly the kernels the launcher will look up.
+    """
+    addresses = ", ".join(f"(void*)&{expression}" for expression in NAME_EXPRESSIONS[filename])
+    return f"{kernel_source(filename)}\nstatic void* const cupynet_instantiations[] = {{{addresses}}};\n"
+
+
+def supported_archs() -> set:
+    listing = subprocess.run([NVCC, "--list-gpu-arch"], capture_output=True, text=True, check=True).stdout
+    return {int(m) for m in re.findall(r"compute_(\d+)", listing)}
+
+
+def compile_arch(arch: int, directory) -> subprocess.CompletedProcess:
+    out = directory / f"sm_{arch}"
+    out.mkdir()
+    files = []
+    for filename in sources.source_files():
+        (out / filename).write_text(instantiating_source(filename))
+        files.append(str(out / filename))
+    # NOTE: -ftz=true because CuPy adds it at run time; the PTX checks below prove it changes nothing
+    command = [NVCC, "--ptx", f"-arch=compute_{arch}", "-ftz=true", *NVRTC_OPTIONS, "-diag-suppress", "177",
+               "-Werror", "all-warnings", *files, "-odir", str(out)]
+    return subprocess.run(command, capture_output=True, text=True, cwd=out)
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """Compile every file for every supported arch once (archs in parallel): {arch: (result, dir)}."""
+    if NVCC is None:
+        pytest.skip("nvcc is not on PATH: the CUDA kernels cannot be compiled here")
+    directory = tmp_path_factory.mktemp("ptx")
+    archs = sorted(set(ARCHS) & supported_archs())
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(archs), os.cpu_count() or 1))) as pool:
+        results = dict(zip(archs, pool.map(lambda a: compile_arch(a, directory), archs)))
+    return {arch: (result, directory / f"sm_{arch}") for arch, result in results.items()}
+
+
+def ptx_of(compiled, arch, filename):
+    if arch not in compiled:
+        pytest.skip(f"this nvcc cannot target compute_{arch} (CUDA 13 dropped sm_70; sm_75 is compiled instead)")
+    result, directory = compiled[arch]
+    assert result.returncode == 0, f"nvcc failed for compute_{arch}:\n{result.stdout}\n{result.stderr}"
+    return (directory / filename.replace(".cu", ".ptx")).read_text()
+
+
+def demangle(names):
+    cxxfilt = shutil.which("c++filt")
+    if cxxfilt is None:
+        return None
+    text = subprocess.run([cxxfilt], input="\n".join(names), capture_output=True, text=True, check=True).stdout
+    return [re.sub(r"^void ", "", line).split("(")[0] for line in text.splitlines()]
+
+
+@needs_nvcc
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("filename", sources.source_files())
+def test_every_instantiation_compiles_to_ptx(compiled, arch, filename):
+    ptx = ptx_of(compiled, arch, filename)
+    entries = re.findall(r"\.entry\s+(\w+)\(", ptx)
+    assert len(entries) == len(NAME_EXPRESSIONS[filename]), entries
+    names = demangle(entries)
+    if names is not None:
+        assert sorted(names) == sorted(NAME_EXPRESSIONS[filename])
+
+
+@needs_nvcc
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("filename", sources.source_files())
+def test_ptx_has_no_flush_to_zero_no_fma_and_no_approximate_math(compiled, arch, filename):
+    ptx = ptx_of(compiled, arch, filename)
+    assert ".ftz" not in ptx, "an instruction flushes subnormals: the NumPy reference would disagree"
+    assert not re.search(r"\bfma\.\w+\.f32", ptx), "a multiply-add was fused: the reference rounds twice"
+    assert ".approx" not in ptx, "approximate math: not correctly rounded"
+
+
+def test_name_expressions_list_every_kernel_in_the_sources():
+    for filename, expressions in NAME_EXPRESSIONS.items():
+        text = (sources._HERE / filename).read_text()
+        kernels = set(re.findall(r"__global__\s+void\s+(\w+)", text))
+        assert kernels == {e.split("<")[0] for e in expressions}, filename
+        for expression in expressions:
+            if "<" in expression:
+                assert re.search(rf"template\s*<typename \w+>\s*__global__\s+void\s+{expression.split('<')[0]}\b", text)
+
+
+def test_the_launcher_compiles_exactly_these_sources_and_names(monkeypatch):
+    from cupynet.amp.kernels import launch
+
+    made = []
+
+    class FakeCupy:
+        @staticmethod
+        def RawModule(**kwargs):
+            made.append(kwargs)
+            return object()
+
+    monkeypatch.setattr(launch, "_cupy", lambda: FakeCupy)
+    monkeypatch.setattr(launch, "_modules", {})
+    for filename in sources.source_files():
+        launch._module(filename)
+        launch._module(filename)  # cached: compiled once
+    assert [m["name_expressions"] for m in made] == [list(NAME_EXPRESSIONS[f]) for f in sources.source_files()]
+    assert all(m["options"] == NVRTC_OPTIONS for m in made)
+    assert [m["code"] for m in made] == [kernel_source(f) for f in sources.source_files()]
+
+
+def test_kernel_source_rejects_unknown_files():
+    with pytest.raises(ValueError, match="kernel_source: unknown kernel file 'nope.cu'"):
+        kernel_source("nope.cu")
+
+
+# ------------------------------------------------------------------ the launcher against the kernel signatures
+# A fake CuPy records every launch, so the launcher's arguments can be held against the
+# kernels' C signatures on a machine without a GPU: a Python int where the kernel takes an
+# int (CuPy would pass 8 bytes), a missing argument or a wrong table breaks at run time.
+
+SCALAR_TYPES = {"int": np.int32, "float": np.float32, "double": np.float64}
+
+
+def kernel_signatures():
+    """{kernel name: ['pointer' | numpy scalar type, ...]} parsed from the .cu files."""
+    signatures = {}
+    for filename in sources.source_files():
+        text = (sources._HERE / filename).read_text()
+        for name, params in re.findall(r"__global__\s+void\s+(\w+)\s*\(([^)]*)\)", text):
+            kinds = []
+            for param in re.sub(r"/\*.*?\*/", "", params).split(","):
+                ctype = " ".join(param.split()[:-1]).replace("const ", "")
+                kinds.append("pointer" if "*" in param else SCALAR_TYPES[ctype])
+            signatures[name] = kinds
+    return signatures
+
+
+class FakeArray:
+    """Enough of cupy.ndarray for the launcher; reading a value on the host fails the test."""
+
+    def __init__(self, array):
+        self.array = array
+        self.data = types.SimpleNamespace(ptr=array.ctypes.data)
+        self.device = types.SimpleNamespace(id=0)
+        self.size, self.dtype, self.shape = array.size, array.dtype, array.shape
+
+    def __getitem__(self, key):
+        return FakeArray(self.array[key])
+
+    def _sync(self, *args):
+        raise AssertionError("the launcher read a device value on the host (a sync)")
+
+    get = item = __bool__ = __float__ = __int__ = __index__ = _sync
+
+
+class FakeCupy:
+    def __init__(self):
+        self.launches, self.uploads = [], 0
+        self.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0),
+                                          Device=lambda device_id: contextlib.nullcontext())
+
+    def RawModule(self, code, options, name_expressions):
+        def get_function(name):
+            assert name in name_expressions
+            return lambda grid, block, args: self.launches.append((name, grid, block, args))
+
+        return types.SimpleNamespace(get_function=get_function)
+
+    def asarray(self, host):
+        self.uploads += 1
+        return FakeArray(np.array(host))
+
+    def full(self, shape, value, dtype):
+        return FakeArray(np.full(shape, value, dtype))
+
+    def zeros(self, shape, dtype):
+        return FakeArray(np.zeros(shape, dtype))
+
+    def empty(self, shape, dtype):
+        return FakeArray(np.empty(shape, dtype))
+
+
+@pytest.fixture
+def fake_launch(monkeypatch):
+    from cupynet.amp.kernels import _tables, launch
+
+    fake = FakeCupy()
+    monkeypatch.setattr(launch, "_cupy", lambda: fake)
+    for cache in ("_modules", "_kernels", "_constants"):
+        monkeypatch.setattr(launch, cache, {})
+    monkeypatch.setattr(launch, "TABLE_CACHE", _tables.TableCache())
+    return launch, fake
+
+
+def check_launch_arguments(launches):
+    signatures = kernel_signatures()
+    for name, grid, block, args in launches:
+        expected = signatures[name.split("<")[0]]
+        assert len(args) == len(expected), name
+        for i, (arg, kind) in enumerate(zip(args, expected)):
+            if kind == "pointer":
+                assert isinstance(arg, FakeArray), (name, i, arg)
+            else:
+                assert type(arg) is kind, (name, i, type(arg), kind)
+        assert block in ((BLOCK_THREADS,), (1,)) and len(grid) == 1 and grid[0] >= 1, name
+
+
+def test_launcher_arguments_match_every_kernel_signature_and_tables_are_cached(fake_launch):
+    launch, fake = fake_launch
+    grads = [FakeArray(np.ones(n, d)) for n, d in ((5, np.float16), (CHUNK_SIZE + 1, np.float32),
+                                                  (3, np.float16), (0, BF16))]
+    params = [FakeArray(np.ones(g.size, np.float32)) for g in grads]
+    state = [[FakeArray(np.zeros(g.size, np.float32)) for g in grads] for _ in range(4)]
+    one = lambda dtype: FakeArray(np.zeros(1, dtype))  # noqa: E731
+    stats = FakeArray(np.zeros((4, 2), np.int32))
+    groups = [(np.dtype(np.float16), [0, 2]), (np.dtype(np.float32), [1]), (BF16, [3])]
+
+    launch.non_finite_check_and_unscale_(groups, grads, one(np.float32), one(np.float32), stats)
+    launch.update_scale_(one(np.float32), one(np.int32), one(np.float32), 2.0, 0.5, 2000, 1, None,
+                         np.float32(0), np.float32(np.inf), None)
+    sgd = sgd_coefficients(0.1, 0.9, 0.0, 1e-4, True, False)
+    launch.fused_sgd_(0, groups, params, grads, state[0], sgd, True, None, None)
+    launch.fused_sgd_(0, groups, params, grads, None, sgd._replace(use_momentum=False), one(np.int32), None, None)
+    adam = adam_coefficients(1e-3, 0.9, 0.999, 1e-8, 0.01, True, True, False)
+    launch.fused_adam_(0, groups, params, grads, *state[1:], one(np.float32), adam, one(np.float32), one(np.float32))
+    out = launch.multi_tensor_l2norm(0, groups, grads)
+    check_launch_arguments(fake.launches)
+    assert isinstance(out, FakeArray) and out.shape == (1,)
+
+    names = [name for name, *_ in fake.launches]
+    assert names.count("non_finite_check_and_unscale_kernel<__half>") == 1
+    assert "non_finite_check_and_unscale_kernel<__nv_bfloat16>" not in names  # empty group: no launch
+    assert names[-1] == "l2norm_finalize_kernel" and "clear_flag_kernel" in names
+    assert names.index("increment_step_kernel") > names.index("fused_adam_kernel<float>")
+
+    half_launch = fake.launches[0]
+    table = half_launch[3][0].array
+    assert half_launch[1] == (2,) and table[:2].tolist() == [grads[0].data.ptr, grads[2].data.ptr]
+    assert table[2:4].tolist() == [stats.data.ptr + 8 * 0, stats.data.ptr + 8 * 2]  # rows by global index
+    assert fake.launches[1][1] == (2,)  # the float32 tensor of CHUNK_SIZE + 1 elements: two chunks
+
+    uploads, launches = fake.uploads, len(fake.launches)
+    launch.non_finite_check_and_unscale_(groups, grads, one(np.float32), one(np.float32), stats)
+    assert fake.uploads == uploads and len(fake.launches) == launches + 2  # cached tables: no upload
+    assert launch.TABLE_CACHE.hits >= 2
