@@ -123,6 +123,11 @@ def test_autocast_runs_conv_and_linear_in_half_with_fp32_grads():
         y = ops.conv2d(x, w, b, padding=1)
         z = ops.linear(y.flatten(1), cn.randn(5, 144))
         d = ops.dot(cn.randn(3), cn.randn(3, dtype=cn.float16))
+        # NOTE: mixed input dtypes are legal under autocast: the dtype check runs after the policy's casts
+        mixed = [ops.conv2d(x.half(), w), ops.addmm(cn.randn(2), cn.randn(3, 4, dtype=cn.float16), cn.randn(4, 2)),
+                 ops.einsum("ij,jk", cn.randn(2, 3), cn.randn(3, 2, dtype=cn.float16))]
+        t = ops.tensordot(cn.randn(3, dtype=cn.float16), cn.randn(3), 1)
+    assert [m.dtype for m in mixed] == [cn.float16] * 3 and t.dtype == cn.float32
     assert y.dtype == z.dtype == cn.float16
     assert d.dtype == cn.float32  # NOTE: dot is a 'promote' op: any fp32 input makes it run in fp32
     z.float().sum().backward()

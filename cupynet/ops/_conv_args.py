@@ -52,10 +52,6 @@ def _check_weight_bias(op_name, nd, input, weight, bias, out_channels_of):  # no
         shape = tuple(bias.shape) if isinstance(bias, Tensor) else type(bias).__name__
         raise RuntimeError(f"{op_name}: expected bias of shape ({out_channels_of(weight)},) for weight of shape "
                            f"{tuple(weight.shape)}, got {shape}")
-    kinds = [t.dtype for t in (input, weight, bias) if t is not None]
-    if len(set(kinds)) > 1:
-        raise RuntimeError(f"{op_name}: input, weight and bias must have the same dtype, got "
-                           f"{', '.join(str(k) for k in kinds)}")
 
 
 def _check_groups(op_name, groups, channels, what):
@@ -156,3 +152,16 @@ def check_conv_transpose(op_name, nd, input, weight, bias, stride, padding, outp
                                f"weight shape {tuple(weight.shape)}, padding={padding})")
         geoms.append(Geometry(k, s, d, p, size, length))
     return tuple(geoms), unbatched
+
+
+def check_same_dtype(op_name, *tensors):
+    """Input, weight and bias must share a dtype (checked inside forward, after autocast's casts).
+
+    Args:
+        op_name: the op, for messages.
+        *tensors: Tensors or None.
+    """
+    kinds = [t.dtype for t in tensors if t is not None]
+    if len(set(kinds)) > 1:
+        raise RuntimeError(f"{op_name}: input, weight and bias must have the same dtype, got "
+                           f"{', '.join(str(k) for k in kinds)}")

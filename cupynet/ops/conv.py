@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 
 from ..autograd.function import Function
-from ._conv_args import check_conv, check_conv_transpose
+from ._conv_args import check_conv, check_conv_transpose, check_same_dtype
 from ._im2col import col2im, windows
 from ._util import xp_of
 from .linalg import matmul_arrays
@@ -127,6 +127,7 @@ class Conv(Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias=None, geoms=(), groups=1):
+        check_same_dtype(ctx.fn.op_name, x, weight, bias)
         ctx.save_for_backward(x, weight)
         ctx.geoms, ctx.groups = geoms, groups
         return conv_arrays(x.data, weight.data, None if bias is None else bias.data, geoms, groups)
@@ -149,6 +150,7 @@ class ConvTranspose(Function):
 
     @staticmethod
     def forward(ctx, g, weight, bias=None, geoms=(), groups=1):
+        check_same_dtype(ctx.fn.op_name, g, weight, bias)
         ctx.save_for_backward(g, weight)
         ctx.geoms, ctx.groups = geoms, groups
         return conv_transpose_arrays(g.data, weight.data, None if bias is None else bias.data, geoms, groups)

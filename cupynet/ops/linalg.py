@@ -140,6 +140,7 @@ class _AddProduct(Function):
     @staticmethod
     def forward(ctx, input, a, b, beta=1, alpha=1):  # noqa: A002
         cls = ctx.fn
+        _same_dtype(cls.op_name, input, a, b)  # NOTE: checked here, after autocast's casts, not before apply
         ctx.save_for_backward(a, b)
         ctx.in_shape, ctx.beta, ctx.alpha = input.shape, beta, alpha
         big_a, big_b = cls.lift(a.data, b.data)
@@ -263,6 +264,7 @@ class Einsum(Function):
 
     @staticmethod
     def forward(ctx, *operands, terms=(), out_term="", sizes=None):
+        _same_dtype(ctx.fn.op_name, *operands)
         ctx.save_for_backward(*operands)
         ctx.terms, ctx.out_term, ctx.sizes = terms, out_term, sizes
         xp = xp_of(*operands)
@@ -314,7 +316,6 @@ def einsum(equation, *operands):
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     terms, out_term, sizes = parse_einsum(equation, [tuple(t.shape) for t in operands])
-    _same_dtype("einsum", *operands)
     for t, term in zip(operands, terms):
         if t.requires_grad and len(set(term)) != len(term):
             raise NotImplementedError(f"einsum: the gradient of an operand with a repeated subscript ('{term}' in "
@@ -330,7 +331,6 @@ def tensordot(a, b, dims=2):
         b: right tensor.
         dims: an int n (last n of ``a`` with first n of ``b``) or a pair of dimension lists.
     """
-    _same_dtype("tensordot", a, b)
     terms, out_term = einsum_equation_for_tensordot(tuple(a.shape), tuple(b.shape), dims)
     sizes = dict(zip(terms[0], a.shape)) | dict(zip(terms[1], b.shape))
     return Tensordot.apply(a, b, terms=terms, out_term=out_term, sizes=sizes)
@@ -396,7 +396,6 @@ def mv(input, vec):  # noqa: A002
 
 
 def _add_product(cls, input, a, b, beta, alpha, shape):  # noqa: A002
-    _same_dtype(cls.op_name, input, a, b)
     _require_broadcastable(cls.op_name, input, shape)
     return cls.apply(input, a, b, beta=beta, alpha=alpha)
 
