@@ -1,0 +1,173 @@
+"""The AMP op reference: PyTorch's CUDA autocast lists as data, and the generator of docs/amp_ops.md.
+
+``REFERENCE`` spells out PyTorch's lists (aten/src/ATen/autocast_mode.cpp, as
+summarised in the project's AMP_REFERENCE.md) with the op names PyTorch uses
+(groups such as "upsample_*" and "lstm/gru/rnn cells" expanded; ``convolution``,
+the generic aten op, is in PyTorch's lower list too). cupynet applies
+these CUDA lists on every device, the CPU included. ``render_markdown`` builds
+the op reference from the op classes themselves (``cls.name()``,
+``cls.amp_policy``, the docstring's first line), so the doc cannot drift from
+the code without ``tests/test_amp_ops_doc.py`` failing.
+"""
+
+from __future__ import annotations
+
+__all__ = ["REFERENCE", "POLICY_ORDER", "DOCUMENTED_DEVIATIONS", "reference_policy", "policy_rows",
+           "deviations", "render_markdown", "public_op_classes"]
+
+POLICY_ORDER = ("lower", "fp32", "promote", "banned", None)
+
+_POLICY_TITLES = {
+    "lower": "`lower`: cast to the autocast dtype (float16 / bfloat16)",
+    "fp32": "`fp32`: cast to float32",
+    "promote": "`promote`: cast to the widest floating input dtype",
+    "banned": "`banned`: an error under autocast",
+    None: "unlisted: run in the input dtypes (normal type promotion)",
+}
+
+REFERENCE = {
+    "lower": (
+        "convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+        "prelu",
+        "addmm", "addmv", "addr", "matmul", "einsum", "mm", "mv", "linear", "addbmm", "baddbmm", "bmm",
+        "chain_matmul", "linalg_multi_dot", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
+        "scaled_dot_product_attention",
+    ),
+    "fp32": (
+        "acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p", "reciprocal",
+        "rsqrt", "sinh", "tan", "pow", "softplus", "layer_norm", "group_norm", "norm", "frobenius_norm",
+        "nuclear_norm", "cosine_similarity", "poisson_nll_loss", "cosine_embedding_loss", "nll_loss",
+        "hinge_embedding_loss", "kl_div", "l1_loss", "smooth_l1_loss", "huber_loss", "mse_loss",
+        "margin_ranking_loss", "multilabel_margin_loss", "soft_margin_loss", "triplet_margin_loss",
+        "multi_margin_loss", "binary_cross_entropy_with_logits", "dist", "pdist", "cdist", "renorm",
+        "logsumexp", "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d", "upsample_linear1d",
+        "upsample_bilinear2d", "upsample_trilinear3d", "upsample_bicubic2d", "prod", "softmax", "log_softmax",
+        "cumprod", "cumsum", "sum", "linalg_vector_norm", "linalg_matrix_norm", "cross_entropy",
+    ),
+    "promote": (
+        "addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot", "vdot", "grid_sample", "index_put",
+        "tensordot", "scatter_add", "cat", "stack",
+    ),
+    "banned": ("binary_cross_entropy",),
+}
+
+# Ops whose cupynet policy differs on purpose from the reference lists (name -> why). A policy that differs
+# and is not listed here makes tests/test_amp_ops_doc.py fail.
+DOCUMENTED_DEVIATIONS = {
+    "conv_transpose": "the shared base class of conv_transpose1d/2d/3d (lower, like them); PyTorch has no "
+                      "generic transposed-convolution op of that name",
+    "normalize": "one op in cupynet; in PyTorch F.normalize is composite and its norm runs in fp32 under "
+                 "autocast, so the effect is the same",
+    "mean": "cupynet runs mean in fp32 under autocast (PyTorch leaves it unlisted; its CUDA kernel "
+            "accumulates in fp32 but returns the input dtype)",
+}
+
+
+def reference_policy(name: str):
+    """The policy PyTorch's CUDA lists give op ``name`` (None when unlisted).
+
+    Args:
+        name: an op name such as ``"matmul"``.
+    """
+    for policy, names in REFERENCE.items():
+        if name in names:
+            return policy
+    return None
+
+
+def public_op_classes(op_classes):
+    """The op classes a user can reach by name: shared private bases (``_AddProduct``) are left out.
+
+    Args:
+        op_classes: the Function subclasses.
+    """
+    return [cls for cls in op_classes if not cls.name().startswith("_")]
+
+
+def _summary(cls) -> str:
+    doc = (cls.__doc__ or "").strip()
+    return doc.splitlines()[0].strip().replace("|", "\\|") if doc else "(no docstring)"
+
+
+def policy_rows(op_classes):
+    """Rows (policy, op name, class path, summary) for every op class, sorted deterministically.
+
+    Args:
+        op_classes: the Function subclasses (``cupynet.ops.OP_CLASSES``).
+    """
+    rows = {(cls.amp_policy, cls.name(), f"{cls.__module__}.{cls.__qualname__}", _summary(cls))
+            for cls in public_op_classes(op_classes)}
+    order = {p: i for i, p in enumerate(POLICY_ORDER)}
+    return sorted(rows, key=lambda r: (order.get(r[0], len(order)), r[1], r[2]))
+
+
+def deviations(op_classes):
+    """(name, cupynet policy, reference policy) for ops whose policy differs from the reference, sorted.
+
+    Args:
+        op_classes: the Function subclasses.
+    """
+    out = {(cls.name(), cls.amp_policy, reference_policy(cls.name())) for cls in public_op_classes(op_classes)
+           if cls.amp_policy != reference_policy(cls.name())}
+    return sorted(out, key=lambda r: (r[0], str(r[1]), str(r[2])))
+
+
+def _policy_section(policy, rows):
+    lines = [f"## {_POLICY_TITLES[policy]}", ""]
+    mine = [r for r in rows if r[0] == policy]
+    if not mine:
+        return lines + ["(no op in cupynet has this policy yet)", ""]
+    lines += ["| op | class | summary |", "|---|---|---|"]
+    lines += [f"| `{name}` | `{path}` | {summary} |" for _, name, path, summary in mine]
+    return lines + [""]
+
+
+def _missing_section(op_classes):
+    have = {cls.name() for cls in op_classes}
+    lines = ["## Reference ops cupynet does not implement (yet)", "",
+             "Ops in PyTorch's CUDA autocast lists with no cupynet op class of that name.", ""]
+    for policy in ("lower", "fp32", "promote", "banned"):
+        missing = sorted(n for n in REFERENCE[policy] if n not in have)
+        lines.append(f"- **{policy}** ({len(missing)}): " + (", ".join(f"`{n}`" for n in missing) or "none"))
+    return lines + [""]
+
+
+def _deviation_section(op_classes):
+    lines = ["## cupynet policies that differ from the reference lists", ""]
+    found = deviations(op_classes)
+    if not found:
+        return lines + ["None.", ""]
+    lines += ["| op | cupynet | PyTorch CUDA list | why |", "|---|---|---|---|"]
+    for name, mine, ref in found:
+        why = DOCUMENTED_DEVIATIONS.get(name, "**undocumented**")
+        lines.append(f"| `{name}` | {mine or 'unlisted'} | {ref or 'unlisted'} | {why} |")
+    return lines + [""]
+
+
+def render_markdown(op_classes) -> str:
+    """The full text of docs/amp_ops.md for these op classes (deterministic: everything sorted).
+
+    Args:
+        op_classes: the Function subclasses (``cupynet.ops.OP_CLASSES``).
+    """
+    rows = policy_rows(op_classes)
+    counts = ", ".join(f"{sum(1 for r in rows if r[0] == p)} {p or 'unlisted'}" for p in POLICY_ORDER)
+    lines = [
+        "# AMP op reference",
+        "",
+        "<!-- Generated by scripts/gen_amp_ops.py from cupynet.ops.OP_CLASSES; do not edit by hand. -->",
+        "<!-- Regenerate: PYTHONPATH=. python scripts/gen_amp_ops.py -->",
+        "",
+        "Each op's cast policy under `cupynet.amp.autocast` (see docs/autocast.md). cupynet applies PyTorch's",
+        "**CUDA** autocast lists on every device, the CPU included, so a CPU run reproduces GPU AMP numerics.",
+        "Float64, integer and bool inputs are never cast. Shared private base classes (names starting with",
+        "`_`) are left out.",
+        "",
+        f"{len(rows)} op classes: {counts}.",
+        "",
+    ]
+    for policy in POLICY_ORDER:
+        lines += _policy_section(policy, rows)
+    lines += _missing_section(op_classes)
+    lines += _deviation_section(op_classes)
+    return "\n".join(lines).rstrip() + "\n"
