@@ -26,9 +26,14 @@ for _family in FAMILIES:
             raise
         continue  # NOTE: a family not written yet; the op reference test lists what exists
     _modules.append(_module)
+    TENSOR_METHODS.update(_module.METHODS)
+
+# NOTE: bound after every family is imported: importing the submodule ``ops.norm``
+# sets the package attribute ``norm`` to that module, which must not hide the
+# function ``norm`` (vector norm) exported by ``ops.reduce``.
+for _module in _modules:
     for _name in _module.__all__:
         globals()[_name] = getattr(_module, _name)
-    TENSOR_METHODS.update(_module.METHODS)
 
 
 def _all_op_classes():
