@@ -171,7 +171,8 @@ def test_repeated_calls_reuse_the_cached_pointer_table():
     hits, misses = launch.TABLE_CACHE.hits, launch.TABLE_CACHE.misses
     K.non_finite_check_and_unscale_(dev, found, inv)
     assert launch.TABLE_CACHE.misses == misses and launch.TABLE_CACHE.hits == hits + 3  # one per dtype group
-    K.non_finite_check_and_unscale_(dev[:2], found, inv)  # other arrays: other tables
+    fresh = [cp().ones(12345, np.float16), cp().ones(54321, np.float32)]  # sizes no other test uses
+    K.non_finite_check_and_unscale_(fresh, found, inv)  # other arrays: other tables
     assert launch.TABLE_CACHE.misses == misses + 2
 
 

@@ -348,7 +348,7 @@ def test_min_and_max_scale_clamp_and_min_hit_is_reported():
     ({"hysteresis": 2}, ValueError, "hysteresis=2 needs a hysteresis_tracker"),
     ({"min_scale": 8.0, "max_scale": 4.0}, ValueError, "min_scale 8.0 must be a float32 value <= max_scale"),
     ({"scale": np.array([4.0])}, ValueError, "scale must be a float32 array of shape"),
-    ({"growth_tracker": np.zeros(2, np.int32)}, ValueError, r"growth_tracker must be a int32 .* got int32 array of "
+    ({"growth_tracker": np.zeros(2, np.int32)}, ValueError, r"growth_tracker must be an int32 .* got int32 array of "
                                                             r"shape \(2,\)"),
 ])
 def test_update_scale_bad_arguments_leave_state_untouched(kwargs, error, message):

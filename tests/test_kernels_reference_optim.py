@@ -162,7 +162,7 @@ def test_device_first_step_flag_initialises_buffers_then_clears():
     ({"nesterov": True, "dampening": 0.1}, ValueError, "Nesterov momentum requires a momentum and zero dampening"),
     ({"lr": -1.0}, ValueError, "invalid lr -1.0"),
     ({"maximize": 1}, TypeError, "maximize must be a bool"),
-    ({"first_step": np.array([1.0], np.float32)}, ValueError, "first_step must be a int32 array"),
+    ({"first_step": np.array([1.0], np.float32)}, ValueError, "first_step must be an int32 array"),
 ])
 def test_fused_sgd_bad_arguments_change_nothing(change, error, message):
     args = dict(params=[np.ones(3, np.float32)], grads=[np.ones(3, np.float32)], momentum_bufs=[np.ones(3, np.float32)],

@@ -87,10 +87,11 @@ def scalar_array(fn: str, name: str, a, dtype, optional: bool = False):
     """
     if a is None and optional:
         return None
+    article = "an" if str(dtype)[0] in "aeiou" else "a"
     if not _is_array(a):
-        raise TypeError(f"{fn}: {name} must be a {dtype} array of shape (1,), got {type(a).__name__}")
+        raise TypeError(f"{fn}: {name} must be {article} {dtype} array of shape (1,), got {type(a).__name__}")
     if a.dtype != dtype or a.size != 1 or a.ndim > 1:
-        raise ValueError(f"{fn}: {name} must be a {dtype} array of shape (1,) (or 0-d), got {_describe(a)}")
+        raise ValueError(f"{fn}: {name} must be {article} {dtype} array of shape (1,) (or 0-d), got {_describe(a)}")
     return a
 
 
