@@ -5,9 +5,9 @@ import pytest
 from op_harness import check_op, host
 
 import cupynet as cn
+import cupynet.ops.loss as loss_ops
+import cupynet.ops.loss_pointwise as loss_pointwise
 from cupynet import amp
-from cupynet.ops import loss as loss_ops
-from cupynet.ops import loss_pointwise
 
 RNG = np.random.default_rng(0)
 TARGET = np.array([0, 4, -100, 2])

@@ -6,7 +6,7 @@ from op_harness import check_op
 
 import cupynet as cn
 from cupynet import amp
-from cupynet.ops import norm as norm_ops
+from cupynet.ops.norm import BatchNorm, GroupNorm, InstanceNorm, LayerNorm, Normalize, RMSNorm
 
 
 def _t(m, a):
@@ -82,9 +82,8 @@ def test_normalize_zero_row_uses_eps():
 
 
 def test_amp_policies_and_autocast_dtypes():
-    assert norm_ops.LayerNorm.amp_policy == "fp32" and norm_ops.GroupNorm.amp_policy == "fp32"
-    assert norm_ops.BatchNorm.amp_policy is None and norm_ops.InstanceNorm.amp_policy is None
-    assert norm_ops.RMSNorm.amp_policy is None and norm_ops.Normalize.amp_policy == "fp32"
+    assert LayerNorm.amp_policy == "fp32" and GroupNorm.amp_policy == "fp32" and Normalize.amp_policy == "fp32"
+    assert BatchNorm.amp_policy is None and InstanceNorm.amp_policy is None and RMSNorm.amp_policy is None
     x = cn.randn(4, 3, 2, dtype=cn.float16)
     w, b = cn.ones(3, requires_grad=True), cn.zeros(3, requires_grad=True)
     with amp.autocast("cpu", dtype=cn.float16):

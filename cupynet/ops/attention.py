@@ -1,0 +1,182 @@
+"""Scaled dot-product attention: ``softmax(q k^T * scale + mask) v``, with dropout and causal masking.
+
+NOTE (numerics): the two products run in the input dtype with fp32 accumulation
+(``matmul``), the scores are taken to fp32, and the softmax (and its backward)
+runs in fp32; the probabilities are rounded once to the value dtype before
+multiplying ``v``, as fused flash-attention kernels do. A row whose every key is
+masked gives zero attention (PyTorch's ``_safe_softmax``), not NaN.
+
+AMP: ``lower`` (PyTorch's CUDA lower list): under autocast q, k and v run in
+float16/bfloat16 and the output has that dtype. A float ``attn_mask`` is added
+in fp32 and is not cast; it gets no gradient.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+from .. import dtypes
+from ..autograd.function import Function
+from ..random import generator_for
+from ..tensor import Tensor
+from ._util import require_floating, xp_of
+from .arith import cast
+from .linalg import matmul, matmul_arrays
+from .reduce import sum as sum_
+from .shape import sum_to
+from .unary import exp
+
+__all__ = ["scaled_dot_product_attention"]
+
+
+def _mask_bias(xp, attn_mask, is_causal, n_queries, n_keys, work):
+    """The additive score bias in the ``work`` dtype (0 or -inf for bool masks and causality), or None."""
+    bias = None
+    if is_causal:
+        keep = xp.tril(xp.ones((n_queries, n_keys), dtype=bool))
+        bias = xp.where(keep, 0.0, -xp.inf).astype(work)
+    if attn_mask is not None:
+        m = attn_mask.data
+        extra = xp.where(m, 0.0, -xp.inf).astype(work) if m.dtype == dtypes.bool_ else m.astype(work)
+        bias = extra if bias is None else bias + extra
+    return bias
+
+
+def _safe_softmax_array(scores):
+    """Softmax over the last axis in fp32; rows with no finite score give zeros. Returns (probs, row_max, empty)."""
+    xp = xp_of(scores)
+    row_max = scores.max(axis=-1, keepdims=True)
+    row_max = xp.where(xp.isfinite(row_max), row_max, 0.0)
+    e = xp.exp(scores - row_max)
+    total = e.sum(axis=-1, keepdims=True)
+    empty = (total == 0).astype(scores.dtype)
+    return e / (total + empty), row_max, empty
+
+
+class ScaledDotProductAttention(Function):
+    """``softmax(q k^T * scale + mask) v`` with fp32 softmax (lower under autocast)."""
+
+    op_name = "scaled_dot_product_attention"
+    amp_policy = "lower"
+
+    @staticmethod
+    def forward(ctx, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+        xp, ctx.work = xp_of(q), dtypes.compute_dtype(q.dtype)
+        ctx.scale = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
+        ctx.bias = _mask_bias(xp, attn_mask, is_causal, q.shape[-2], k.shape[-2], ctx.work)
+        scores = matmul_arrays(q.data, xp.swapaxes(k.data, -1, -2)).astype(ctx.work) * ctx.scale
+        if ctx.bias is not None:
+            scores = scores + ctx.bias
+        probs, ctx.row_max, ctx.empty = _safe_softmax_array(scores)
+        ctx.keep = None
+        if dropout_p > 0.0:
+            # NOTE: inverted dropout on the probabilities: kept entries are scaled by 1 / (1 - p)
+            u = generator_for(q.device).random(probs.shape, dtype=dtypes.float32)
+            ctx.keep = (u >= dropout_p).astype(ctx.work) / (1.0 - dropout_p)
+            probs = probs * ctx.keep
+        ctx.save_for_backward(q, k, v)
+        return matmul_arrays(probs.astype(v.dtype), v.data)
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v = ctx.saved_tensors
+        probs = _probs_ops(ctx, q, k)
+        kept = probs * Tensor(ctx.keep) if ctx.keep is not None else probs
+        gq = gk = gv = None
+        if ctx.needs_input_grad[2]:
+            gv = sum_to(matmul(cast(kept, v.dtype).mT, grad), v.shape)
+        if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
+            d_probs = cast(matmul(grad, v.mT), ctx.work)
+            d_probs = d_probs * Tensor(ctx.keep) if ctx.keep is not None else d_probs
+            # NOTE: softmax backward in fp32: dS = P * (dP - sum(dP * P)), then the scale of the scores
+            d_scores = probs * (d_probs - sum_(d_probs * probs, dim=-1, keepdim=True)) * ctx.scale
+            if ctx.needs_input_grad[0]:
+                gq = sum_to(matmul(cast(d_scores, q.dtype), k), q.shape)
+            if ctx.needs_input_grad[1]:
+                gk = sum_to(matmul(cast(d_scores, k.dtype).mT, q), k.shape)
+        return gq, gk, gv
+
+
+def _probs_ops(ctx, q, k):
+    """The attention probabilities recomputed with cupynet ops (so backward is differentiable again).
+
+    NOTE: the row max subtracted before exp is a constant: it cancels in the softmax.
+    """
+    scores = cast(matmul(q, k.mT), ctx.work) * ctx.scale
+    if ctx.bias is not None:
+        scores = scores + Tensor(ctx.bias)
+    e = exp(scores - Tensor(ctx.row_max))
+    return e / (sum_(e, dim=-1, keepdim=True) + Tensor(ctx.empty))
+
+
+def _check_qkv(query, key, value):
+    op = "scaled_dot_product_attention"
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}: expected {name} to be a Tensor, got {type(t).__name__}")
+        require_floating(op, t, name)
+        if t.ndim < 2:
+            raise ValueError(f"{op}: expected {name} with at least 2 dims (..., L, E), got shape {tuple(t.shape)}")
+    if not query.dtype == key.dtype == value.dtype:
+        raise ValueError(f"{op}: Expected query, key, and value to have the same dtype, but got query.dtype: "
+                         f"{query.dtype}, key.dtype: {key.dtype} and value.dtype: {value.dtype} instead.")
+    if query.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]:
+        raise ValueError(f"{op}: expected query (..., L, E), key (..., S, E) and value (..., S, Ev), got shapes "
+                         f"{tuple(query.shape)}, {tuple(key.shape)} and {tuple(value.shape)}")
+    try:
+        xp_of(query).broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+    except ValueError:
+        raise ValueError(f"{op}: the batch dims of query {tuple(query.shape)}, key {tuple(key.shape)} and value "
+                         f"{tuple(value.shape)} do not broadcast together") from None
+
+
+def _check_mask(attn_mask, is_causal, query, key):
+    op = "scaled_dot_product_attention"
+    if attn_mask is None:
+        return
+    if is_causal:
+        raise ValueError(f"{op}: Explicit attn_mask should not be set when is_causal=True")
+    if not isinstance(attn_mask, Tensor) or not (attn_mask.dtype == dtypes.bool_ or
+                                                 dtypes.is_floating(attn_mask.dtype)):
+        got = attn_mask.dtype if isinstance(attn_mask, Tensor) else type(attn_mask).__name__
+        raise TypeError(f"{op}: attn_mask must be a bool or floating Tensor, got {got}")
+    scores_shape = tuple(query.shape[:-1]) + (key.shape[-2],)
+    try:
+        shape = xp_of(query).broadcast_shapes(tuple(attn_mask.shape), scores_shape)
+    except ValueError:
+        shape = None
+    if shape is None or len(attn_mask.shape) > len(scores_shape):
+        raise ValueError(f"{op}: attn_mask of shape {tuple(attn_mask.shape)} does not broadcast to the attention "
+                         f"scores' shape {scores_shape} (..., L, S)")
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                 scale=None, enable_gqa=False):
+    """Attention ``softmax(query key^T * scale + mask) value`` (``torch.nn.functional`` semantics).
+
+    Args:
+        query: ``(..., L, E)``.
+        key: ``(..., S, E)``.
+        value: ``(..., S, Ev)``.
+        attn_mask: a bool mask (True = may attend) or a float bias, broadcasting to ``(..., L, S)``.
+        dropout_p: dropout probability on the attention weights, in [0, 1).
+        is_causal: mask out keys after each query (a lower-triangular mask of shape (L, S)).
+        scale: the score scale; None means ``1 / sqrt(E)``.
+        enable_gqa: grouped-query attention; not supported (must be False).
+    """
+    op = "scaled_dot_product_attention"
+    _check_qkv(query, key, value)
+    _check_mask(attn_mask, is_causal, query, key)
+    if enable_gqa:
+        raise NotImplementedError(f"{op}: enable_gqa=True is not supported; repeat the key/value heads instead")
+    if isinstance(dropout_p, bool) or not isinstance(dropout_p, numbers.Real) or not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"{op}: dropout_p must be a number in [0, 1), got {dropout_p!r}")
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, numbers.Real)
+                              or not math.isfinite(scale)):
+        raise ValueError(f"{op}: scale must be a finite number or None, got {scale!r}")
+    return ScaledDotProductAttention.apply(query, key, value, attn_mask=attn_mask, dropout_p=float(dropout_p),
+                                           is_causal=bool(is_causal), scale=None if scale is None else float(scale))
+
+
+METHODS = {}

@@ -1,0 +1,162 @@
+"""Embedding lookup (rows of a weight matrix picked by integer indices) and one_hot.
+
+The gradient of ``embedding`` scatter-adds the incoming rows into a zero matrix
+of the weight's shape (``numpy.add.at`` on the CPU, ``cupyx.scatter_add`` on
+the GPU); the ``padding_idx`` row gets no gradient. That scatter is an op of
+its own, whose backward gathers rows again, so double backward works.
+
+NOTE (numerics): the scatter-add of float16/bfloat16 gradients accumulates in
+fp32 and rounds once (a popular token would otherwise lose most of its updates).
+AMP: embedding is on no autocast list: it runs in the weight's dtype.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy
+
+from .. import dtypes
+from ..autograd.function import Function
+from ..tensor import Tensor
+from ._loss_util import host_check_range
+from ._util import compute_in_fp32, xp_of
+
+__all__ = ["embedding", "one_hot"]
+
+
+def _scatter_add_rows(xp, out, rows, values):
+    """``out[rows[i]] += values[i]`` with repeated rows accumulating (NumPy and CuPy)."""
+    if xp.__name__ == "numpy":
+        numpy.add.at(out, rows, values)
+    else:
+        import cupyx  # noqa: PLC0415 - only on the GPU path
+        cupyx.scatter_add(out, rows, values)
+    return out
+
+
+class Embedding(Function):
+    """Pick rows of ``weight`` by integer indices (unlisted for autocast: runs in the weight's dtype)."""
+
+    op_name = "embedding"
+
+    @staticmethod
+    def forward(ctx, weight, indices=None, padding_idx=None, scale_grad_by_freq=False):
+        ctx.indices, ctx.padding_idx, ctx.scale_by_freq = indices, padding_idx, scale_grad_by_freq
+        ctx.num_weights = weight.shape[0]
+        return weight.data[indices]
+
+    @staticmethod
+    def backward(ctx, grad):
+        return EmbeddingBackward.apply(grad, indices=ctx.indices, num_weights=ctx.num_weights,
+                                       padding_idx=ctx.padding_idx, scale_grad_by_freq=ctx.scale_by_freq)
+
+
+def _position_scale(xp, flat, num_weights, padding_idx, scale_grad_by_freq, dtype):
+    """Per looked-up position: 0 at the padding index, ``1 / count(index)`` with scale_grad_by_freq, else 1."""
+    scale = xp.ones(flat.shape, dtype=dtype)
+    if scale_grad_by_freq:
+        counts = xp.bincount(flat, minlength=num_weights)
+        scale = scale / counts[flat].astype(dtype)
+    if padding_idx is not None:
+        scale = scale * (flat != padding_idx)
+    return scale
+
+
+class EmbeddingBackward(Function):
+    """The weight gradient of embedding: scatter-add rows of ``grad`` at the looked-up indices."""
+
+    op_name = "embedding_dense_backward"
+
+    @staticmethod
+    def forward(ctx, grad, indices=None, num_weights=0, padding_idx=None, scale_grad_by_freq=False):
+        xp, flat = xp_of(grad), indices.reshape(-1)
+        rows = compute_in_fp32(grad.data).reshape(flat.size, -1)
+        ctx.scale = _position_scale(xp, flat, num_weights, padding_idx, scale_grad_by_freq, rows.dtype)
+        ctx.indices, ctx.grad_shape = indices, grad.shape
+        out = xp.zeros((num_weights, rows.shape[1]), dtype=rows.dtype)
+        _scatter_add_rows(xp, out, flat, rows * ctx.scale[:, None])
+        return out.astype(grad.dtype, copy=False).reshape((num_weights,) + grad.shape[indices.ndim:])
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        # NOTE: the adjoint of a scatter-add is a gather of the same rows, scaled the same way
+        rows = Embedding.apply(grad_grad, indices=ctx.indices)
+        scale = ctx.scale.reshape(ctx.indices.shape + (1,) * (rows.ndim - ctx.indices.ndim))
+        return rows * Tensor(scale.astype(rows.dtype))
+
+
+def _renorm_rows_(weight, indices, max_norm, norm_type):
+    """Scale the looked-up rows whose ``norm_type``-norm exceeds ``max_norm`` down to it, in place (no graph)."""
+    xp = xp_of(weight)
+    rows = xp.unique(indices.reshape(-1))
+    picked = compute_in_fp32(weight.data[rows])
+    norms = (xp.abs(picked) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
+    factor = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+    weight.data[rows] = (picked * factor[:, None]).astype(weight.dtype)
+    weight._bump_version()
+
+
+def _check_embedding_args(input, weight, padding_idx, max_norm, sparse):  # noqa: A002
+    if not isinstance(input, Tensor) or input.dtype.kind not in "iu":
+        got = input.dtype if isinstance(input, Tensor) else type(input).__name__
+        raise TypeError(f"embedding: expected input to be an integer (int32/int64) Tensor of indices, got {got}")
+    if not isinstance(weight, Tensor) or weight.ndim != 2 or not dtypes.is_floating(weight.dtype):
+        got = f"shape {tuple(weight.shape)} {weight.dtype}" if isinstance(weight, Tensor) else type(weight).__name__
+        raise ValueError(f"embedding: weight must be a 2-D floating Tensor (num_embeddings, embedding_dim), got {got}")
+    num = weight.shape[0]
+    if padding_idx is not None and (not isinstance(padding_idx, numbers.Integral) or not -num <= padding_idx < num):
+        raise ValueError(f"embedding: padding_idx must be within num_embeddings ({num}), got {padding_idx!r}")
+    if max_norm is not None and (not isinstance(max_norm, numbers.Real) or max_norm <= 0):
+        raise ValueError(f"embedding: max_norm must be a positive number or None, got {max_norm!r}")
+    if sparse:
+        raise NotImplementedError("embedding: sparse gradients are not supported (use sparse=False)")
+    host_check_range("embedding", input.data, 0, num - 1,
+                     f"index out of range: expected indices in [0, {num - 1}] for num_embeddings={num}")
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # noqa: A002 - PyTorch's names
+              scale_grad_by_freq=False, sparse=False):
+    """Look up rows of ``weight``: ``out[..., :] = weight[input[...], :]``.
+
+    Args:
+        input: an integer Tensor of indices in ``[0, num_embeddings)``.
+        weight: the ``(num_embeddings, embedding_dim)`` table.
+        padding_idx: a row that gets no gradient (negative counts from the end).
+        max_norm: rows looked up with a larger ``norm_type``-norm are renormalized to it in place.
+        norm_type: the p of the norm for ``max_norm``.
+        scale_grad_by_freq: divide each row's gradient by how often it occurs in ``input``.
+        sparse: sparse gradients; not supported (must be False).
+    """
+    _check_embedding_args(input, weight, padding_idx, max_norm, sparse)
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += weight.shape[0]
+    if max_norm is not None:
+        _renorm_rows_(weight, input.data, float(max_norm), float(norm_type))
+    return Embedding.apply(weight, indices=input.data.astype(numpy.int64, copy=False), padding_idx=padding_idx,
+                           scale_grad_by_freq=bool(scale_grad_by_freq))
+
+
+def one_hot(tensor, num_classes=-1):
+    """One-hot encoding of integer class values: an int64 Tensor with a new last dim of ``num_classes``.
+
+    Args:
+        tensor: an integer Tensor of non-negative class values.
+        num_classes: the number of classes; -1 means ``max(tensor) + 1`` (one host sync).
+    """
+    if not isinstance(tensor, Tensor) or tensor.dtype.kind not in "iu":
+        got = tensor.dtype if isinstance(tensor, Tensor) else type(tensor).__name__
+        raise TypeError(f"one_hot: expected an integer (int64) Tensor of class values, got {got}")
+    if not isinstance(num_classes, numbers.Integral) or (num_classes < 1 and num_classes != -1):
+        raise ValueError(f"one_hot: num_classes must be a positive int or -1, got {num_classes!r}")
+    xp, values = xp_of(tensor), tensor.data
+    if values.size and int(values.min()) < 0:
+        raise ValueError("one_hot: Class values must be non-negative.")
+    if num_classes == -1:
+        num_classes = int(values.max()) + 1 if values.size else 0
+    elif values.size and int(values.max()) >= num_classes:
+        raise ValueError(f"one_hot: Class values must be smaller than num_classes ({num_classes}).")
+    return Tensor((values[..., None] == xp.arange(num_classes)).astype(numpy.int64))
+
+
+METHODS = {}
