@@ -91,8 +91,7 @@ SAMPLES = {
     "layer_norm": lambda: (_op("layer_norm"), (_t(2, 3, 4), (4,), _t(4), _t(4)), {}),
     "group_norm": lambda: (_op("group_norm"), (_t(2, 4, 3), 2, _t(4), _t(4)), {}),
     "normalize": lambda: (_op("normalize"), (_t(3, 4),), {"dim": 1}),
-    # NOTE: through the method: cupynet.ops.norm is shadowed by the ops/norm.py family module
-    "norm": lambda: (lambda x: x.norm(), (_t(3, 4),), {}),
+    "norm": lambda: (_op("norm"), (_t(3, 4),), {}),
     "linalg_vector_norm": lambda: (_op("linalg_vector_norm"), (_t(3, 4),), {}),
     "cosine_similarity": lambda: (_op("cosine_similarity"), (_t(3, 4), _t(3, 4)), {}),
     "cdist": lambda: (_op("cdist"), (_t(3, 4), _t(2, 4)), {}),
