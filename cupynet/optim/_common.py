@@ -1,0 +1,271 @@
+"""Array-level helpers shared by the optimizers: argument checks, fp32 gradients, device-side skipping.
+
+Everything here works on the raw xp arrays (``tensor.data``) and never reads a
+device value on the host: the AMP skip decision (``found_inf``) stays on the
+GPU, so an optimizer step costs no synchronisation.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy
+
+from cupynet import backend, dtypes
+from cupynet.tensor import Tensor
+
+__all__ = [
+    "check_number", "check_found_inf", "check_grads", "params_with_grads", "compute_dtype_of", "scalar",
+    "read_grad", "commit", "blend", "lerp_like_torch", "fused_kernels", "new_state_tensor", "copy_tensor",
+]
+
+
+def check_number(owner: str, name: str, value, low=0.0, low_inclusive=True, high=None, high_inclusive=False,
+                 label=None):
+    """Check a real hyper-parameter against bounds; raise ValueError naming the optimizer otherwise.
+
+    Args:
+        owner: the optimizer's class name, for the message.
+        name: the hyper-parameter's name.
+        value: the value given.
+        low: lower bound (None for none).
+        low_inclusive: whether ``value == low`` is allowed.
+        high: upper bound (None for none).
+        high_inclusive: whether ``value == high`` is allowed.
+        label: PyTorch's wording for the message ("learning rate"), default ``name``.
+    """
+    label = label or name
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != value:
+        raise ValueError(f"{owner}: Invalid {label}: {value!r} (expected a real number)")
+    below = low is not None and (value < low or (value == low and not low_inclusive))
+    above = high is not None and (value > high or (value == high and not high_inclusive))
+    if below or above:
+        lo = "(-inf" if low is None else ("[" if low_inclusive else "(") + f"{low}"
+        hi = "inf)" if high is None else f"{high}" + ("]" if high_inclusive else ")")
+        raise ValueError(f"{owner}: Invalid {label}: {value!r} (expected a value in {lo}, {hi})")
+    return value
+
+
+def _place(array) -> str:
+    return str(backend.device_of_array(array))
+
+
+def check_found_inf(owner: str, found_inf, params):
+    """Validate ``found_inf`` (metadata only, no sync) and return it as a 0-d float32 xp array, or None.
+
+    Args:
+        owner: the optimizer's class name, for the message.
+        found_inf: None, or a float32 array / Tensor with one element (1.0 = grads had inf/NaN).
+        params: the parameters about to be stepped (their device must match).
+    """
+    if found_inf is None:
+        return None
+    array = found_inf.data if isinstance(found_inf, Tensor) else found_inf
+    if not hasattr(array, "dtype") or not hasattr(array, "shape"):
+        raise TypeError(f"{owner}.step: found_inf must be a float32 array of shape (1,), got {type(found_inf)}")
+    if array.dtype != dtypes.float32 or array.size != 1 or array.ndim > 1:
+        raise ValueError(f"{owner}.step: found_inf must be a float32 array of shape (1,), "
+                         f"got {array.dtype} of shape {tuple(array.shape)}")
+    for p in params:
+        if _place(p.data) != _place(array):
+            raise ValueError(f"{owner}.step: found_inf is on {_place(array)} but a parameter is on "
+                             f"{_place(p.data)}; expected both on one device (no host copy is made)")
+    return array.reshape(())
+
+
+def params_with_grads(group) -> list:
+    """The parameters of a group whose ``.grad`` is set (the others are skipped, as in PyTorch).
+
+    Args:
+        group: a param group dict.
+    """
+    return [p for p in group["params"] if p.grad is not None]
+
+
+def check_grads(owner: str, params) -> None:
+    """Check that each gradient matches its parameter's shape and device and is floating point.
+
+    Args:
+        owner: the optimizer's class name, for the message.
+        params: parameters whose ``.grad`` is not None.
+    """
+    for i, p in enumerate(params):
+        g = p.grad.data
+        if tuple(g.shape) != tuple(p.data.shape):
+            raise ValueError(f"{owner}.step: parameter {i} has shape {tuple(p.data.shape)} but its grad has shape "
+                             f"{tuple(g.shape)}; expected equal shapes")
+        if not dtypes.is_floating(g.dtype):
+            raise TypeError(f"{owner}.step: parameter {i} has a grad of dtype {g.dtype}; expected a floating dtype")
+        if _place(g) != _place(p.data):
+            raise ValueError(f"{owner}.step: parameter {i} is on {_place(p.data)} but its grad is on {_place(g)}")
+
+
+def compute_dtype_of(param):
+    """The dtype optimizer math and state use for a parameter: fp32 for fp32/fp16/bf16, fp64 for fp64.
+
+    Args:
+        param: a parameter Tensor.
+    """
+    return dtypes.compute_dtype(param.data.dtype)
+
+
+def scalar(value, dtype):
+    """A host scalar rounded once to ``dtype`` (how PyTorch turns a Python double into the tensor's opmath).
+
+    Args:
+        value: a Python number.
+        dtype: the compute dtype.
+    """
+    return numpy.dtype(dtype).type(value)
+
+
+def read_grad(param, dtype, maximize: bool):
+    """The gradient upcast to the compute dtype (fp16/bf16 grads are widened exactly), negated if maximizing.
+
+    Args:
+        param: a parameter with ``.grad`` set.
+        dtype: the compute dtype.
+        maximize: ascend instead of descend.
+    """
+    g = param.grad.data
+    g = g.astype(dtype) if g.dtype != dtype else g
+    return -g if maximize else g
+
+
+def blend(found, old, new, xp):
+    """``new`` where found is 0, ``old`` where it is set; decided on the device.
+
+    NOTE: never ``old * f + new * (1 - f)``: a skipped step usually has inf/NaN
+    in ``new``, and NaN * 0 is NaN. ``where`` selects, bit for bit.
+
+    Args:
+        found: 0-d found_inf array, or None (then ``new`` is returned).
+        old: the current values.
+        new: the updated values.
+        xp: the array module.
+    """
+    return new if found is None else xp.where(found != 0, old, new)
+
+
+def commit(target, new, found, xp) -> None:
+    """Write ``new`` into the array ``target`` in place (kept as is where found_inf is set).
+
+    Args:
+        target: the array to update (a parameter's or a state tensor's data).
+        new: the new values (compute dtype; rounded to the target dtype on store).
+        found: 0-d found_inf array, or None.
+        xp: the array module.
+    """
+    target[...] = blend(found, target, new, xp)
+
+
+def lerp_like_torch(start, end, weight):
+    """``torch.lerp(start, end, weight)`` for a host scalar weight, with PyTorch's two branches.
+
+    NOTE: PyTorch computes ``start + w * (end - start)`` when ``|w| < 0.5`` and
+    ``end - (end - start) * (1 - w)`` otherwise, which is exact at ``w == 1``.
+
+    Args:
+        start: the array moved from.
+        end: the array moved towards.
+        weight: the weight, already rounded to the compute dtype.
+    """
+    if abs(weight) < 0.5:
+        return start + weight * (end - start)
+    return end - (end - start) * (weight.dtype.type(1) - weight)
+
+
+_KERNELS = []
+
+
+def fused_kernels():
+    """``cupynet.amp.kernels`` (the fused multi-tensor kernels) when it imports, else None.
+
+    Args:
+        None.
+    """
+    if not _KERNELS:
+        try:
+            from cupynet.amp import kernels  # noqa: PLC0415 - optional, written in parallel; import on first use
+            ok = hasattr(kernels, "fused_sgd_") and hasattr(kernels, "fused_adam_")
+            _KERNELS.append(kernels if ok else None)
+        except ImportError:
+            _KERNELS.append(None)
+    return _KERNELS[0]
+
+
+def new_state_tensor(param, xp=None, dtype=None):
+    """A zero state Tensor shaped like ``param`` (C-contiguous, compute dtype, same device).
+
+    Args:
+        param: the parameter.
+        xp: the array module (default: the parameter's).
+        dtype: the dtype (default: the parameter's compute dtype).
+    """
+    xp = xp or backend.get_array_module(param.data)
+    return Tensor(xp.zeros(param.data.shape, dtype=dtype or compute_dtype_of(param)))
+
+
+def copy_tensor(t) -> Tensor:
+    """A Tensor holding a copy of ``t``'s data on the same device (a device copy, no sync).
+
+    Args:
+        t: a Tensor.
+    """
+    return Tensor(t.data.copy())
+
+
+def validate_fused(owner: str, group) -> None:
+    """Check a group's ``fused`` flag: None, False, or True with the kernels importable and fp32 params.
+
+    Args:
+        owner: the optimizer's class name, for the message.
+        group: the param group dict.
+    """
+    fused = group.get("fused")
+    if fused is None or fused is False:
+        return
+    if fused is not True:
+        raise ValueError(f"{owner}: fused must be None, True or False, got {fused!r}")
+    if fused_kernels() is None:
+        raise RuntimeError(f"{owner}: fused=True needs cupynet.amp.kernels (fused_sgd_ / fused_adam_), which is not "
+                           "available; use fused=None or fused=False")
+    for i, p in enumerate(group["params"]):
+        if p.data.dtype != dtypes.float32 or not p.data.flags.c_contiguous:
+            raise ValueError(f"{owner}: fused=True requires contiguous float32 parameters (fp32 master weights), "
+                             f"but parameter {i} is {p.data.dtype} of shape {tuple(p.data.shape)}"
+                             + ("" if p.data.flags.c_contiguous else " and not contiguous"))
+
+
+def use_fused(group, params) -> bool:
+    """Whether this step of a group runs the fused multi-tensor kernels.
+
+    ``fused=None`` picks them when every parameter is a contiguous CUDA fp32
+    array; ``fused=True`` always (on the CPU through their NumPy reference).
+
+    Args:
+        group: the param group dict.
+        params: its parameters that have a gradient.
+    """
+    fused = group.get("fused")
+    if fused is False or fused_kernels() is None:
+        return False
+    if fused is True:
+        return True
+    return all(not isinstance(p.data, numpy.ndarray) and p.data.dtype == dtypes.float32
+               and p.data.flags.c_contiguous for p in params)
+
+
+def kernel_grads(params) -> list:
+    """The gradients as the kernels want them: contiguous, fp32/fp16/bf16 (others cast to fp32; no sync).
+
+    Args:
+        params: parameters with ``.grad`` set.
+    """
+    out = []
+    for p in params:
+        g = p.grad.data
+        xp = backend.get_array_module(g)
+        g = g if g.dtype in dtypes.FLOATING[:3] else g.astype(dtypes.float32)
+        out.append(xp.ascontiguousarray(g))
+    return out

@@ -1,0 +1,167 @@
+"""Adam and AdamW (``torch.optim.Adam`` / ``torch.optim.AdamW``), with the step counter on the device.
+
+The update, per parameter (fp32 math; ``t`` = the step count after this step)::
+
+    g = -g if maximize
+    Adam:  g = g + weight_decay * p          AdamW:  p = p * (1 - lr * weight_decay)
+    m = lerp(m, g, 1 - beta1);   v = beta2 * v + (1 - beta2) * g * g
+    v_hat = max(v_max, v) if amsgrad else v
+    p = p - (lr / (1 - beta1**t)) * m / (sqrt(v_hat) / sqrt(1 - beta2**t) + eps)
+
+NOTE: PyTorch reads the step count on the host (``step.item()``); here the
+bias corrections are computed on the device from the float32 ``step`` Tensor,
+in float64 (as Python does on the host) and then rounded to fp32, so the
+result is PyTorch's and no step ever synchronises.
+"""
+
+from __future__ import annotations
+
+import numpy
+
+from cupynet import backend, dtypes
+from cupynet.optim import _common
+from cupynet.optim._common import commit, scalar
+from cupynet.optim.optimizer import Optimizer
+from cupynet.tensor import Tensor
+
+__all__ = ["Adam", "AdamW"]
+
+
+class Adam(Optimizer):
+    """Adam, exactly as ``torch.optim.Adam`` (single-tensor math), plus a device-side AMP skip.
+
+    Args:
+        params: Tensors or param-group dicts to optimize.
+        lr: learning rate.
+        betas: decay rates of the first and second moment estimates.
+        eps: added to the denominator for stability.
+        weight_decay: L2 penalty added to the gradient (AdamW: decoupled decay of the weights).
+        amsgrad: use the running maximum of the second moment (AMSGrad).
+        maximize: ascend instead of descend.
+        fused: None (fused kernels when every param is CUDA fp32), True (always; NumPy reference on the
+            CPU), False (per-parameter path).
+    """
+
+    _step_supports_amp_scaling = True
+    _decoupled = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False, *,
+                 maximize=False, fused=None):
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize, fused=fused)
+        super().__init__(params, defaults)
+
+    def _validate_group(self, group) -> None:
+        name = type(self).__name__
+        _common.check_number(name, "lr", group["lr"], label="learning rate")
+        _common.check_number(name, "eps", group["eps"], label="epsilon value")
+        betas = group["betas"]
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+            raise ValueError(f"{name}: betas must be a pair (beta1, beta2), got {betas!r}")
+        for i, beta in enumerate(betas):
+            _common.check_number(name, "beta", beta, high=1.0, label=f"beta parameter at index {i}")
+        _common.check_number(name, "weight_decay", group["weight_decay"], label="weight_decay value")
+        _common.validate_fused(name, group)
+
+    def _update_group(self, group, params, found):
+        self._init_state(group, params)
+        self._unshare(params, "step")
+        fused = _common.use_fused(group, params)
+        for step, members in self._group_by_shared(params, "step"):
+            if fused:
+                self._fused_update(group, members, step, found)
+            else:
+                self._plain_update(group, members, step, found)
+        for p in params:
+            p._bump_version()
+
+    def _init_state(self, group, params) -> None:
+        steps = {}
+        for p in params:
+            st = self.state[p]
+            xp = backend.get_array_module(p.data)
+            if not st:
+                device = str(backend.device_of_array(p.data))
+                st["step"] = steps.setdefault(device, Tensor(xp.zeros((), dtype=dtypes.float32)))
+                st["exp_avg"] = _common.new_state_tensor(p, xp)
+                st["exp_avg_sq"] = _common.new_state_tensor(p, xp)
+            if group["amsgrad"] and "max_exp_avg_sq" not in st:
+                st["max_exp_avg_sq"] = _common.new_state_tensor(p, xp)
+
+    def _bias_terms(self, group, new_step, dt, xp):
+        """``(-lr / bias_correction1, sqrt(bias_correction2))`` as 0-d device arrays of dtype ``dt``."""
+        beta1, beta2 = group["betas"]
+        t = new_step.astype(numpy.float64)
+        with numpy.errstate(all="ignore"):  # NOTE: a skipped first step has t == 0: inf, discarded by where
+            bias_correction1 = 1.0 - xp.power(numpy.float64(beta1), t)
+            bias_correction2 = 1.0 - xp.power(numpy.float64(beta2), t)
+            step_size = group["lr"] / bias_correction1
+            return xp.asarray(-step_size).astype(dt), xp.asarray(xp.power(bias_correction2, 0.5)).astype(dt)
+
+    def _plain_update(self, group, members, step, found) -> None:
+        xp = backend.get_array_module(step.data)
+        new_step = _common.blend(found, step.data, step.data + numpy.float32(1.0), xp)
+        terms = {}
+        for p in members:
+            dt = _common.compute_dtype_of(p)
+            if dt not in terms:
+                terms[dt] = self._bias_terms(group, new_step, dt, xp)
+            with numpy.errstate(all="ignore"):
+                self._update_one(p, group, found, *terms[dt])
+        step.data[...] = new_step
+
+    def _update_one(self, p, group, found, neg_step_size, bias_correction2_sqrt) -> None:
+        xp = backend.get_array_module(p.data)
+        dt = _common.compute_dtype_of(p)
+        st = self.state[p]
+        beta1, beta2 = group["betas"]
+        g = _common.read_grad(p, dt, group["maximize"])
+        value = p.data.astype(dt) if p.data.dtype != dt else p.data
+        wd = group["weight_decay"]
+        if wd != 0 and self._decoupled:
+            value = value * scalar(1.0 - group["lr"] * wd, dt)
+        elif wd != 0:
+            g = g + scalar(wd, dt) * value
+        m = _common.lerp_like_torch(st["exp_avg"].data, g, scalar(1.0 - beta1, dt))
+        v = st["exp_avg_sq"].data * scalar(beta2, dt) + (scalar(1.0 - beta2, dt) * g) * g
+        v_hat = v
+        if group["amsgrad"]:
+            v_hat = xp.maximum(st["max_exp_avg_sq"].data, v)
+            commit(st["max_exp_avg_sq"].data, v_hat, found, xp)
+        denom = xp.sqrt(v_hat) / bias_correction2_sqrt + scalar(group["eps"], dt)
+        new_param = value + (neg_step_size * m) / denom
+        commit(st["exp_avg"].data, m, found, xp)
+        commit(st["exp_avg_sq"].data, v, found, xp)
+        commit(p.data, new_param, found, xp)
+
+    def _fused_update(self, group, members, step, found) -> None:
+        beta1, beta2 = group["betas"]
+        states = [self.state[p] for p in members]
+        maxes = [st["max_exp_avg_sq"].data for st in states] if group["amsgrad"] else None
+        _common.fused_kernels().fused_adam_(
+            [p.data for p in members], _common.kernel_grads(members), [st["exp_avg"].data for st in states],
+            [st["exp_avg_sq"].data for st in states], maxes, step.data, lr=group["lr"], beta1=beta1, beta2=beta2,
+            eps=group["eps"], weight_decay=group["weight_decay"], decoupled=self._decoupled,
+            amsgrad=group["amsgrad"], maximize=group["maximize"], found_inf=found)
+
+
+class AdamW(Adam):
+    """AdamW: Adam with decoupled weight decay, exactly as ``torch.optim.AdamW``.
+
+    Args:
+        params: Tensors or param-group dicts to optimize.
+        lr: learning rate.
+        betas: decay rates of the first and second moment estimates.
+        eps: added to the denominator for stability.
+        weight_decay: decoupled decay: ``p *= 1 - lr * weight_decay`` each step (default 1e-2).
+        amsgrad: use the running maximum of the second moment (AMSGrad).
+        maximize: ascend instead of descend.
+        fused: None, True or False, as for Adam.
+    """
+
+    _decoupled = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False, fused=None):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                         maximize=maximize, fused=fused)

@@ -1,0 +1,225 @@
+"""SGD / Adam / AdamW / RMSprop against torch.optim (the oracle), for every option combination.
+
+NOTE on the oracle: cupynet computes each operation in fp32 in the order of
+PyTorch's single-tensor code. PyTorch's SIMD CPU kernels fuse ``a + alpha * b``
+into one FMA (one rounding instead of two), so its results depend on the CPU.
+The oracle therefore runs in a subprocess with ``ATEN_CPU_CAPABILITY=default``
+(no SIMD): there SGD must match bit for bit. Adam and RMSprop still differ in
+the last bit now and then, because PyTorch's CPU ``sqrt`` is not always
+correctly rounded; rtol 1e-6 / atol 1e-7 after 20 steps bounds that.
+"""
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from cupynet import optim
+from cupynet.tensor import Tensor
+
+torch = pytest.importorskip("torch")
+
+RTOL, ATOL, STEPS = 1e-6, 1e-7, 20
+SHAPES = ((3, 4), (5,))
+
+_ORACLE = """
+import json, sys
+import numpy as np, torch
+cases, out = json.loads(sys.stdin.read()), {}
+for i, case in enumerate(cases):
+    rng = np.random.default_rng(case["seed"])
+    params = [torch.tensor(rng.standard_normal(s).astype(np.float32), requires_grad=True) for s in case["shapes"]]
+    kw = dict(case["kwargs"])
+    if "betas" in kw:
+        kw["betas"] = tuple(kw["betas"])
+    opt = getattr(torch.optim, case["cls"])(params, foreach=False, **kw)
+    for _ in range(case["steps"]):
+        for p, s in zip(params, case["shapes"]):
+            p.grad = torch.tensor(rng.standard_normal(s).astype(case["grad_dtype"]).astype(np.float32))
+        opt.step()
+    for j, p in enumerate(params):
+        out[f"{i}/{j}/param"] = p.detach().numpy()
+        for key, value in opt.state[p].items():
+            out[f"{i}/{j}/{key}"] = value.numpy()
+np.savez(sys.argv[1], **out)
+"""
+
+
+def _case(cls, kwargs, seed, steps=STEPS, grad_dtype="float32"):
+    return dict(cls=cls.__name__, kwargs=kwargs, seed=seed, steps=steps, grad_dtype=grad_dtype,
+                shapes=[list(s) for s in SHAPES])
+
+
+def _run_ours(case):
+    rng = np.random.default_rng(case["seed"])
+    params = [Tensor(rng.standard_normal(s).astype(np.float32), requires_grad=True) for s in SHAPES]
+    opt = getattr(optim, case["cls"])(params, **case["kwargs"])
+    for _ in range(case["steps"]):
+        for p, s in zip(params, SHAPES):
+            p.grad = Tensor(rng.standard_normal(s).astype(case["grad_dtype"]))
+        opt.step()
+    return opt, params
+
+
+def _oracle(cases, tmp_path):
+    out = tmp_path / "oracle.npz"
+    env = dict(os.environ, ATEN_CPU_CAPABILITY="default")
+    subprocess.run([sys.executable, "-c", _ORACLE, str(out)], input=json.dumps(cases), text=True, env=env,
+                   check=True, timeout=120)
+    return dict(np.load(out))
+
+
+def _compare(cases, expected, exact=False):
+    for i, case in enumerate(cases):
+        opt, params = _run_ours(case)
+        for j, p in enumerate(params):
+            keys = [k.split("/", 2)[2] for k in expected if k.startswith(f"{i}/{j}/")]
+            assert set(keys) == {"param", *opt.state[p]}, (case, keys)
+            for key in keys:
+                mine = p.data if key == "param" else opt.state[p][key].data
+                theirs = expected[f"{i}/{j}/{key}"]
+                assert mine.dtype == np.float32 and mine.shape == theirs.shape, (case, key)
+                if exact:
+                    np.testing.assert_array_equal(mine, theirs, err_msg=f"{case} {key}")
+                else:
+                    np.testing.assert_allclose(mine, theirs, rtol=RTOL, atol=ATOL, err_msg=f"{case} {key}")
+
+
+SGD_CASES = [c for c in itertools.product([0.0, 0.9], [0.0, 0.1], [False, True], [0.0, 0.1], [False, True])
+             if not (c[2] and (c[0] == 0 or c[1] != 0))]
+ADAM_CASES = list(itertools.product([optim.Adam, optim.AdamW], [False, True], [0.0, 0.1], [False, True]))
+RMS_CASES = list(itertools.product([False, True], [0.0, 0.9], [0.0, 0.1], [False, True]))
+
+
+SGD_TORCH_CASES = [_case(optim.SGD, dict(lr=0.05, momentum=m, dampening=d, nesterov=n, weight_decay=wd,
+                                         maximize=mx), seed=k) for k, (m, d, n, wd, mx) in enumerate(SGD_CASES)]
+OTHER_TORCH_CASES = (
+    [_case(cls, dict(lr=0.01, betas=(0.8, 0.99), eps=1e-8, weight_decay=wd, amsgrad=ams, maximize=mx), seed=100 + k)
+     for k, (cls, ams, wd, mx) in enumerate(ADAM_CASES)]
+    + [_case(optim.RMSprop, dict(lr=0.01, alpha=0.99, eps=1e-8, weight_decay=wd, momentum=m, centered=c,
+                                 maximize=mx), seed=200 + k) for k, (c, m, wd, mx) in enumerate(RMS_CASES)]
+    + [_case(optim.Adam, dict(lr=0.01), seed=300, steps=5, grad_dtype="float16")]
+)
+
+
+@pytest.fixture(scope="module")
+def oracle(tmp_path_factory):
+    """torch.optim's results for every case, computed in one subprocess (one torch start-up)."""
+    everything = _oracle(SGD_TORCH_CASES + OTHER_TORCH_CASES, tmp_path_factory.mktemp("oracle"))
+    n_sgd = len(SGD_TORCH_CASES)
+    sgd = {k: v for k, v in everything.items() if int(k.split("/")[0]) < n_sgd}
+    other = {f"{int(k.split('/')[0]) - n_sgd}/{k.split('/', 1)[1]}": v for k, v in everything.items()
+             if int(k.split("/")[0]) >= n_sgd}
+    return sgd, other
+
+
+def test_sgd_matches_torch_bit_for_bit(oracle):
+    _compare(SGD_TORCH_CASES, oracle[0], exact=True)
+
+
+def test_adam_adamw_rmsprop_match_torch(oracle):
+    _compare(OTHER_TORCH_CASES, oracle[1])
+    opt, _ = _run_ours(OTHER_TORCH_CASES[0])
+    step = next(iter(opt.state.values()))["step"]
+    assert step.dtype == np.float32 and step.shape == () and float(step.data) == STEPS
+
+
+def test_step_is_in_place_and_builds_no_graph():
+    p = Tensor(np.ones(3, np.float32), requires_grad=True)
+    before_array, before_version = p.data, p._version
+    p.grad = Tensor(np.ones(3, np.float32))
+    optim.SGD([p], lr=0.5).step()
+    assert p.data is before_array and p.grad_fn is None and p._version == before_version + 1
+    np.testing.assert_array_equal(p.data, np.full(3, 0.5, np.float32))
+
+
+def test_params_without_grad_are_skipped_and_closure_is_called():
+    a, b = Tensor(np.ones(2, np.float32), requires_grad=True), Tensor(np.ones(2, np.float32), requires_grad=True)
+    a.grad = Tensor(np.ones(2, np.float32))
+    opt = optim.Adam([a, b], lr=0.1)
+    assert opt.step(closure=lambda: 42.0) == 42.0
+    assert b not in opt.state and np.array_equal(b.data, np.ones(2, np.float32))
+    assert not np.array_equal(a.data, np.ones(2, np.float32))
+
+
+def test_zero_grad_variants():
+    p = Tensor(np.ones(2, np.float32), requires_grad=True)
+    p.grad = Tensor(np.ones(2, np.float32))
+    opt = optim.SGD([p], lr=0.1)
+    opt.zero_grad(set_to_none=False)
+    assert np.array_equal(p.grad.data, np.zeros(2, np.float32))
+    opt.zero_grad()
+    assert p.grad is None
+
+
+def test_param_groups_override_defaults():
+    a, b = Tensor(np.ones(1, np.float32), requires_grad=True), Tensor(np.ones(1, np.float32), requires_grad=True)
+    opt = optim.SGD([{"params": [a]}, {"params": b, "lr": 1.0}], lr=0.5)
+    a.grad, b.grad = Tensor(np.ones(1, np.float32)), Tensor(np.ones(1, np.float32))
+    opt.step()
+    assert a.data[0] == 0.5 and b.data[0] == 0.0
+    c = Tensor(np.ones(1, np.float32), requires_grad=True)
+    opt.add_param_group({"params": [c], "momentum": 0.9})
+    assert opt.param_groups[2]["lr"] == 0.5 and opt.param_groups[2]["momentum"] == 0.9
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda ps: optim.SGD(ps, lr=-1.0), "SGD: Invalid learning rate: -1.0"),
+    (lambda ps: optim.SGD(ps, momentum=-0.5), "Invalid momentum value"),
+    (lambda ps: optim.SGD(ps, nesterov=True), "Nesterov momentum requires a momentum and zero dampening"),
+    (lambda ps: optim.SGD(ps, weight_decay=-1), "Invalid weight_decay value"),
+    (lambda ps: optim.Adam(ps, betas=(1.0, 0.9)), "Adam: Invalid beta parameter at index 0: 1.0"),
+    (lambda ps: optim.AdamW(ps, betas=(0.9, -0.1)), "AdamW: Invalid beta parameter at index 1"),
+    (lambda ps: optim.Adam(ps, eps=-1e-8), "Invalid epsilon value"),
+    (lambda ps: optim.Adam(ps, betas=(0.9,)), "betas must be a pair"),
+    (lambda ps: optim.RMSprop(ps, alpha=-0.1), "RMSprop: Invalid alpha value"),
+    (lambda ps: optim.SGD(ps, lr=float("nan")), "expected a real number"),
+    (lambda ps: optim.SGD(ps, fused="yes"), "fused must be None, True or False"),
+])
+def test_bad_hyperparameters_are_rejected(make, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        make([Tensor(np.ones(1, np.float32), requires_grad=True)])
+
+
+def test_bad_params_are_rejected():
+    p = Tensor(np.ones(1, np.float32), requires_grad=True)
+    with pytest.raises(TypeError, match="should be an iterable of Tensors or dicts, but got a Tensor"):
+        optim.SGD(p)
+    with pytest.raises(ValueError, match="optimizer got an empty parameter list"):
+        optim.SGD([])
+    with pytest.raises(TypeError, match="can only optimize Tensors, but one of the params is ndarray"):
+        optim.SGD([np.ones(2)])
+    with pytest.raises(ValueError, match="can't optimize a non-leaf Tensor"):
+        optim.SGD([p * 2])
+    with pytest.raises(TypeError, match="floating point"):
+        optim.SGD([Tensor(np.ones(2, np.int64))])
+    opt = optim.SGD([p])
+    with pytest.raises(ValueError, match="more than one parameter group"):
+        opt.add_param_group({"params": [p]})
+    with pytest.raises(ValueError, match="Invalid learning rate"):
+        opt.add_param_group({"params": [Tensor(np.ones(1, np.float32))], "lr": -2})
+    assert len(opt.param_groups) == 1
+
+
+def test_required_lr_must_be_given_by_each_group():
+    class Plain(optim.Optimizer):
+        def __init__(self, params):
+            super().__init__(params, {"lr": optim.required})
+
+    with pytest.raises(ValueError, match="didn't specify a value of required optimization parameter lr"):
+        Plain([Tensor(np.ones(1, np.float32))])
+    with pytest.raises(NotImplementedError, match="must implement"):
+        Plain([{"params": [Tensor(np.ones(1, np.float32))], "lr": 1.0}]).step()
+
+
+def test_bad_grad_is_rejected_before_any_update():
+    a, b = Tensor(np.ones(2, np.float32), requires_grad=True), Tensor(np.ones(3, np.float32), requires_grad=True)
+    a.grad, b.grad = Tensor(np.ones(2, np.float32)), Tensor(np.ones(2, np.float32))
+    opt = optim.Adam([a, b], lr=0.1)
+    with pytest.raises(ValueError, match=r"Adam.step: parameter 1 has shape \(3,\) but its grad has shape \(2,\)"):
+        opt.step()
+    assert np.array_equal(a.data, np.ones(2, np.float32)) and len(opt.state) == 0

@@ -1,0 +1,147 @@
+"""Optimizer state_dict / load_state_dict: PyTorch's layout, exact continuation, validation before change."""
+
+import numpy as np
+import pytest
+
+from cupynet import optim
+from cupynet.tensor import Tensor
+
+
+def _model(seed=0, shapes=((3, 2), (4,))):
+    rng = np.random.default_rng(seed)
+    return [Tensor(rng.standard_normal(s).astype(np.float32), requires_grad=True) for s in shapes]
+
+
+def _grads(params, seed):
+    rng = np.random.default_rng(seed)
+    for p in params:
+        p.grad = Tensor(rng.standard_normal(p.shape).astype(np.float32))
+
+
+def _host_copy(state_dict):
+    """What a checkpoint file holds: plain arrays, no shared objects."""
+    state = {i: {k: (np.array(v.data, copy=True) if isinstance(v, Tensor) else v) for k, v in s.items()}
+             for i, s in state_dict["state"].items()}
+    return {"state": state, "param_groups": [dict(g) for g in state_dict["param_groups"]]}
+
+
+@pytest.mark.parametrize("make", [
+    lambda ps: optim.Adam(ps, lr=0.01, amsgrad=True),
+    lambda ps: optim.AdamW(ps, lr=0.01),
+    lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9),
+    lambda ps: optim.RMSprop(ps, lr=0.01, centered=True, momentum=0.5),
+])
+def test_round_trip_continues_identically(make):
+    a = _model()
+    opt_a = make(a)
+    for k in range(3):
+        _grads(a, k)
+        opt_a.step()
+    saved = _host_copy(opt_a.state_dict())
+    b = [Tensor(np.array(p.data, copy=True), requires_grad=True) for p in a]
+    opt_b = make(b)
+    opt_b.load_state_dict(saved)
+    for k in range(3, 6):
+        _grads(a, k)
+        _grads(b, k)
+        opt_a.step()
+        opt_b.step()
+    for p, q in zip(a, b):
+        assert p.data.tobytes() == q.data.tobytes()
+
+
+def test_layout_matches_pytorch():
+    params = _model()
+    extra = Tensor(np.zeros(2, np.float32), requires_grad=True)
+    opt = optim.Adam([{"params": params}, {"params": [extra], "lr": 0.5}], lr=0.01)
+    _grads(params, 0)
+    opt.step()
+    sd = opt.state_dict()
+    assert sorted(sd) == ["param_groups", "state"]
+    assert [g["params"] for g in sd["param_groups"]] == [[0, 1], [2]]
+    assert sd["param_groups"][1]["lr"] == 0.5 and sd["param_groups"][0]["betas"] == (0.9, 0.999)
+    assert sorted(sd["state"]) == [0, 1]  # extra had no grad: no state
+    assert sorted(sd["state"][0]) == ["exp_avg", "exp_avg_sq", "step"]
+    step = sd["state"][0]["step"]
+    assert isinstance(step, Tensor) and step.dtype == np.float32 and step.shape == () and float(step.data) == 1.0
+    assert sd["state"][0]["step"] is not sd["state"][1]["step"]  # copies: no shared objects in a checkpoint
+
+
+def test_torch_can_load_our_state_dict():
+    torch = pytest.importorskip("torch")
+    params = _model()
+    opt = optim.Adam(params, lr=0.01)
+    _grads(params, 0)
+    opt.step()
+    sd = opt.state_dict()
+    state = {i: {k: torch.tensor(np.asarray(v.data)) for k, v in s.items()} for i, s in sd["state"].items()}
+    converted = {"state": state, "param_groups": [dict(g) for g in sd["param_groups"]]}
+    theirs = torch.optim.Adam([torch.tensor(np.array(p.data)) for p in params], lr=0.01)
+    theirs.load_state_dict(converted)
+    assert float(list(theirs.state.values())[0]["step"]) == 1.0
+
+
+def _trained_adam():
+    params = _model()
+    opt = optim.Adam(params, lr=0.01)
+    _grads(params, 0)
+    opt.step()
+    return params, opt
+
+
+@pytest.mark.parametrize("mutate,message", [
+    (lambda sd: sd["param_groups"].append(dict(sd["param_groups"][0])), "different number of parameter groups"),
+    (lambda sd: sd["param_groups"][0]["params"].pop(), "doesn't match the size of optimizer's group"),
+    (lambda sd: sd["state"][0].update(exp_avg=np.zeros((5, 5), np.float32)),
+     r"state\[0\]\['exp_avg'\] has shape \(5, 5\) but parameter 0 has shape \(3, 2\)"),
+    (lambda sd: sd["state"][1].update(step=np.zeros(3, np.float32)), "must hold one value"),
+    (lambda sd: sd["state"].update({7: {}}), "names no parameter"),
+    (lambda sd: sd.pop("state"), "expected a dict with keys 'state' and 'param_groups'"),
+    (lambda sd: sd["param_groups"][0].update(lr=-1.0), "Invalid learning rate"),
+])
+def test_bad_state_dict_is_rejected_and_nothing_changes(mutate, message):
+    params, opt = _trained_adam()
+    sd = _host_copy(opt.state_dict())
+    sd["param_groups"][0]["params"] = list(sd["param_groups"][0]["params"])
+    mutate(sd)
+    before = {(i, k): np.array(v.data, copy=True) for i, p in enumerate(params) for k, v in opt.state[p].items()}
+    groups_before = [dict(g) for g in opt.param_groups]
+    with pytest.raises(ValueError, match=message):
+        opt.load_state_dict(sd)
+    after = {(i, k): np.array(v.data, copy=True) for i, p in enumerate(params) for k, v in opt.state[p].items()}
+    assert before.keys() == after.keys() and all(before[k].tobytes() == after[k].tobytes() for k in before)
+    assert [dict(g) for g in opt.param_groups] == groups_before
+
+
+def test_load_casts_state_to_compute_dtype_and_copies():
+    params, opt = _trained_adam()
+    sd = _host_copy(opt.state_dict())
+    sd["state"][0]["exp_avg"] = sd["state"][0]["exp_avg"].astype(np.float64)
+    sd["state"][0]["step"] = np.array([1.0], np.float64)
+    source = sd["state"][1]["exp_avg"]
+    opt.load_state_dict(sd)
+    assert opt.state[params[0]]["exp_avg"].dtype == np.float32
+    step = opt.state[params[0]]["step"]
+    assert step.dtype == np.float32 and step.shape == ()
+    assert opt.state[params[1]]["exp_avg"].data is not source
+    # equal steps within a group are shared again after loading (one device scalar for the fused path)
+    assert opt.state[params[0]]["step"] is opt.state[params[1]]["step"]
+
+
+def test_sgd_momentum_flag_survives_round_trip():
+    params = _model()
+    opt = optim.SGD(params, lr=0.1, momentum=0.9, dampening=0.5)
+    _grads(params, 0)
+    opt.step(found_inf=np.ones(1, np.float32))  # skipped first step: buffers exist but are unset
+    sd = _host_copy(opt.state_dict())
+    assert int(sd["state"][0]["momentum_buffer_unset"]) == 1
+    twin = [Tensor(np.array(p.data, copy=True), requires_grad=True) for p in params]
+    opt2 = optim.SGD(twin, lr=0.1, momentum=0.9, dampening=0.5)
+    opt2.load_state_dict(sd)
+    fresh = [Tensor(np.array(p.data, copy=True), requires_grad=True) for p in params]
+    opt3 = optim.SGD(fresh, lr=0.1, momentum=0.9, dampening=0.5)
+    for ps in (twin, fresh):
+        _grads(ps, 1)
+    opt2.step()
+    opt3.step()
+    assert all(p.data.tobytes() == q.data.tobytes() for p, q in zip(twin, fresh))
