@@ -242,3 +242,17 @@ def no_legacy(op, size_average, reduce):
     """
     if size_average is not None or reduce is not None:
         raise ValueError(f"{op}: size_average and reduce are deprecated and not supported; use reduction=")
+
+
+def check_same_device(op, **tensors):
+    """Raise when option tensors (weights, masks, indices) live on another device than the first one.
+
+    Args:
+        op: the op, for the message.
+        **tensors: name -> Tensor or None; the first non-None one sets the device.
+    """
+    given = [(name, t) for name, t in tensors.items() if isinstance(t, Tensor)]
+    for name, t in given[1:]:
+        if type(t.data) is not type(given[0][1].data):
+            raise RuntimeError(f"{op}: Expected all tensors to be on the same device, but {given[0][0]} is on "
+                               f"{given[0][1].device} and {name} is on {t.device}")

@@ -20,6 +20,7 @@ from .. import dtypes
 from ..autograd.function import Function
 from ..random import generator_for
 from ..tensor import Tensor
+from ._loss_util import check_same_device
 from ._util import require_floating, xp_of
 from .arith import cast
 from .linalg import matmul, matmul_arrays
@@ -168,6 +169,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     op = "scaled_dot_product_attention"
     _check_qkv(query, key, value)
     _check_mask(attn_mask, is_causal, query, key)
+    check_same_device(op, query=query, attn_mask=attn_mask)
     if enable_gqa:
         raise NotImplementedError(f"{op}: enable_gqa=True is not supported; repeat the key/value heads instead")
     if isinstance(dropout_p, bool) or not isinstance(dropout_p, numbers.Real) or not 0.0 <= dropout_p < 1.0:

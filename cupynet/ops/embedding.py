@@ -19,7 +19,7 @@ import numpy
 from .. import dtypes
 from ..autograd.function import Function
 from ..tensor import Tensor
-from ._loss_util import host_check_range
+from ._loss_util import check_same_device, host_check_range
 from ._util import compute_in_fp32, xp_of
 
 __all__ = ["embedding", "one_hot"]
@@ -109,6 +109,7 @@ def _check_embedding_args(input, weight, padding_idx, max_norm, sparse):  # noqa
         raise ValueError(f"embedding: padding_idx must be within num_embeddings ({num}), got {padding_idx!r}")
     if max_norm is not None and (not isinstance(max_norm, numbers.Real) or max_norm <= 0):
         raise ValueError(f"embedding: max_norm must be a positive number or None, got {max_norm!r}")
+    check_same_device("embedding", weight=weight, input=input)
     if sparse:
         raise NotImplementedError("embedding: sparse gradients are not supported (use sparse=False)")
     host_check_range("embedding", input.data, 0, num - 1,

@@ -25,6 +25,7 @@ from ._loss_util import (
     check_number,
     check_optional_weight,
     check_reduction,
+    check_same_device,
     check_same_shape,
     check_tensor,
     compute_arrays,
@@ -249,6 +250,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     no_legacy("cross_entropy", size_average, reduce)
     check_number("cross_entropy", "label_smoothing", label_smoothing, 0.0, 1.0)
     _check_class_input("cross_entropy", input, target, weight, ignore_index, reduction, True)
+    check_same_device("cross_entropy", input=input, target=target, weight=weight)
     return CrossEntropy.apply(input, target, weight=weight, ignore_index=int(ignore_index), reduction=reduction,
                               label_smoothing=float(label_smoothing))
 
@@ -268,6 +270,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     """
     no_legacy("nll_loss", size_average, reduce)
     _check_class_input("nll_loss", input, target, weight, ignore_index, reduction, False)
+    check_same_device("nll_loss", input=input, target=target, weight=weight)
     return NLLLoss.apply(input, target, weight=weight, ignore_index=int(ignore_index), reduction=reduction)
 
 
@@ -363,6 +366,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     check_same_shape("binary_cross_entropy", input, target)
     check_reduction("binary_cross_entropy", reduction)
     check_optional_weight("binary_cross_entropy", "weight", weight, input.shape)
+    check_same_device("binary_cross_entropy", input=input, target=target, weight=weight)
     _check_probabilities("binary_cross_entropy", input)
     return BinaryCrossEntropy.apply(input, target, weight=weight, reduction=reduction)
 
@@ -394,6 +398,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     check_reduction(op, reduction)
     check_optional_weight(op, "weight", weight, input.shape)
     check_optional_weight(op, "pos_weight", pos_weight, input.shape)
+    check_same_device(op, input=input, target=target, weight=weight, pos_weight=pos_weight)
     return BinaryCrossEntropyWithLogits.apply(input, target, weight=weight, pos_weight=pos_weight,
                                               reduction=reduction)
 

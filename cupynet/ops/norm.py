@@ -26,6 +26,7 @@ import ml_dtypes
 from .. import dtypes
 from ..autograd.function import Function
 from ..tensor import Tensor
+from ._loss_util import check_same_device
 from ._util import compute_in_fp32, normalize_dim, require_floating, xp_of
 from .arith import cast, maximum
 from .reduce import mean
@@ -328,6 +329,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     """
     _check_batch_args("batch_norm", input, weight, bias, momentum, eps, training)
     _check_running("batch_norm", running_mean, running_var, input.shape[1], training)
+    check_same_device("batch_norm", input=input, running_mean=running_mean, running_var=running_var)
     return BatchNorm.apply(input, weight, bias, running_mean=running_mean, running_var=running_var,
                            training=bool(training), momentum=float(momentum), eps=float(eps))
 
@@ -358,6 +360,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     """
     _check_batch_args("instance_norm", input, weight, bias, momentum, eps, use_input_stats)
     _check_running("instance_norm", running_mean, running_var, input.shape[1], use_input_stats)
+    check_same_device("instance_norm", input=input, running_mean=running_mean, running_var=running_var)
     if not use_input_stats:
         return BatchNorm.apply(input, weight, bias, running_mean=running_mean, running_var=running_var,
                                training=False, momentum=float(momentum), eps=float(eps))
