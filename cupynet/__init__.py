@@ -32,6 +32,9 @@ from .serialization import load, save
 from .random import get_rng_state, initial_seed, manual_seed, set_rng_state
 from .tensor import Tensor
 
+from . import nn, optim, data, models, amp  # noqa: E402 - built on everything above
+from .amp import autocast  # noqa: E402
+
 bool = bool_  # noqa: A001 - PyTorch's name: cupynet.bool
 float = float32  # noqa: A001
 int = int32  # noqa: A001

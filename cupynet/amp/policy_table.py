@@ -58,8 +58,6 @@ DOCUMENTED_DEVIATIONS = {
                       "generic transposed-convolution op of that name",
     "normalize": "one op in cupynet; in PyTorch F.normalize is composite and its norm runs in fp32 under "
                  "autocast, so the effect is the same",
-    "mean": "cupynet runs mean in fp32 under autocast (PyTorch leaves it unlisted; its CUDA kernel "
-            "accumulates in fp32 but returns the input dtype)",
 }
 
 

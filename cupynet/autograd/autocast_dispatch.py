@@ -94,17 +94,27 @@ def _cast_tensor(t: Tensor, target):
                  and t.requires_grad and t.grad_fn is None)
     if not cacheable:
         STATE.cast_counter += 1
-        return Cast.apply(t, dtype=target)
+        return _untraced_cast(Cast, t, target)
     key = (id(t), target, STATE.grad_enabled)
     hit = STATE.cast_cache.get(key)
     if hit is not None and hit[0] is t and hit[1] == t._version:
         return hit[2]
     STATE.cast_counter += 1
-    cast = Cast.apply(t, dtype=target)
+    cast = _untraced_cast(Cast, t, target)
     # NOTE: holding t keeps id(t) from being reused; the version makes an in-place
     # update of the weight (an optimizer step inside the region) refresh the cast.
     STATE.cast_cache[key] = (t, t._version, cast)
     return cast
+
+
+def _untraced_cast(cast_cls, t, target):
+    # NOTE: the casts autocast makes are part of the op being traced (its row
+    # says "lower policy -> float16"); they get no rows of their own.
+    tracers, STATE.tracers = STATE.tracers, []
+    try:
+        return cast_cls.apply(t, dtype=target)
+    finally:
+        STATE.tracers = tracers
 
 
 def _record(cls, args, new_args, region, target):

@@ -41,7 +41,8 @@ def _all_op_classes():
     for module in _modules:
         for value in vars(module).values():
             if isinstance(value, type) and issubclass(value, Function) and value is not Function \
-                    and value.__module__ == module.__name__ and value not in seen:
+                    and value.__module__ == module.__name__ and value not in seen \
+                    and not value.__name__.startswith("_"):  # NOTE: private bases are not ops
                 seen.add(value)
                 out.append(value)
     return tuple(out)

@@ -207,7 +207,8 @@ class Trainer:
                        start=self._position_in_epoch())
         started, seen, pending = time.perf_counter(), 0, []
         correct = None
-        for x, y in self.loader.iter_from(self._position_in_epoch()):
+        # NOTE: the loader itself knows where an interrupted epoch stopped (its state_dict)
+        for x, y in self.loader:
             loss, logits = self.train_step(x, y)
             self.step += 1
             seen += int(y.shape[0])
@@ -217,8 +218,10 @@ class Trainer:
             if bar.wants_refresh() or len(pending) >= 50:
                 self._flush(pending, metrics, bar, correct, seen, started)
                 pending = []
-            if self.checkpointer is not None:
-                self.checkpointer.maybe_save(self)
+            if self.checkpointer is not None and self.checkpointer.due(self.step):
+                self._flush(pending, metrics, bar, correct, seen, started)  # the saved history is complete
+                pending = []
+                self.checkpointer.save_now(self)
             if stop.requested:
                 break
         self._flush(pending, metrics, bar, correct, seen, started)

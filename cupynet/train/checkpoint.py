@@ -1,0 +1,165 @@
+"""``Checkpoint``: save and resume a whole training run, bit for bit.
+
+A checkpoint file (``cupynet.save`` format, data only) holds::
+
+    {"format": "cupynet-run", "step": int, "epoch": int,
+     "model": model.state_dict(), "optimizer": ..., "scheduler": ... or None,
+     "scaler": scaler.state_dict() or None, "loader": loader.state_dict() or None,
+     "rng": cupynet.get_rng_state(), "metrics": {...}, "extra": {...}}
+
+Restoring all of these (the RNG and the data loader's shuffling state
+included) makes the resumed run continue exactly as if it had never stopped.
+Files are named ``step-00001234.ckpt``; ``latest()`` picks the highest step and
+ignores temporary files left by an interrupted save.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ..random import get_rng_state, set_rng_state
+from ..serialization import TEMP_MARKER, load, save
+
+__all__ = ["Checkpoint", "attach_checkpointing"]
+
+_NAME = re.compile(r"^step-(\d{8,})\.ckpt$")
+
+
+class Checkpoint:
+    """Bundle the objects of a run and save/restore them together.
+
+    Args:
+        directory: where checkpoint files go.
+        model: a Module.
+        optimizer: an Optimizer (or None).
+        scheduler: an LR scheduler (or None).
+        scaler: a GradScaler (or None).
+        loader: a DataLoader with state_dict/load_state_dict (or None).
+        keep: how many of the newest files to keep (older ones are deleted after a successful save).
+    """
+
+    def __init__(self, directory, model, optimizer=None, scheduler=None, scaler=None, loader=None, keep=3):
+        if keep < 1:
+            raise ValueError(f"Checkpoint: keep must be >= 1, got {keep}")
+        self.directory, self.keep = os.fspath(directory), keep
+        self.objects = {"model": model, "optimizer": optimizer, "scheduler": scheduler, "scaler": scaler,
+                        "loader": loader}
+
+    def path_for(self, step: int) -> str:
+        """The file name used for ``step``.
+
+        Args:
+            step: the global step.
+        """
+        return os.path.join(self.directory, f"step-{step:08d}.ckpt")
+
+    def save(self, step: int, epoch: int = 0, metrics=None, extra=None) -> str:
+        """Save everything at ``step``; returns the path. Keeps only the newest ``keep`` files.
+
+        Args:
+            step: the global step count.
+            epoch: completed epochs.
+            metrics: JSON-able metrics so far (e.g. the loss history).
+            extra: any other saveable data.
+        """
+        os.makedirs(self.directory, exist_ok=True)
+        state = {"format": "cupynet-run", "step": int(step), "epoch": int(epoch), "rng": get_rng_state(),
+                 "metrics": metrics or {}, "extra": extra or {}}
+        for name, obj in self.objects.items():
+            state[name] = obj.state_dict() if obj is not None else None
+        path = self.path_for(step)
+        save(state, path)
+        self._prune()
+        return path
+
+    def _prune(self):
+        for _, path in self.list()[:-self.keep]:
+            os.unlink(path)
+
+    def list(self):
+        """(step, path) of the checkpoint files in the directory, oldest first (temp files ignored).
+
+        Args:
+            None.
+        """
+        if not os.path.isdir(self.directory):
+            return []
+        found = []
+        for name in os.listdir(self.directory):
+            match = _NAME.match(name)
+            if match and TEMP_MARKER not in name:
+                found.append((int(match.group(1)), os.path.join(self.directory, name)))
+        return sorted(found)
+
+    def latest(self):
+        """The path of the newest checkpoint, or None.
+
+        Args:
+            None.
+        """
+        files = self.list()
+        return files[-1][1] if files else None
+
+    def restore(self, path=None, map_location=None) -> dict:
+        """Load a checkpoint into the bundled objects; returns the saved dict (step, epoch, metrics, ...).
+
+        All parts are loaded and validated by the objects' own ``load_state_dict`` in order; the file is read
+        completely before anything is changed, so a damaged file changes nothing.
+
+        Args:
+            path: a checkpoint file, or None for ``latest()``.
+            map_location: passed to ``cupynet.load``.
+        """
+        path = path or self.latest()
+        if path is None:
+            raise FileNotFoundError(f"Checkpoint: no checkpoint files in {self.directory}")
+        state = load(path, map_location=map_location)
+        if not isinstance(state, dict) or state.get("format") != "cupynet-run":
+            raise ValueError(f"Checkpoint: {path} is a cupynet file but not a training-run checkpoint")
+        for name, obj in self.objects.items():
+            if obj is not None and state.get(name) is not None:
+                obj.load_state_dict(state[name])
+            elif obj is not None and name in ("model", "optimizer", "scaler"):
+                raise ValueError(f"Checkpoint: {path} holds no {name} state but this run has a {name}")
+        set_rng_state(state["rng"])
+        return state
+
+
+def attach_checkpointing(trainer):
+    """Give a ``cupynet train`` Trainer periodic saving (``--save-every``) and resuming (``--resume``).
+
+    Args:
+        trainer: the Trainer.
+    """
+    cfg = trainer.config
+    directory = cfg.out or os.path.dirname(os.path.abspath(cfg.resume))
+    ckpt = Checkpoint(os.path.join(directory, "checkpoints") if cfg.out else directory, trainer.model,
+                      trainer.optimizer, None, trainer.scaler, trainer.loader, keep=cfg.keep)
+    trainer.checkpointer = _Checkpointer(ckpt, cfg.save_every)
+    if cfg.resume:
+        path = None if cfg.resume == "auto" else cfg.resume
+        if path is None and ckpt.latest() is None:
+            print(f"resume: no checkpoint in {ckpt.directory} yet; starting from scratch")
+            return
+        state = ckpt.restore(path)
+        trainer.step, trainer.epoch = state["step"], state["epoch"]
+        trainer.history = [tuple(p) for p in state["metrics"].get("history", [])]
+        print(f"resumed from {path or ckpt.latest()} at step {trainer.step} (epoch {trainer.epoch + 1})")
+
+
+class _Checkpointer:
+    """Calls ``Checkpoint.save`` every N steps and at the end of training."""
+
+    def __init__(self, checkpoint, every):
+        self.checkpoint, self.every = checkpoint, every
+        self.last_saved = None
+
+    def due(self, step) -> bool:
+        return bool(self.every) and step % self.every == 0
+
+    def save_now(self, trainer):
+        if self.every is None or self.last_saved == trainer.step:
+            return
+        self.checkpoint.save(trainer.step, trainer.epoch, metrics={"history": [list(h) for h in trainer.history]})
+        self.last_saved = trainer.step
