@@ -121,6 +121,11 @@ class OneCycleLR(LRScheduler):
         return (end - start) * pct + start
 
     def get_lr(self):
+        """The learning rates for ``last_epoch`` (PyTorch's recursive form).
+
+        Args:
+            None.
+        """
         step = self.last_epoch
         if step > self.total_steps:
             raise ValueError(f"OneCycleLR: Tried to step {step} times. The specified number of total steps is "

@@ -138,6 +138,11 @@ class StepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The learning rates for ``last_epoch`` (PyTorch's recursive form).
+
+        Args:
+            None.
+        """
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return self._group_lrs()
         return [lr * self.gamma for lr in self._group_lrs()]
@@ -162,6 +167,11 @@ class MultiStepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The learning rates for ``last_epoch`` (PyTorch's recursive form).
+
+        Args:
+            None.
+        """
         if self.last_epoch not in self.milestones:
             return self._group_lrs()
         return [lr * self.gamma ** self.milestones[self.last_epoch] for lr in self._group_lrs()]
@@ -185,6 +195,11 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The learning rates for ``last_epoch`` (PyTorch's recursive form).
+
+        Args:
+            None.
+        """
         if self._is_initial:
             return self._group_lrs()
         return [lr * self.gamma for lr in self._group_lrs()]
@@ -209,6 +224,11 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The learning rates for ``last_epoch`` (PyTorch's recursive form).
+
+        Args:
+            None.
+        """
         t, t_max, eta = self.last_epoch, self.T_max, self.eta_min
         if self._is_initial:
             return self._group_lrs()
@@ -249,6 +269,11 @@ class LinearLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The learning rates for ``last_epoch`` (PyTorch's recursive form).
+
+        Args:
+            None.
+        """
         if self.last_epoch == 0:
             return [lr * self.start_factor for lr in self._group_lrs()]
         if self._is_initial or self.last_epoch > self.total_iters:
@@ -287,6 +312,11 @@ class LambdaLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The learning rates for ``last_epoch`` (PyTorch's recursive form).
+
+        Args:
+            None.
+        """
         return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
 
     def state_dict(self):

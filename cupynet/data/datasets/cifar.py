@@ -52,6 +52,12 @@ def _allowed_globals() -> dict:
 
 class _RestrictedUnpickler(pickle.Unpickler):
     def find_class(self, module, name):
+        """Return an allowed global, or raise UnpicklingError for anything else.
+
+        Args:
+            module: the module name in the pickle.
+            name: the global's name.
+        """
         allowed = _allowed_globals()
         if (module, name) not in allowed:
             raise pickle.UnpicklingError(
