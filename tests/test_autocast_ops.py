@@ -45,6 +45,11 @@ def _labels(n, classes):
 
 # op name -> a factory returning (function, args, kwargs), built fresh per use. Entries for ops that do not
 # exist yet are harmless (used only when an op class of that name appears).
+def _sign(*shape):
+    """A float32 tensor of +1/-1 labels (targets of the margin losses)."""
+    return cn.tensor(np.where(np.random.default_rng(1).random(shape) > 0.5, 1.0, -1.0).astype(np.float32))
+
+
 SAMPLES = {
     # lower
     "matmul": lambda: (_op("matmul"), (_t(3, 4), _t(4, 5, grad=True)), {}),
@@ -101,6 +106,10 @@ SAMPLES = {
     "mse_loss": lambda: (_op("mse_loss"), (_t(3, 4), _t(3, 4)), {}),
     "l1_loss": lambda: (_op("l1_loss"), (_t(3, 4), _t(3, 4)), {}),
     "smooth_l1_loss": lambda: (_op("smooth_l1_loss"), (_t(3, 4), _t(3, 4)), {}),
+    "hinge_embedding_loss": lambda: (_op("hinge_embedding_loss"), (_t(3, 4), _sign(3, 4)), {}),
+    "margin_ranking_loss": lambda: (_op("margin_ranking_loss"), (_t(5), _t(5), _sign(5)), {}),
+    "poisson_nll_loss": lambda: (_op("poisson_nll_loss"), (_t(3, 4), _t(3, 4).abs()), {}),
+    "soft_margin_loss": lambda: (_op("soft_margin_loss"), (_t(3, 4), _sign(3, 4)), {}),
     "huber_loss": lambda: (_op("huber_loss"), (_t(3, 4), _t(3, 4)), {}),
     "kl_div": lambda: (_op("kl_div"), (_t(3, 4, low=-3.0, high=-0.1), _pos(3, 4)), {"reduction": "batchmean"}),
     "binary_cross_entropy_with_logits": lambda: (_op("binary_cross_entropy_with_logits"),

@@ -14,7 +14,7 @@ import importlib
 from ..autograd.function import Cast, Function
 
 FAMILIES = ("shape", "arith", "reduce", "unary", "activation", "indexing", "linalg", "conv", "pool",
-            "norm", "loss", "attention", "embedding", "dropout")
+            "norm", "loss", "loss_pointwise", "attention", "embedding", "dropout")
 
 TENSOR_METHODS = {}
 _modules = []
