@@ -1,0 +1,347 @@
+"""CuPy launchers of the fused hot-op kernels: lazy compilation, one launch per op, no host sync.
+
+Only ``cupynet.ops.fused`` calls these, after checking the arguments; every array argument here
+is a CuPy array of a dtype in ``KERNEL_DTYPES`` (or an int64 target / fp32 statistics). Nothing
+here reads a device value on the host (no ``.get()``, ``.item()``, ``float()``, ``bool()``).
+
+NOTE: scalar kernel arguments are passed as ``numpy.int32`` / ``numpy.int64`` / ``numpy.float32``
+explicitly: CuPy turns a Python int into a 64-bit ``long long`` and a Python float into a
+``double``, which would not match the kernels' ``int`` and ``float`` parameters.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy
+
+from ...backend import cupy_or_none
+from .sources import BLOCK_THREADS, NAME_EXPRESSIONS, NVRTC_OPTIONS, kernel_name, kernel_source
+
+__all__ = ["get_kernel", "softmax_xent_forward", "softmax_xent_backward", "layer_norm_forward",
+           "layer_norm_backward", "bias_gelu_forward", "bias_gelu_backward", "bias_relu_forward",
+           "bias_relu_backward", "im2col_2d", "col2im_2d", "batched_matmul_half"]
+
+i32, i64, f32 = numpy.int32, numpy.int64, numpy.float32
+MAX_GRID = 65535 * 8
+"""Upper bound on blocks of a grid-stride kernel (enough to fill any current GPU many times)."""
+
+_modules: dict = {}
+_kernels: dict = {}
+_lock = threading.Lock()
+
+
+def _cupy():
+    cupy = cupy_or_none()
+    if cupy is None:  # NOTE: unreachable through cupynet.ops.fused, which only sends CuPy arrays here
+        raise RuntimeError("cupynet.ops.kernels.launch: CuPy with a usable CUDA device is required")
+    return cupy
+
+
+def _module(filename: str):
+    with _lock:
+        if filename not in _modules:
+            _modules[filename] = _cupy().RawModule(code=kernel_source(filename), options=NVRTC_OPTIONS,
+                                                   name_expressions=list(NAME_EXPRESSIONS[filename]))
+        return _modules[filename]
+
+
+def get_kernel(filename: str, kernel: str, dtype):
+    """The compiled kernel for the current device, by file, name and element dtype (cached).
+
+    Args:
+        filename: the ``.cu`` file, e.g. ``"layer_norm.cu"``.
+        kernel: the kernel's name, e.g. ``"layer_norm_forward_kernel"``.
+        dtype: the element dtype (one of ``KERNEL_DTYPES``).
+    """
+    name = kernel_name(kernel, numpy.dtype(dtype))
+    key = (_cupy().cuda.runtime.getDevice(), filename, name)
+    function = _kernels.get(key)
+    if function is None:
+        function = _module(filename).get_function(name)
+        _kernels[key] = function
+    return function
+
+
+def _row_threads(length: int) -> int:
+    """Threads for a one-block-per-row kernel: a multiple of 32 up to 1024, about one per element."""
+    return int(min(1024, max(32, 32 * math.ceil(length / 32))))
+
+
+def _grid(n: int) -> tuple:
+    return (int(max(1, min(MAX_GRID, math.ceil(n / BLOCK_THREADS)))),)
+
+
+def _f32(cupy, a):
+    return None if a is None else cupy.ascontiguousarray(a, dtype=f32)
+
+
+def softmax_xent_forward(logits, target, weight, ignore_index, label_smoothing):
+    """Launch the fused forward: returns ``(loss_rows fp32 (N,), lse fp32 (N,))``.
+
+    Args:
+        logits: (N, C) CuPy array.
+        target: (N,) integer class indices.
+        weight: (C,) or None.
+        ignore_index: ignored target value.
+        label_smoothing: s in [0, 1].
+    """
+    cupy = _cupy()
+    logits = cupy.ascontiguousarray(logits)
+    n_rows, n_classes = logits.shape
+    loss, lse = cupy.empty((n_rows,), f32), cupy.empty((n_rows,), f32)
+    if n_rows:
+        kernel = get_kernel("softmax_xent.cu", "softmax_xent_forward_kernel", logits.dtype)
+        kernel((n_rows,), (_row_threads(n_classes),),
+               (logits, cupy.ascontiguousarray(target, dtype=i64), _f32(cupy, weight), i32(n_classes),
+                i64(ignore_index), f32(label_smoothing), loss, lse))
+    return loss, lse
+
+
+def softmax_xent_backward(logits, target, weight, lse, grad_rows, ignore_index, label_smoothing):
+    """Launch the fused backward: returns the (N, C) gradient in the logits' dtype.
+
+    Args:
+        logits: (N, C) CuPy array.
+        target: (N,) integer class indices.
+        weight: (C,) or None.
+        lse: (N,) fp32 from the forward.
+        grad_rows: (N,) or 0-d upstream gradient per row.
+        ignore_index: ignored target value.
+        label_smoothing: s in [0, 1].
+    """
+    cupy = _cupy()
+    logits = cupy.ascontiguousarray(logits)
+    n_rows, n_classes = logits.shape
+    grad = cupy.empty(logits.shape, logits.dtype)
+    grad_rows = cupy.ascontiguousarray(grad_rows, dtype=f32).reshape(-1)
+    if n_rows and n_classes:
+        kernel = get_kernel("softmax_xent.cu", "softmax_xent_backward_kernel", logits.dtype)
+        kernel((n_rows,), (_row_threads(n_classes),),
+               (logits, cupy.ascontiguousarray(target, dtype=i64), _f32(cupy, weight), _f32(cupy, lse), grad_rows,
+                i32(1 if grad_rows.size > 1 else 0), i32(n_classes), i64(ignore_index), f32(label_smoothing), grad))
+    return grad
+
+
+def layer_norm_forward(x2, weight, bias, eps):
+    """Launch layer norm over the last axis of a 2-D array: ``(y, mean fp32, rstd fp32)``.
+
+    Args:
+        x2: (rows, D) CuPy array.
+        weight: (D,) or None.
+        bias: (D,) or None.
+        eps: added to the variance.
+    """
+    cupy = _cupy()
+    x2 = cupy.ascontiguousarray(x2)
+    rows, d = x2.shape
+    y, mean, rstd = cupy.empty_like(x2), cupy.empty((rows,), f32), cupy.empty((rows,), f32)
+    if rows:
+        kernel = get_kernel("layer_norm.cu", "layer_norm_forward_kernel", x2.dtype)
+        kernel((rows,), (_row_threads(d),),
+               (x2, _f32(cupy, weight), _f32(cupy, bias), i32(d), f32(eps), y, mean, rstd))
+    return y, mean, rstd
+
+
+def layer_norm_backward(grad2, x2, mean, rstd, weight):
+    """Launch the layer-norm backward: ``(dx, dweight fp32, dbias fp32)``.
+
+    Args:
+        grad2: (rows, D) upstream gradient, x2's dtype.
+        x2: (rows, D) the forward input.
+        mean: (rows,) fp32.
+        rstd: (rows,) fp32.
+        weight: (D,) or None.
+    """
+    cupy = _cupy()
+    grad2, x2 = cupy.ascontiguousarray(grad2), cupy.ascontiguousarray(x2)
+    mean, rstd = _f32(cupy, mean), _f32(cupy, rstd)
+    rows, d = x2.shape
+    dx = cupy.empty_like(x2)
+    if rows == 0:
+        return dx, cupy.zeros((d,), f32), cupy.zeros((d,), f32)
+    get_kernel("layer_norm.cu", "layer_norm_backward_kernel", x2.dtype)(
+        (rows,), (_row_threads(d),), (grad2, x2, mean, rstd, _f32(cupy, weight), i32(d), dx))
+    # NOTE: about 128 row chunks: enough blocks to fill the GPU, few partials to add up
+    rows_per_chunk = max(8, math.ceil(rows / 128))
+    chunks = math.ceil(rows / rows_per_chunk)
+    partial_w, partial_b = cupy.empty((chunks, d), f32), cupy.empty((chunks, d), f32)
+    get_kernel("layer_norm.cu", "layer_norm_param_grad_kernel", x2.dtype)(
+        (math.ceil(d / 32), chunks), (32, 8),
+        (grad2, x2, mean, rstd, i64(rows), i32(d), i32(rows_per_chunk), partial_w, partial_b))
+    return dx, partial_w.sum(axis=0), partial_b.sum(axis=0)
+
+
+def _elementwise(filename, kernel, like, *args):
+    cupy = _cupy()
+    out = cupy.empty(like.shape, like.dtype)
+    if like.size:
+        get_kernel(filename, kernel, like.dtype)(_grid(like.size), (BLOCK_THREADS,), (*args, out))
+    return out
+
+
+def bias_gelu_forward(x, bias, approximate):
+    """Launch ``gelu(x + bias)``.
+
+    Args:
+        x: (..., D) CuPy array.
+        bias: (D,).
+        approximate: "none" or "tanh".
+    """
+    cupy = _cupy()
+    x = cupy.ascontiguousarray(x)
+    return _elementwise("bias_act.cu", "bias_gelu_forward_kernel", x, x, _f32(cupy, bias), i64(x.size),
+                        i32(x.shape[-1]), i32(approximate == "tanh"))
+
+
+def bias_gelu_backward(grad, x, bias, approximate):
+    """Launch the backward of ``gelu(x + bias)``: ``(dx, dbias fp32)``.
+
+    Args:
+        grad: upstream gradient.
+        x: the forward input.
+        bias: (D,).
+        approximate: "none" or "tanh".
+    """
+    cupy = _cupy()
+    grad, x = cupy.ascontiguousarray(grad), cupy.ascontiguousarray(x)
+    dx = _elementwise("bias_act.cu", "bias_gelu_backward_kernel", x, grad, x, _f32(cupy, bias), i64(x.size),
+                      i32(x.shape[-1]), i32(approximate == "tanh"))
+    return dx, _column_sum(cupy, dx)
+
+
+def bias_relu_forward(x, bias):
+    """Launch ``relu(x + bias)``.
+
+    Args:
+        x: (..., D) CuPy array.
+        bias: (D,).
+    """
+    cupy = _cupy()
+    x = cupy.ascontiguousarray(x)
+    return _elementwise("bias_act.cu", "bias_relu_forward_kernel", x, x, _f32(cupy, bias), i64(x.size),
+                        i32(x.shape[-1]))
+
+
+def bias_relu_backward(grad, y):
+    """Launch the backward of ``relu(x + bias)`` from its output: ``(dx, dbias fp32)``.
+
+    Args:
+        grad: upstream gradient.
+        y: the forward output.
+    """
+    cupy = _cupy()
+    grad, y = cupy.ascontiguousarray(grad), cupy.ascontiguousarray(y)
+    dx = _elementwise("bias_act.cu", "bias_relu_backward_kernel", y, grad, y, i64(y.size))
+    return dx, _column_sum(cupy, dx)
+
+
+def _column_sum(cupy, dx):
+    # NOTE: dtype=float32 so CuPy's reduction accumulates in fp32 even for float16 input
+    return dx.reshape(-1, dx.shape[-1]).sum(axis=0, dtype=f32)
+
+
+def _geometry_args(geoms):
+    (gh, gw) = geoms
+    return (i32(gh.kernel), i32(gw.kernel), i32(gh.stride), i32(gw.stride), i32(gh.dilation), i32(gw.dilation),
+            i32(gh.lo), i32(gw.lo), i32(gh.out), i32(gw.out))
+
+
+def im2col_2d(x, geoms, groups):
+    """Launch im2col for a 2-D convolution: ``(G, N * OH * OW, C/G * KH * KW)``.
+
+    Args:
+        x: (N, C, H, W) CuPy array.
+        geoms: two ``_im2col.Geometry`` (height, width).
+        groups: number of groups.
+    """
+    cupy = _cupy()
+    x = cupy.ascontiguousarray(x)
+    n, c, h, w = x.shape
+    gh, gw = geoms
+    cols = cupy.empty((groups, n * gh.out * gw.out, (c // groups) * gh.kernel * gw.kernel), x.dtype)
+    if cols.size:
+        get_kernel("im2col.cu", "im2col_2d_kernel", x.dtype)(
+            _grid(cols.size), (BLOCK_THREADS,),
+            (x, i64(cols.size), i32(n), i32(c), i32(h), i32(w), i32(groups), *_geometry_args(geoms), cols))
+    return cols
+
+
+def col2im_2d(cols, geoms):
+    """Launch col2im for a 2-D convolution: cols (N, C, OH, OW, KH, KW) -> (N, C, H, W) in cols' dtype.
+
+    Args:
+        cols: CuPy array.
+        geoms: two ``_im2col.Geometry`` (height, width).
+    """
+    cupy = _cupy()
+    cols = cupy.ascontiguousarray(cols)
+    gh, gw = geoms
+    out = cupy.empty(cols.shape[:2] + (gh.size, gw.size), cols.dtype)
+    if out.size:
+        get_kernel("im2col.cu", "col2im_2d_kernel", cols.dtype)(
+            _grid(out.size), (BLOCK_THREADS,),
+            (cols, i64(out.size), i32(cols.shape[1]), i32(gh.size), i32(gw.size), *_geometry_args(geoms), out))
+    return out
+
+
+def _gemm_operand(a):
+    """``(contiguous matrix stack, transposed?)``: a transposed view is passed as op T, not copied."""
+    if a.flags.c_contiguous:
+        return a, False
+    swapped = a.swapaxes(-1, -2)
+    if swapped.flags.c_contiguous:
+        return swapped, True
+    return _cupy().ascontiguousarray(a), False
+
+
+def _cuda_data_type(runtime, dtype):
+    # NOTE: CUDA_R_16F = 2 and CUDA_R_16BF = 14 in library_types.h; older CuPy lacks the bf16 name
+    return runtime.CUDA_R_16F if dtype == numpy.float16 else getattr(runtime, "CUDA_R_16BF", 14)
+
+
+def batched_matmul_half(a, b):
+    """``a @ b`` for float16/bfloat16 stacks through ``cublasGemmStridedBatchedEx`` with fp32 compute.
+
+    NOTE: CuPy's own batched matmul of float16 upcasts to fp32 (a copy of both operands and
+    an fp32 GEMM); this call keeps half inputs and outputs and accumulates in fp32 on the
+    tensor cores, which is what PyTorch does. A 2-D operand is broadcast over the batch
+    with stride 0 (no copy).
+
+    Args:
+        a: (..., m, k) CuPy array.
+        b: (..., k, n) CuPy array of a's dtype; batch dims equal to a's, or b (or a) 2-D.
+    """
+    cupy = _cupy()
+    from cupy_backends.cuda.libs import cublas  # noqa: PLC0415 - CuPy-only
+
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    lead = a.shape[:-2] if a.ndim > 2 else b.shape[:-2]
+    out = cupy.empty(lead + (m, n), a.dtype)
+    batch = math.prod(lead)
+    if out.size == 0:
+        return out
+    if k == 0:
+        out.fill(0)
+        return out
+    a, a_t = _gemm_operand(a)
+    b, b_t = _gemm_operand(b)
+    # NOTE: cuBLAS is column-major: a row-major (r, c) matrix is its (c, r) transpose there, so
+    # out = a @ b is computed as out^T = b^T a^T; a transposed view is op T with ld = its rows.
+    op_b, ld_b = (cublas.CUBLAS_OP_T, k) if b_t else (cublas.CUBLAS_OP_N, n)
+    op_a, ld_a = (cublas.CUBLAS_OP_T, m) if a_t else (cublas.CUBLAS_OP_N, k)
+    stride_a = m * k if a.ndim > 2 else 0
+    stride_b = k * n if b.ndim > 2 else 0
+    alpha, beta = numpy.ones(1, f32), numpy.zeros(1, f32)
+    dtype = _cuda_data_type(cupy.cuda.runtime, a.dtype)
+    handle = cupy.cuda.device.get_cublas_handle()
+    cublas.setStream(handle, cupy.cuda.get_current_stream().ptr)
+    cublas.gemmStridedBatchedEx(
+        handle, op_b, op_a, n, m, k, alpha.ctypes.data,
+        b.data.ptr, dtype, ld_b, stride_b,
+        a.data.ptr, dtype, ld_a, stride_a,
+        beta.ctypes.data,
+        out.data.ptr, dtype, n, m * n,
+        batch, cublas.CUBLAS_COMPUTE_32F, cublas.CUBLAS_GEMM_DEFAULT_TENSOR_OP)
+    return out

@@ -1,0 +1,99 @@
+// softmax_xent.cu -- fused log-softmax + cross-entropy over rows of (N, C) logits.
+//
+// One block per row. Forward reads the row twice (max, then sum of exp and the
+// smoothing sum; the row is in L1/L2 the second time) and writes one fp32 loss and
+// one fp32 log-sum-exp per row: no (N, C) log-probability or softmax array is
+// ever stored. Backward recomputes softmax = exp(x - lse) from the logits and the
+// saved lse and writes the (N, C) gradient in one pass.
+//
+//   loss[r] = -(1 - s) * w[t] * (x[t] - lse) - (s / C) * sum_c w[c] * (x[c] - lse)
+//   dx[r, c] = g[r] * (p[c] * sum_q - q[c]),  q[c] = (1 - s) * w[t] * [c == t] + (s / C) * w[c]
+//
+// with t = target[r], s = label smoothing, w = class weights (1 when weight is
+// null), sum_q = (1 - s) * w[t] + (s / C) * sum_c w[c]. A row whose target equals
+// ignore_index gets loss 0 and gradient 0. A target outside [0, C) gets a NaN
+// loss and a NaN gradient row (no host check: it would need a sync).
+
+template <typename T>
+__global__ void softmax_xent_forward_kernel(const T* logits, const long long* target, const float* weight,
+                                            int n_classes, long long ignore_index, float smoothing,
+                                            float* loss, float* lse_out)
+{
+    __shared__ float scratch[32];
+    const T* x = logits + (long long)blockIdx.x * n_classes;
+    float m = -CUPYNET_FUSED_INF;
+    for (int c = threadIdx.x; c < n_classes; c += blockDim.x) m = fmaxf(m, load_f32(x + c));
+    m = block_max(m, scratch);
+    // NOTE: sums are taken relative to the row max m: exp never overflows, and the
+    // smoothing sum sum_c w[c] * (x[c] - m) has no large cancelling terms.
+    float sum_exp = 0.0f, lin = 0.0f, sum_w = 0.0f;
+    for (int c = threadIdx.x; c < n_classes; c += blockDim.x) {
+        const float shifted = load_f32(x + c) - m;
+        sum_exp += expf(shifted);
+        if (smoothing != 0.0f) {
+            const float wc = weight ? weight[c] : 1.0f;
+            lin += wc * shifted;
+            sum_w += wc;
+        }
+    }
+    sum_exp = block_sum(sum_exp, scratch);
+    if (smoothing != 0.0f) {
+        lin = block_sum(lin, scratch);
+        sum_w = block_sum(sum_w, scratch);
+    }
+    if (threadIdx.x != 0) return;
+    const float lse = m + logf(sum_exp);
+    lse_out[blockIdx.x] = lse;
+    const long long t = target[blockIdx.x];
+    if (t == ignore_index) {
+        loss[blockIdx.x] = 0.0f;
+        return;
+    }
+    if (t < 0 || t >= n_classes) {
+        loss[blockIdx.x] = CUPYNET_FUSED_NAN;
+        return;
+    }
+    const float wt = weight ? weight[t] : 1.0f;
+    float value = -(1.0f - smoothing) * wt * (load_f32(x + t) - lse);
+    if (smoothing != 0.0f) {
+        // NOTE: sum_c w[c] * (x[c] - lse) = lin - (lse - m) * sum_w
+        value -= (smoothing / (float)n_classes) * (lin - (lse - m) * sum_w);
+    }
+    loss[blockIdx.x] = value;
+}
+
+template <typename T>
+__global__ void softmax_xent_backward_kernel(const T* logits, const long long* target, const float* weight,
+                                             const float* lse, const float* grad_rows, int grad_stride,
+                                             int n_classes, long long ignore_index, float smoothing, T* grad)
+{
+    __shared__ float scratch[32];
+    const long long row = blockIdx.x;
+    const T* x = logits + row * n_classes;
+    T* dx = grad + row * n_classes;
+    const long long t = target[row];
+    const bool ignored = t == ignore_index;
+    const bool bad = !ignored && (t < 0 || t >= n_classes);
+    float sum_w = (float)n_classes;
+    if (weight && smoothing != 0.0f) {
+        float acc = 0.0f;
+        for (int c = threadIdx.x; c < n_classes; c += blockDim.x) acc += weight[c];
+        sum_w = block_sum(acc, scratch);
+    }
+    if (ignored || bad) {
+        const float fill = bad ? CUPYNET_FUSED_NAN : 0.0f;
+        for (int c = threadIdx.x; c < n_classes; c += blockDim.x) store_f32(dx + c, fill);
+        return;
+    }
+    const float g = grad_rows[row * grad_stride];
+    const float l = lse[row];
+    const float wt = weight ? weight[t] : 1.0f;
+    const float smooth = smoothing / (float)n_classes;
+    const float sum_q = (1.0f - smoothing) * wt + smooth * sum_w;
+    for (int c = threadIdx.x; c < n_classes; c += blockDim.x) {
+        const float p = expf(load_f32(x + c) - l);
+        float q = smooth * (weight ? weight[c] : 1.0f);
+        if (c == t) q += (1.0f - smoothing) * wt;
+        store_f32(dx + c, g * (p * sum_q - q));
+    }
+}

@@ -1,0 +1,279 @@
+"""The fused hot-op kernels compile for sm_75/80/90 and the launchers call them correctly, without a GPU.
+
+* Compile: the very text and template instantiations that ``launch.py`` hands to
+  ``cupy.RawModule`` (``cupynet.ops.kernels.sources``) go through ``nvcc --ptx``, so a typo or a
+  bad template fails in CI, not on the first GPU run.
+* Launch: a fake CuPy (NumPy arrays underneath) records every launch; each argument is held
+  against the kernel's C signature parsed from the ``.cu`` file (pointer dtypes, ``int`` vs
+  ``long long`` vs ``float`` scalars), and block shapes against the kernels' assumptions.
+* cuBLAS: a fake ``gemmStridedBatchedEx`` reads the operands through their raw pointers with
+  cuBLAS's column-major rules, so the row-major trick, transposed operands, leading dimensions and
+  batch strides of ``batched_matmul_half`` are checked against ``numpy.matmul``.
+"""
+
+import concurrent.futures
+import ctypes
+import os
+import re
+import shutil
+import subprocess
+import sys
+import types
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from cupynet.ops._im2col import Geometry
+from cupynet.ops.kernels import sources
+from cupynet.ops.kernels.sources import NAME_EXPRESSIONS, NVRTC_OPTIONS, kernel_source
+
+ARCHS = (70, 75, 80, 90)
+"""sm_70/80/90 as asked; CUDA 13 dropped sm_70, so sm_75 (its oldest target) is compiled as well."""
+
+NVCC = shutil.which("nvcc")
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def instantiating_source(filename):
+    # NOTE: taking &kernel<T> is what NVRTC name expressions do: nvcc emits exactly those instantiations
+    addresses = ", ".join(f"(void*)&{e}" for e in NAME_EXPRESSIONS[filename])
+    return f"{kernel_source(filename)}\nstatic void* const cupynet_instantiations[] = {{{addresses}}};\n"
+
+
+def supported_archs():
+    listing = subprocess.run([NVCC, "--list-gpu-arch"], capture_output=True, text=True, check=True).stdout
+    return {int(m) for m in re.findall(r"compute_(\d+)", listing)}
+
+
+def compile_arch(arch, directory):
+    out = directory / f"sm_{arch}"
+    out.mkdir()
+    files = []
+    for filename in sources.source_files():
+        (out / filename).write_text(instantiating_source(filename))
+        files.append(str(out / filename))
+    command = [NVCC, "--ptx", f"-arch=compute_{arch}", "-ftz=true", *NVRTC_OPTIONS, "-diag-suppress", "177",
+               "-Werror", "all-warnings", *files, "-odir", str(out)]
+    return subprocess.run(command, capture_output=True, text=True, cwd=out)
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    if NVCC is None:
+        pytest.skip("nvcc is not on PATH: the CUDA kernels cannot be compiled here")
+    directory = tmp_path_factory.mktemp("fused_ptx")
+    archs = sorted(set(ARCHS) & supported_archs())
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(archs), os.cpu_count() or 1))) as pool:
+        results = dict(zip(archs, pool.map(lambda a: compile_arch(a, directory), archs)))
+    return {arch: (result, directory / f"sm_{arch}") for arch, result in results.items()}
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("filename", sources.source_files())
+def test_every_instantiation_compiles_to_ptx(compiled, arch, filename):
+    if arch not in compiled:
+        pytest.skip(f"this nvcc cannot target compute_{arch} (CUDA 13 dropped sm_70; sm_75 is compiled instead)")
+    result, directory = compiled[arch]
+    assert result.returncode == 0, f"nvcc failed for compute_{arch}:\n{result.stdout}\n{result.stderr}"
+    ptx = (directory / filename.replace(".cu", ".ptx")).read_text()
+    entries = re.findall(r"\.entry\s+(\w+)\(", ptx)
+    assert len(entries) == len(NAME_EXPRESSIONS[filename]), entries
+    for expression in NAME_EXPRESSIONS[filename]:
+        assert any(expression.split("<")[0] in e for e in entries), expression
+
+
+def test_name_expressions_list_every_kernel_of_every_file():
+    for filename, expressions in NAME_EXPRESSIONS.items():
+        text = (sources._HERE / filename).read_text()
+        kernels = set(re.findall(r"__global__\s+void\s+(\w+)", text))
+        assert kernels == {e.split("<")[0] for e in expressions}, filename
+
+
+def test_kernel_source_rejects_unknown_files():
+    with pytest.raises(ValueError, match="kernel_source: unknown kernel file 'nope.cu'"):
+        kernel_source("nope.cu")
+
+
+# ----------------------------------------------------------------------------- a fake CuPy around NumPy
+
+SCALARS = {"int": np.int32, "long long": np.int64, "float": np.float32}
+POINTEES = {"float": np.dtype(np.float32), "long long": np.dtype(np.int64)}
+CTYPE_TO_DTYPE = {"float": np.dtype(np.float32), "__half": np.dtype(np.float16), "__nv_bfloat16": BF16}
+
+
+def kernel_signatures():
+    """{kernel: [(kind, C type) ...]} with kind 'pointer' or 'scalar', parsed from the .cu files."""
+    signatures = {}
+    for filename in sources.source_files():
+        text = (sources._HERE / filename).read_text()
+        for name, params in re.findall(r"__global__\s+void\s+(\w+)\s*\(([^)]*)\)", text):
+            kinds = []
+            for param in re.sub(r"/\*.*?\*/", "", params).split(","):
+                ctype = " ".join(param.replace("*", " * ").split()[:-1]).replace("const ", "")
+                kinds.append(("pointer", ctype.replace(" *", "").strip()) if "*" in ctype else ("scalar", ctype))
+            signatures[name] = kinds
+    return signatures
+
+
+class DevArray(np.ndarray):
+    """A NumPy array that looks like a CuPy one to the launcher (``.data.ptr``); host reads fail."""
+
+    @property
+    def data(self):
+        return types.SimpleNamespace(ptr=self.ctypes.data)
+
+    def _sync(self, *args):
+        raise AssertionError("the launcher read a device value on the host (a sync)")
+
+    get = item = __bool__ = __float__ = __int__ = _sync
+
+
+def dev(a):
+    return np.ascontiguousarray(a).view(DevArray)
+
+
+class FakeCupy:
+    def __init__(self):
+        self.launches = []
+        self.ndarray = DevArray
+        self.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0, CUDA_R_16F=2,
+                                                                        CUDA_R_16BF=14),
+                                          device=types.SimpleNamespace(get_cublas_handle=lambda: 7),
+                                          get_current_stream=lambda: types.SimpleNamespace(ptr=0))
+
+    def RawModule(self, code, options, name_expressions):
+        def get_function(name):
+            assert name in name_expressions
+            return lambda grid, block, args: self.launches.append((name, grid, block, args))
+        return types.SimpleNamespace(get_function=get_function)
+
+    def ascontiguousarray(self, a, dtype=None):
+        return dev(np.asarray(a, dtype=dtype))
+
+    def empty(self, shape, dtype):
+        return dev(np.full(shape, np.nan if np.dtype(dtype).kind == "f" else 0, dtype))
+
+    def empty_like(self, a):
+        return self.empty(a.shape, a.dtype)
+
+    def zeros(self, shape, dtype):
+        return dev(np.zeros(shape, dtype))
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    from cupynet.ops.kernels import launch
+
+    cupy = FakeCupy()
+    monkeypatch.setattr(launch, "_cupy", lambda: cupy)
+    monkeypatch.setattr(launch, "_modules", {})
+    monkeypatch.setattr(launch, "_kernels", {})
+    return launch, cupy
+
+
+def check_launches(launches):
+    signatures = kernel_signatures()
+    for name, grid, block, args in launches:
+        kernel, ctype = name.split("<")[0], name.split("<")[1].rstrip(">")
+        expected = signatures[kernel]
+        assert len(args) == len(expected), name
+        for i, (arg, (kind, c)) in enumerate(zip(args, expected)):
+            if kind == "scalar":
+                assert type(arg) is SCALARS[c], (name, i, type(arg), c)
+                continue
+            assert arg is None or isinstance(arg, DevArray), (name, i, type(arg))
+            if arg is not None:
+                assert arg.flags.c_contiguous, (name, i)
+                assert arg.dtype == (CTYPE_TO_DTYPE[ctype] if c == "T" else POINTEES[c]), (name, i, arg.dtype, c)
+        threads = int(np.prod(block))
+        assert 32 <= threads <= 1024 and block[0] % 32 == 0, (name, block)  # block_sum needs whole warps
+        assert all(1 <= g < 2 ** 31 for g in grid), (name, grid)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16])
+def test_launcher_arguments_match_every_kernel_signature(fake, dtype):
+    launch, cupy = fake
+    rng = np.random.default_rng(0)
+    x = dev(rng.standard_normal((6, 40)).astype(dtype))
+    target, w = dev(np.array([0, 3, -100, 39, 1, 2], np.int32)), dev(np.ones(40, np.float32))
+    loss, lse = launch.softmax_xent_forward(x, target, w, -100, 0.1)
+    launch.softmax_xent_backward(x, target, None, lse, dev(np.float32(0.5)), -100, 0.0)
+    y, mean, rstd = launch.layer_norm_forward(x, w, None, 1e-5)
+    launch.layer_norm_backward(x, x, mean, rstd, None)
+    launch.bias_gelu_forward(x, w, "tanh")
+    launch.bias_gelu_backward(x, x, w, "none")
+    launch.bias_relu_backward(x, launch.bias_relu_forward(x, w))
+    geoms = (Geometry(3, 1, 1, 1, 5, 5), Geometry(3, 2, 1, 1, 6, 3))
+    launch.im2col_2d(dev(np.ones((2, 4, 5, 6), dtype)), geoms, 2)
+    launch.col2im_2d(dev(np.ones((2, 4, 5, 3, 3, 3), dtype)), geoms)
+    check_launches(cupy.launches)
+    names = [n.split("<")[0] for n, *_ in cupy.launches]
+    assert set(names) == set(re.findall(r"\w+_kernel", " ".join(e for v in NAME_EXPRESSIONS.values() for e in v)))
+    backward = next(args for n, _, _, args in cupy.launches if n.startswith("softmax_xent_backward"))
+    assert backward[5] == np.int32(0)  # a 0-d grad_rows is broadcast with stride 0
+    im2col = next((grid, args) for n, grid, _, args in cupy.launches if n.startswith("im2col"))
+    assert im2col[1][-1].shape == (2, 2 * 5 * 3, 2 * 9)
+
+
+def test_launchers_skip_empty_work(fake):
+    launch, cupy = fake
+    empty = dev(np.ones((0, 8), np.float32))
+    loss, lse = launch.softmax_xent_forward(empty, dev(np.ones(0, np.int64)), None, -100, 0.0)
+    y, _, _ = launch.layer_norm_forward(empty, None, None, 1e-5)
+    assert loss.shape == lse.shape == (0,) and y.shape == (0, 8) and cupy.launches == []
+
+
+# ----------------------------------------------------------------------------- cuBLAS call, emulated on host memory
+
+def _read(ptr, dtype, count):
+    buffer = (ctypes.c_char * (count * dtype.itemsize)).from_address(ptr)
+    return np.frombuffer(buffer, dtype=dtype, count=count)
+
+
+def fake_gemm_strided_batched_ex(handle, transa, transb, m, n, k, alpha, a_ptr, a_type, lda, stride_a, b_ptr, b_type,
+                                 ldb, stride_b, beta, c_ptr, c_type, ldc, stride_c, batch, compute, algo):
+    """cuBLAS semantics: C_i = op(A_i) op(B_i), column-major with leading dims, i-th matrix at ptr + i * stride."""
+    dtype = {2: np.dtype(np.float16), 14: BF16}[a_type]
+    assert a_type == b_type == c_type and compute == 68 and algo == 99
+    assert _read(alpha, np.dtype(np.float32), 1)[0] == 1.0 and _read(beta, np.dtype(np.float32), 1)[0] == 0.0
+
+    def matrix(ptr, ld, rows, cols, op, i, stride):
+        r, c = (rows, cols) if op == 0 else (cols, rows)  # stored shape before op
+        flat = _read(ptr + i * stride * dtype.itemsize, dtype, ld * (c - 1) + r).astype(np.float32)
+        stored = np.lib.stride_tricks.as_strided(flat, (r, c), (4, 4 * ld))
+        return stored if op == 0 else stored.T
+
+    out_type = dtype
+    for i in range(batch):
+        product = matrix(a_ptr, lda, m, k, transa, i, stride_a) @ matrix(b_ptr, ldb, k, n, transb, i, stride_b)
+        target = (ctypes.c_char * (ldc * n * out_type.itemsize)).from_address(c_ptr + i * stride_c * out_type.itemsize)
+        view = np.frombuffer(target, dtype=out_type).reshape(n, ldc).T  # column-major (ldc, n)
+        view[:m, :n] = product.astype(out_type)
+
+
+@pytest.fixture
+def fake_cublas(fake, monkeypatch):
+    cublas = types.SimpleNamespace(CUBLAS_OP_N=0, CUBLAS_OP_T=1, CUBLAS_COMPUTE_32F=68,
+                                   CUBLAS_GEMM_DEFAULT_TENSOR_OP=99, setStream=lambda handle, stream: None,
+                                   gemmStridedBatchedEx=fake_gemm_strided_batched_ex)
+    package = types.SimpleNamespace(cuda=types.SimpleNamespace(libs=types.SimpleNamespace(cublas=cublas)))
+    monkeypatch.setitem(sys.modules, "cupy_backends", package)
+    monkeypatch.setitem(sys.modules, "cupy_backends.cuda", package.cuda)
+    monkeypatch.setitem(sys.modules, "cupy_backends.cuda.libs", package.cuda.libs)
+    monkeypatch.setitem(sys.modules, "cupy_backends.cuda.libs.cublas", cublas)
+    return fake[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16])
+@pytest.mark.parametrize("a_shape, b_shape, t_a, t_b", [
+    ((3, 4, 5), (3, 5, 6), False, False), ((3, 4, 5), (3, 6, 5), False, True), ((3, 5, 4), (3, 5, 6), True, False),
+    ((2, 3, 4, 5), (5, 7), False, False), ((4, 5), (3, 5, 2), False, False), ((4, 5), (3, 2, 5), False, True)])
+def test_batched_matmul_half_drives_cublas_correctly(fake_cublas, dtype, a_shape, b_shape, t_a, t_b):
+    rng = np.random.default_rng(1)
+    a, b = dev(rng.standard_normal(a_shape).astype(dtype)), dev(rng.standard_normal(b_shape).astype(dtype))
+    a, b = (a.swapaxes(-1, -2) if t_a else a), (b.swapaxes(-1, -2) if t_b else b)
+    out = fake_cublas.batched_matmul_half(a, b)
+    expected = np.matmul(np.asarray(a, np.float32), np.asarray(b, np.float32)).astype(dtype)
+    np.testing.assert_array_equal(np.asarray(out, np.float32), expected.astype(np.float32))
