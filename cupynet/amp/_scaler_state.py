@@ -1,0 +1,187 @@
+"""Argument and state-dict validation for ``GradScaler``: everything is checked before anything changes.
+
+PyTorch's state dict has exactly five keys (``TORCH_KEYS``). cupynet adds the
+``EXTRA_KEYS`` only when one of the options beyond PyTorch is set (hysteresis,
+min/max scale, on_min_scale, history), so a default scaler's state loads into
+``torch.amp.GradScaler`` and back.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy
+
+__all__ = [
+    "TORCH_KEYS", "EXTRA_SETTINGS", "EXTRA_COUNTERS", "EXTRA_KEYS", "DEFAULT_SETTINGS", "ON_MIN_SCALE_CHOICES",
+    "check_growth_factor", "check_backoff_factor", "check_growth_interval", "check_init_scale", "check_settings",
+    "parse_state_dict",
+]
+
+TORCH_KEYS = ("scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker")
+EXTRA_SETTINGS = ("hysteresis", "min_scale", "max_scale", "on_min_scale", "history_size")
+EXTRA_COUNTERS = ("_hysteresis_tracker", "_min_hit", "_skipped_steps", "_step", "_history")
+EXTRA_KEYS = EXTRA_SETTINGS + EXTRA_COUNTERS
+DEFAULT_SETTINGS = {"hysteresis": 1, "min_scale": None, "max_scale": None, "on_min_scale": "ignore",
+                    "history_size": 0}
+ON_MIN_SCALE_CHOICES = ("ignore", "warn", "raise")
+_F32_MAX = float(numpy.finfo(numpy.float32).max)
+_I32_MAX = 2**31 - 1
+
+
+def _real(where: str, name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{where}: {name} must be a real number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{where}: {name} must be finite, got {value!r}")
+    return value
+
+
+def _int(where: str, name: str, value, low: int, high: int = _I32_MAX) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{where}: {name} must be an int, got {type(value).__name__} {value!r}")
+    if not low <= int(value) <= high:
+        raise ValueError(f"{where}: {name} must be an integer in [{low}, {high}], got {value!r}")
+    return int(value)
+
+
+def check_growth_factor(where: str, value) -> float:
+    """Validate a growth factor (> 1, finite, as PyTorch's "The growth factor must be > 1.0.").
+
+    Args:
+        where: the caller, for the message.
+        value: the value given.
+    """
+    value_f = _real(where, "growth_factor", value)
+    if value_f <= 1.0:
+        raise ValueError(f"{where}: The growth factor must be > 1.0. Got growth_factor={value!r}.")
+    return value
+
+
+def check_backoff_factor(where: str, value) -> float:
+    """Validate a backoff factor (in (0, 1); PyTorch: "The backoff factor must be < 1.0.").
+
+    Args:
+        where: the caller, for the message.
+        value: the value given.
+    """
+    value_f = _real(where, "backoff_factor", value)
+    if value_f >= 1.0:
+        raise ValueError(f"{where}: The backoff factor must be < 1.0. Got backoff_factor={value!r}.")
+    if value_f <= 0.0:
+        raise ValueError(f"{where}: The backoff factor must be > 0 (a zero or negative scale cannot recover). "
+                         f"Got backoff_factor={value!r}.")
+    return value
+
+
+def check_growth_interval(where: str, value) -> int:
+    """Validate a growth interval (an int >= 1).
+
+    Args:
+        where: the caller, for the message.
+        value: the value given.
+    """
+    return _int(where, "growth_interval", value, 1)
+
+
+def check_init_scale(where: str, value, name: str = "init_scale"):
+    """Validate a scale value: a finite number in (0, float32 max].
+
+    Args:
+        where: the caller, for the message.
+        value: the value given.
+        name: the argument's name.
+    """
+    value_f = _real(where, name, value)
+    if not 0.0 < value_f <= _F32_MAX:
+        raise ValueError(f"{where}: {name} must be in (0, {_F32_MAX:.6g}] (a positive float32), got {value!r}")
+    return value
+
+
+def check_settings(where: str, hysteresis, min_scale, max_scale, on_min_scale, history_size) -> dict:
+    """Validate the options beyond PyTorch; returns them as a dict.
+
+    Args:
+        where: the caller, for the message.
+        hysteresis: consecutive overflows before a back-off (int >= 1).
+        min_scale: None or a positive number.
+        max_scale: None or a positive number >= min_scale.
+        on_min_scale: "ignore", "warn" or "raise".
+        history_size: ring-buffer length of ``history()`` (int >= 0).
+    """
+    hysteresis = _int(where, "hysteresis", hysteresis, 1)
+    if min_scale is not None:
+        min_scale = check_init_scale(where, min_scale, "min_scale")
+    if max_scale is not None:
+        max_scale = check_init_scale(where, max_scale, "max_scale")
+    if min_scale is not None and max_scale is not None and min_scale > max_scale:
+        raise ValueError(f"{where}: min_scale={min_scale!r} is larger than max_scale={max_scale!r}; "
+                         "expected min_scale <= max_scale")
+    if on_min_scale not in ON_MIN_SCALE_CHOICES:
+        raise ValueError(f"{where}: on_min_scale must be one of {ON_MIN_SCALE_CHOICES}, got {on_min_scale!r}")
+    history_size = _int(where, "history_size", history_size, 0, 10**7)
+    return {"hysteresis": hysteresis, "min_scale": min_scale, "max_scale": max_scale, "on_min_scale": on_min_scale,
+            "history_size": history_size}
+
+
+def _history(where: str, value, history_size: int) -> list:
+    if not isinstance(value, (list, tuple)) or len(value) > history_size:
+        raise ValueError(f"{where}: _history must be a list of at most history_size={history_size} "
+                         f"[step, scale, skipped] entries, got {type(value).__name__}"
+                         + (f" of length {len(value)}" if isinstance(value, (list, tuple)) else ""))
+    rows = []
+    for i, row in enumerate(value):
+        if not isinstance(row, (list, tuple)) or len(row) != 3:
+            raise ValueError(f"{where}: _history[{i}] must be [step, scale, skipped], got {row!r}")
+        step = _int(where, f"_history[{i}] step", row[0], 1)
+        scale = _real(where, f"_history[{i}] scale", row[1])
+        if not isinstance(row[2], (bool, numpy.bool_)) and row[2] not in (0, 1):
+            raise ValueError(f"{where}: _history[{i}] skipped must be a bool, got {row[2]!r}")
+        rows.append((step, scale, bool(row[2])))
+    return rows
+
+
+def _parse_extras(where: str, state) -> dict:
+    settings = check_settings(where, *(state[k] for k in EXTRA_SETTINGS))
+    parsed = dict(settings)
+    parsed["_hysteresis_tracker"] = _int(where, "_hysteresis_tracker", state["_hysteresis_tracker"], 0)
+    parsed["_min_hit"] = _int(where, "_min_hit", state["_min_hit"], 0, 1)
+    parsed["_skipped_steps"] = _int(where, "_skipped_steps", state["_skipped_steps"], 0)
+    parsed["_step"] = _int(where, "_step", state["_step"], 0)
+    parsed["_history"] = _history(where, state["_history"], settings["history_size"])
+    return parsed
+
+
+def parse_state_dict(state) -> dict:
+    """Validate a GradScaler state dict completely; returns the values, or raises naming the problem.
+
+    Args:
+        state: the dict from ``state_dict()`` (cupynet's or ``torch.amp.GradScaler``'s).
+    """
+    where = "GradScaler.load_state_dict"
+    if not isinstance(state, dict):
+        raise TypeError(f"{where}: expected a dict from GradScaler.state_dict(), got {type(state).__name__}")
+    if len(state) == 0:
+        raise RuntimeError("The source state dict is empty, possibly because it was saved from a disabled "
+                           "instance of GradScaler.")
+    missing = [k for k in TORCH_KEYS if k not in state]
+    unknown = sorted(str(k) for k in state if k not in TORCH_KEYS + EXTRA_KEYS)
+    if missing or unknown:
+        raise KeyError(f"{where}: the state dict has missing keys {missing} and unexpected keys {unknown}; "
+                       f"expected {list(TORCH_KEYS)} (plus all of {list(EXTRA_KEYS)} or none of them)")
+    extras = [k for k in EXTRA_KEYS if k in state]
+    if extras and len(extras) != len(EXTRA_KEYS):
+        raise KeyError(f"{where}: the state dict has only some of cupynet's extra keys ({extras}); expected all of "
+                       f"{list(EXTRA_KEYS)} or none of them")
+    parsed = {
+        "scale": check_init_scale(where, state["scale"], "scale"),
+        "growth_factor": check_growth_factor(where, state["growth_factor"]),
+        "backoff_factor": check_backoff_factor(where, state["backoff_factor"]),
+        "growth_interval": check_growth_interval(where, state["growth_interval"]),
+        "_growth_tracker": _int(where, "_growth_tracker", state["_growth_tracker"], 0),
+    }
+    if extras:
+        parsed.update(_parse_extras(where, state))
+    return parsed

@@ -1,0 +1,393 @@
+"""The functional core of loss scaling: stateless, the scale passed explicitly, no host sync.
+
+``GradScaler`` is a thin stateful class on top of these functions; they are
+also usable on their own (easy to checkpoint, easy to teach)::
+
+    scaled = scale_outputs(loss, scale)           # loss * scale, differentiable
+    scaled.backward()
+    found_inf = unscale(model.parameters(), scale)   # grads *= 1/scale, found_inf = any inf/NaN
+    step_after_unscale(optimizer, found_inf)      # skipped on the device when found_inf != 0
+    update_scale(scale, growth_tracker, found_inf, 2.0, 0.5, 2000)
+
+Every value that lives on the device (scale, growth tracker, found_inf) stays
+there: the functions return device scalars (cupynet Tensors of shape ``()``)
+and never read them on the host. The one exception is documented on
+:func:`step_after_unscale`: for an optimizer that cannot skip on the device,
+deciding whether to call ``optimizer.step()`` needs one host read of found_inf.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections import abc
+
+from cupynet import backend, creation, dtypes
+from cupynet.amp import kernels
+from cupynet.autograd import no_grad
+from cupynet.tensor import Tensor
+
+__all__ = [
+    "scale_outputs", "check_inf", "unscale", "update_scale", "step_after_unscale", "unscale_and_step",
+    "collect_grads", "check_grad_arrays", "unscale_arrays", "inv_scale_of", "device_array", "to_device",
+    "apply_scale", "scale_tensor_for",
+]
+
+_F32, _I32 = dtypes.float32, dtypes.int32
+
+
+# ---- small array helpers ------------------------------------------------------------------------
+def device_array(value, dtype, device):
+    """A new 0-d array holding ``value`` on ``device`` (a host-to-device write, never a sync).
+
+    Args:
+        value: a Python number.
+        dtype: the NumPy dtype.
+        device: a Device or device name.
+    """
+    return creation.full((), value, dtype=dtype, device=device).data.reshape(())
+
+
+def to_device(array, device):
+    """``array`` itself when it is on ``device``, else a copy there (device to device, no sync on GPUs).
+
+    Args:
+        array: a NumPy or CuPy array.
+        device: the target Device.
+    """
+    if backend.device_of_array(array) == device:
+        return array
+    if device.type == "cpu":
+        return backend.to_numpy(array)  # NOTE: a sync, only when the user mixes devices
+    cupy = device.xp
+    with cupy.cuda.Device(device.index):
+        return cupy.asarray(array)
+
+
+def inv_scale_of(scale):
+    """``1 / scale`` computed in float64 and stored as float32, on the scale's device (shape ``(1,)``).
+
+    NOTE: a float32 division can be inexact under some compile options (and
+    CuPy compiles with fast math flags), so like PyTorch the reciprocal is taken
+    in float64 and rounded once to float32. For a power-of-two scale it is exact.
+
+    Args:
+        scale: a one-element float32 array.
+    """
+    return (1.0 / scale.reshape(1).astype(dtypes.float64)).astype(_F32)
+
+
+def _data(fn: str, name: str, value, dtype=None):
+    """The xp array of a Tensor or array argument, checked to hold one element of ``dtype``."""
+    array = value.data if isinstance(value, Tensor) else value
+    if not hasattr(array, "dtype") or not hasattr(array, "reshape") or isinstance(array, numbers.Number):
+        raise TypeError(f"{fn}: {name} must be a cupynet Tensor or an array with one element, "
+                        f"got {type(value).__name__}")
+    if array.size != 1 or array.ndim > 1 or (dtype is not None and array.dtype != dtype):
+        want = f"{dtype} " if dtype is not None else ""
+        raise ValueError(f"{fn}: {name} must hold one {want}value (shape () or (1,)), got {array.dtype} of shape "
+                         f"{tuple(array.shape)}")
+    return array
+
+
+def _scale_array(fn: str, scale, device=None):
+    """The scale as a float32 one-element array; a Python number becomes one on ``device``."""
+    if isinstance(scale, numbers.Real) and not isinstance(scale, bool):
+        return device_array(float(scale), _F32, device or backend.default_device())
+    return _data(fn, "scale", scale, _F32)
+
+
+# ---- outputs -------------------------------------------------------------------------------------
+def scale_outputs(outputs, scale, scaling_enabled: bool = True):
+    """Multiply a Tensor, or every Tensor of a (nested) iterable, by the loss scale (differentiable).
+
+    Lists and tuples keep their type, other iterables come back as lazy ``map`` objects,
+    as in ``torch.amp.GradScaler.scale``.
+
+    Args:
+        outputs: a Tensor or an iterable of Tensors (usually the loss).
+        scale: the scale: a float32 device scalar (Tensor/array of one element) or a Python number.
+        scaling_enabled: when False, ``outputs`` is returned unchanged.
+    """
+    if not scaling_enabled:
+        return outputs
+    return apply_scale(outputs, lambda output: scale_tensor_for(scale, output))
+
+
+def scale_tensor_for(scale, output: Tensor) -> Tensor:
+    """The scale as a 0-d float32 Tensor on ``output``'s device (a view when it is already there).
+
+    NOTE: a 0-d view, so a 0-d loss stays 0-d (a (1,) scale would broadcast it to shape (1,)).
+
+    Args:
+        scale: a float32 one-element Tensor/array, or a Python number.
+        output: the Tensor about to be scaled.
+    """
+    array = _scale_array("scale_outputs", scale, output.device)
+    return Tensor(to_device(array, output.device).reshape(()))
+
+
+def apply_scale(outputs, scale_for):
+    """``outputs * scale`` for a Tensor or a (nested) iterable of Tensors; one scale copy per device.
+
+    Args:
+        outputs: a Tensor or an iterable of Tensors.
+        scale_for: ``scale_for(output) -> 0-d scale Tensor on output's device`` (called once per device,
+            when the first Tensor on that device is met: lazily, for lazy iterables).
+    """
+    per_device: dict = {}
+
+    def scaled(value):
+        if isinstance(value, Tensor):
+            if value.device not in per_device:
+                per_device[value.device] = scale_for(value)
+            return value * per_device[value.device]
+        if isinstance(value, abc.Iterable) and not isinstance(value, (str, bytes)):
+            mapped = map(scaled, value)
+            return type(value)(mapped) if isinstance(value, (list, tuple)) else mapped
+        raise ValueError("outputs must be a Tensor or an iterable of Tensors")
+
+    return scaled(outputs)
+
+
+# ---- gradients -------------------------------------------------------------------------------------
+def collect_grads(fn: str, params_or_grads) -> list:
+    """The gradient arrays named by ``params_or_grads``, in order.
+
+    A Tensor with ``requires_grad=True`` is a parameter: its ``.grad`` is used (and it is
+    skipped when that is None). Any other Tensor, or a NumPy/CuPy array, is a gradient itself.
+
+    Args:
+        fn: the public function's name, for error messages.
+        params_or_grads: a Tensor, an array, or an iterable of them.
+    """
+    if isinstance(params_or_grads, Tensor) or hasattr(params_or_grads, "__array_interface__") \
+            or hasattr(params_or_grads, "__cuda_array_interface__"):
+        params_or_grads = [params_or_grads]
+    if isinstance(params_or_grads, (str, bytes)) or not isinstance(params_or_grads, abc.Iterable):
+        raise TypeError(f"{fn}: expected a Tensor or an iterable of parameters/gradients, "
+                        f"got {type(params_or_grads).__name__}")
+    grads = []
+    for i, item in enumerate(params_or_grads):
+        if isinstance(item, Tensor):
+            if item.requires_grad:
+                if item.grad is not None:
+                    grads.append(item.grad.data)
+                continue
+            grads.append(item.data)
+        elif hasattr(item, "dtype") and hasattr(item, "flags"):
+            grads.append(item)
+        else:
+            raise TypeError(f"{fn}: element {i} must be a Tensor (parameter or gradient) or an array, "
+                            f"got {type(item).__name__}")
+    return grads
+
+
+def check_grad_arrays(fn: str, arrays, device, allow_fp16: bool) -> None:
+    """Metadata checks of every gradient before anything is written (state untouched on error).
+
+    Args:
+        fn: the public function's name, for error messages.
+        arrays: the gradient arrays.
+        device: the device they must be on.
+        allow_fp16: whether float16 gradients are accepted (PyTorch's GradScaler refuses them).
+    """
+    for i, g in enumerate(arrays):
+        if not dtypes.is_floating(g.dtype):
+            raise TypeError(f"{fn}: gradient {i} has dtype {g.dtype}; expected a floating dtype")
+        if not allow_fp16 and g.dtype == dtypes.float16:
+            raise ValueError("Attempting to unscale FP16 gradients.")
+        if backend.device_of_array(g) != device:
+            raise ValueError(f"{fn}: gradient {i} is on {backend.device_of_array(g)} but the scale is on {device}; "
+                             "expected every gradient on the scale's device")
+
+
+def unscale_arrays(arrays, found_inf, inv_scale, tensor_stats=None) -> None:
+    """Fused check + unscale of gradient arrays in place, any layout, any floating dtype; no host sync.
+
+    Contiguous float32/float16/bfloat16 arrays go to the fused kernel as they are. A
+    non-contiguous array (a transposed or sliced gradient) is unscaled in a contiguous
+    copy that is written back. float64 arrays take a plain xp path with the same rule.
+
+    Args:
+        arrays: gradient arrays, all on one device.
+        found_inf: float32 one-element array, set to 1 when any value is inf/NaN (never cleared).
+        inv_scale: float32 one-element array.
+        tensor_stats: optional int32 ``(len(arrays), 2)`` array; ``[inf_count, nan_count]`` added per array.
+    """
+    fused = [i for i, a in enumerate(arrays) if a.dtype in kernels.SUPPORTED_DTYPES]
+    work = [arrays[i] if arrays[i].flags.c_contiguous else arrays[i].copy(order="C") for i in fused]
+    stats = tensor_stats
+    if tensor_stats is not None and len(fused) != len(arrays):
+        xp = backend.get_array_module(tensor_stats)
+        stats = xp.zeros((len(fused), 2), dtype=_I32)
+    kernels.non_finite_check_and_unscale_(work, found_inf, inv_scale, stats)
+    for i, copy in zip(fused, work):
+        if copy is not arrays[i]:
+            arrays[i][...] = copy
+    if stats is not tensor_stats:
+        tensor_stats[fused] += stats
+    for i, a in enumerate(arrays):
+        if a.dtype not in kernels.SUPPORTED_DTYPES:
+            _unscale_wide(a, found_inf, inv_scale, None if tensor_stats is None else tensor_stats[i])
+
+
+def _unscale_wide(a, found_inf, inv_scale, stats_row) -> None:
+    """The kernel's rule for a float64 array, with xp operations (still no host sync)."""
+    xp = backend.get_array_module(a)
+    n_inf = xp.isinf(a).sum(dtype=_I32)
+    n_nan = xp.isnan(a).sum(dtype=_I32)
+    flag = found_inf.reshape(1)
+    flag[...] = xp.where((n_inf + n_nan) > 0, xp.ones(1, _F32), flag)
+    if stats_row is not None:
+        stats_row[0] += n_inf
+        stats_row[1] += n_nan
+    a *= inv_scale.reshape(1).astype(a.dtype)[0]
+
+
+def _unscale_found(fn: str, params_or_grads, scale, found_inf, tensor_stats, rescale: bool, allow_fp16: bool):
+    scale_arr = _scale_array(fn, scale)
+    device = backend.device_of_array(scale_arr)
+    grads = collect_grads(fn, params_or_grads)
+    check_grad_arrays(fn, grads, device, allow_fp16)
+    found = device_array(0.0, _F32, device) if found_inf is None else _data(fn, "found_inf", found_inf, _F32)
+    stats = None if tensor_stats is None else (tensor_stats.data if isinstance(tensor_stats, Tensor)
+                                                else tensor_stats)
+    inv = inv_scale_of(scale_arr) if rescale else device_array(1.0, _F32, device).reshape(1)
+    with no_grad():
+        unscale_arrays(grads, found, inv, stats)
+    return found if isinstance(found_inf, Tensor) else Tensor(found.reshape(()))
+
+
+def check_inf(params_or_grads, *, device=None, found_inf=None, tensor_stats=None) -> Tensor:
+    """Check gradients for inf/NaN without changing them; returns found_inf (1.0 if any), on the device.
+
+    Args:
+        params_or_grads: parameters (their ``.grad``) and/or gradient Tensors/arrays.
+        device: the device of the result (default: the default device); the gradients must be there.
+        found_inf: an existing float32 flag to set instead of a new one (it is only ever set).
+        tensor_stats: optional int32 ``(n, 2)`` array that gets ``[inf_count, nan_count]`` per gradient added.
+    """
+    dev = backend.device(device) if device is not None else backend.default_device()
+    return _unscale_found("check_inf", params_or_grads, device_array(1.0, _F32, dev), found_inf, tensor_stats,
+                          rescale=False, allow_fp16=True)
+
+
+def unscale(params_or_grads, scale, *, found_inf=None, tensor_stats=None, allow_fp16: bool = True) -> Tensor:
+    """Divide gradients by ``scale`` in place (fused) and return found_inf; no host sync.
+
+    Each element ``g`` becomes ``fp32(g) * fp32(1/scale)`` rounded back to its dtype, and
+    found_inf is set to 1.0 if any element was inf or NaN (before unscaling).
+
+    Args:
+        params_or_grads: parameters (their ``.grad``) and/or gradient Tensors/arrays, on the scale's device.
+        scale: the loss scale: a float32 device scalar, or a Python number.
+        found_inf: an existing float32 flag to set instead of a new one.
+        tensor_stats: optional int32 ``(n, 2)`` array that gets ``[inf_count, nan_count]`` per gradient added.
+        allow_fp16: accept float16 gradients (``GradScaler`` passes False, as PyTorch).
+    """
+    return _unscale_found("unscale", params_or_grads, scale, found_inf, tensor_stats, rescale=True,
+                          allow_fp16=allow_fp16)
+
+
+# ---- the scale update -------------------------------------------------------------------------------
+def update_scale(scale, growth_tracker, found_inf, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000, *,
+                 hysteresis=1, hysteresis_tracker=None, min_scale=None, max_scale=None, min_hit=None) -> Tensor:
+    """Update the scale (and trackers) in place on the device after a step; returns the scale.
+
+    The rule is ``cupynet.amp.kernels.update_scale_``: back off by ``backoff_factor`` after
+    ``hysteresis`` consecutive overflowing steps (never below ``min_scale``), grow by
+    ``growth_factor`` after ``growth_interval`` clean steps (never to inf, never above
+    ``max_scale``). With the defaults it is PyTorch's ``_amp_update_scale_`` bit for bit.
+
+    Args:
+        scale: float32 device scalar (Tensor or array), updated in place.
+        growth_tracker: int32 device scalar, updated in place.
+        found_inf: float32 device scalar; non-zero means the step overflowed.
+        growth_factor: factor > 1.
+        backoff_factor: factor in (0, 1).
+        growth_interval: clean steps between growths (int >= 1).
+        hysteresis: consecutive overflows needed to back off (int >= 1).
+        hysteresis_tracker: int32 device scalar (needed when hysteresis > 1), updated in place.
+        min_scale: lower bound after a back-off, or None.
+        max_scale: upper bound after a growth, or None.
+        min_hit: optional int32 device scalar, set to 1 when min_scale clamped a back-off.
+    """
+    fn = "update_scale"
+    arrays = [_data(fn, "scale", scale, _F32), _data(fn, "growth_tracker", growth_tracker, _I32),
+              _data(fn, "found_inf", found_inf, _F32)]
+    hyst = None if hysteresis_tracker is None else _data(fn, "hysteresis_tracker", hysteresis_tracker, _I32)
+    hit = None if min_hit is None else _data(fn, "min_hit", min_hit, _I32)
+    kernels.update_scale_(*arrays, growth_factor, backoff_factor, growth_interval, hysteresis, hyst, min_scale,
+                          max_scale, hit)
+    return scale if isinstance(scale, Tensor) else Tensor(arrays[0].reshape(()))
+
+
+# ---- stepping ---------------------------------------------------------------------------------------
+def _flag_is_set_on_host(found_inf) -> bool:
+    """Read found_inf on the host: THE one documented host sync of a PyTorch-style skipped step."""
+    return bool(backend.to_numpy(found_inf.reshape(1))[0] != 0)
+
+
+def step_after_unscale(optimizer, found_inf, skip_if_inf: bool = True, *args, on_device=None, **kwargs):
+    """Run ``optimizer.step(*args, **kwargs)`` unless found_inf is set.
+
+    Two ways to skip:
+
+    * on the device (default for optimizers with ``_step_supports_amp_scaling = True``, i.e.
+      every built-in cupynet optimizer): ``optimizer.step(found_inf=found_inf)`` is always
+      called and leaves parameters and state bit-identical when found_inf != 0. No host sync;
+      the optimizer's return value is returned.
+    * on the host (any other optimizer, or ``on_device=False``): found_inf is read (one sync);
+      when set, ``optimizer.step`` is not called and None is returned (PyTorch's behaviour).
+
+    Args:
+        optimizer: the optimizer.
+        found_inf: the float32 device scalar from :func:`unscale`.
+        skip_if_inf: when False, always step normally (nothing is read).
+        *args: forwarded to ``optimizer.step``.
+        on_device: force the device path (True) or the host path (False); None decides by the optimizer.
+        **kwargs: forwarded to ``optimizer.step``.
+    """
+    if not skip_if_inf:
+        return optimizer.step(*args, **kwargs)
+    flag = _data("step_after_unscale", "found_inf", found_inf, _F32)
+    supports = bool(getattr(optimizer, "_step_supports_amp_scaling", False))
+    if on_device is None:
+        on_device = supports
+    if on_device and not supports:
+        raise ValueError(f"step_after_unscale: {type(optimizer).__name__} cannot skip a step on the device "
+                         "(it has no _step_supports_amp_scaling = True / step(found_inf=...)); use on_device=False")
+    if on_device:
+        return optimizer.step(*args, found_inf=flag, **kwargs)
+    if _flag_is_set_on_host(flag):
+        return None
+    return optimizer.step(*args, **kwargs)
+
+
+def _optimizer_params(optimizer) -> list:
+    return [p for group in optimizer.param_groups for p in group["params"]]
+
+
+def unscale_and_step(optimizer, scale, growth_tracker, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
+                     *, on_device=None, **update_kwargs):
+    """Unscale the optimizer's gradients, step unless they overflowed, update the scale: one AMP iteration.
+
+    Args:
+        optimizer: the optimizer whose parameters' ``.grad`` were produced from ``scale_outputs(loss, scale)``.
+        scale: float32 device scalar, updated in place by the update rule.
+        growth_tracker: int32 device scalar, updated in place.
+        growth_factor: factor > 1.
+        backoff_factor: factor in (0, 1).
+        growth_interval: clean steps between growths.
+        on_device: see :func:`step_after_unscale`.
+        **update_kwargs: hysteresis, hysteresis_tracker, min_scale, max_scale, min_hit (see :func:`update_scale`).
+
+    Returns:
+        ``(step_result, found_inf, new_scale)``: the optimizer's return value (None when skipped on the
+        host), the found_inf device scalar and the (updated in place) scale Tensor.
+    """
+    found = unscale(_optimizer_params(optimizer), scale, allow_fp16=False)
+    result = step_after_unscale(optimizer, found, True, on_device=on_device)
+    new_scale = update_scale(scale, growth_tracker, found, growth_factor, backoff_factor, growth_interval,
+                             **update_kwargs)
+    return result, found, new_scale

@@ -1,0 +1,162 @@
+"""cupynet.amp.functional: the stateless loss-scaling core."""
+
+import numpy as np
+import pytest
+
+import cupynet as cn
+from cupynet import backend, dtypes, optim
+from cupynet.amp import functional as F
+from cupynet.tensor import Tensor
+
+
+def _grad_param(values, dtype=np.float32):
+    p = cn.tensor(np.zeros_like(np.asarray(values, dtype=np.float32)), requires_grad=True)
+    p.grad = Tensor(np.asarray(values, dtype=dtype))
+    return p
+
+
+def test_scale_outputs():
+    scale = Tensor(np.array(4.0, np.float32))
+    assert F.scale_outputs(cn.tensor(2.0), scale).item() == 8.0
+    out = F.scale_outputs((cn.tensor(1.0), [cn.tensor(2.0)]), 2.0)
+    assert isinstance(out, tuple) and out[1][0].item() == 4.0
+    loss = cn.tensor(1.0)
+    assert F.scale_outputs(loss, scale, scaling_enabled=False) is loss
+    with pytest.raises(ValueError, match="outputs must be a Tensor or an iterable of Tensors"):
+        F.scale_outputs(3, scale)
+    with pytest.raises(ValueError, match="scale must hold one float32 value"):
+        F.scale_outputs(loss, Tensor(np.ones(2, np.float32)))
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced"])
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan, None])
+def test_unscale_contiguous_transposed_sliced(layout, bad):
+    base = np.arange(1, 49, dtype=np.float32).reshape(6, 8) * 4.0
+    grad = {"contiguous": base.copy(), "transposed": base.copy().T, "sliced": base.copy()[::2, 1:5]}[layout]
+    expected = grad / 4.0
+    if bad is not None:
+        grad[1, 2] = bad
+        expected[1, 2] = bad
+    found = F.unscale([grad], 4.0)
+    assert found.shape == () and found.dtype == np.float32
+    assert found.item() == (0.0 if bad is None else 1.0)
+    np.testing.assert_array_equal(grad, expected)
+
+
+def test_unscale_params_use_their_grads_and_mixed_dtypes():
+    p32 = _grad_param([2.0, 4.0])
+    pbf = _grad_param([8.0, 16.0], dtypes.bfloat16)
+    p64 = _grad_param([2.0, np.nan], np.float64)
+    no_grad = cn.tensor([1.0], requires_grad=True)
+    plain = Tensor(np.array([6.0], np.float32))  # not requiring grad: a gradient itself
+    stats = np.zeros((4, 2), np.int32)
+    found = F.unscale([p32, no_grad, pbf, p64, plain], 2.0, tensor_stats=stats)
+    assert found.item() == 1.0
+    np.testing.assert_array_equal(p32.grad.numpy(), [1.0, 2.0])
+    np.testing.assert_array_equal(pbf.grad.numpy().astype(np.float32), [4.0, 8.0])
+    np.testing.assert_array_equal(p64.grad.numpy(), [1.0, np.nan])
+    np.testing.assert_array_equal(plain.numpy(), [3.0])
+    np.testing.assert_array_equal(stats, [[0, 0], [0, 0], [0, 1], [0, 0]])
+
+
+def test_inv_scale_is_float64_reciprocal_rounded_once():
+    scale = np.array([3.0], np.float32)
+    assert F.inv_scale_of(scale)[0] == np.float32(1.0 / 3.0)
+    assert F.inv_scale_of(scale).dtype == np.float32
+
+
+def test_check_inf_changes_nothing():
+    g = np.array([1.5, -np.inf], np.float32)
+    before = g.copy()
+    assert F.check_inf([g], device="cpu").item() == 1.0
+    np.testing.assert_array_equal(g, before)
+    assert F.check_inf([np.ones(3, np.float32)]).item() == 0.0
+
+
+def test_found_inf_is_only_ever_set():
+    found = Tensor(np.zeros((), np.float32))
+    F.unscale([np.array([np.inf], np.float32)], 1.0, found_inf=found)
+    F.unscale([np.array([1.0], np.float32)], 1.0, found_inf=found)
+    assert found.item() == 1.0
+
+
+def test_unscale_bad_inputs_leave_grads_untouched():
+    g = np.array([2.0], np.float32)
+    with pytest.raises(TypeError, match="gradient 1 has dtype int64"):
+        F.unscale([g, np.array([1])], 2.0)
+    with pytest.raises(ValueError, match="Attempting to unscale FP16 gradients."):
+        F.unscale([g, np.ones(1, np.float16)], 2.0, allow_fp16=False)
+    with pytest.raises(TypeError, match="element 0 must be a Tensor"):
+        F.unscale(["grad"], 2.0)
+    with pytest.raises(ValueError, match="scale must hold one float32 value"):
+        F.unscale([g], np.array([2.0]))
+    assert g[0] == 2.0
+
+
+def test_update_scale_pytorch_sequence():
+    scale, tracker = Tensor(np.array(4.0, np.float32)), Tensor(np.array(0, np.int32))
+    clean, inf = Tensor(np.array(0.0, np.float32)), Tensor(np.array(1.0, np.float32))
+    seq = []
+    for found in (clean, clean, inf):
+        F.update_scale(scale, tracker, found, 2.0, 0.25, 2)
+        seq.append((scale.item(), tracker.item()))
+    assert seq == [(4.0, 1), (8.0, 0), (2.0, 0)]
+
+
+def test_update_scale_matches_torch_kernel():
+    torch = pytest.importorskip("torch")
+    s, t = Tensor(np.array(1e38, np.float32)), Tensor(np.array(0, np.int32))
+    ts, tt = torch.full((), 1e38), torch.zeros((), dtype=torch.int32)
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        bad = float(rng.random() < 0.3)
+        F.update_scale(s, t, Tensor(np.array(bad, np.float32)), 16.0, 0.5, 2)
+        torch._amp_update_scale_(ts, tt, torch.full((), bad), 16.0, 0.5, 2)
+        assert (s.item(), t.item()) == (ts.item(), tt.item())
+
+
+def test_step_after_unscale_paths():
+    p = _grad_param([1.0])
+    opt = optim.SGD([p], lr=1.0)
+    inf = Tensor(np.array(1.0, np.float32))
+    assert F.step_after_unscale(opt, inf) is None and p.detach().numpy()[0] == 0.0
+    assert F.step_after_unscale(opt, inf, on_device=False) is None and p.detach().numpy()[0] == 0.0
+    F.step_after_unscale(opt, Tensor(np.array(0.0, np.float32)))
+    assert p.detach().numpy()[0] == -1.0
+    F.step_after_unscale(opt, inf, skip_if_inf=False)
+    assert p.detach().numpy()[0] == -2.0
+
+    class Plain:
+        param_groups = [{"params": [p]}]
+
+        def step(self):
+            return "ran"
+
+    with pytest.raises(ValueError, match="cannot skip a step on the device"):
+        F.step_after_unscale(Plain(), inf, on_device=True)
+    assert F.step_after_unscale(Plain(), inf) is None
+    assert F.step_after_unscale(Plain(), Tensor(np.array(0.0, np.float32))) == "ran"
+
+
+def test_step_after_unscale_sync_counts(monkeypatch):
+    count = []
+    real = backend.to_numpy
+    monkeypatch.setattr(backend, "to_numpy", lambda a: count.append(1) or real(a))
+    p = _grad_param([1.0])
+    F.step_after_unscale(optim.SGD([p], lr=1.0), Tensor(np.array(1.0, np.float32)))
+    assert count == []
+    F.step_after_unscale(optim.SGD([p], lr=1.0), Tensor(np.array(1.0, np.float32)), on_device=False)
+    assert count == [1]
+
+
+def test_unscale_and_step():
+    p = _grad_param([8.0, 16.0])
+    opt = optim.SGD([p], lr=1.0)
+    scale, tracker = Tensor(np.array(8.0, np.float32)), Tensor(np.array(0, np.int32))
+    result, found, new_scale = F.unscale_and_step(opt, scale, tracker, growth_interval=1)
+    assert result is None and found.item() == 0.0 and new_scale.item() == 16.0
+    np.testing.assert_array_equal(p.detach().numpy(), [-1.0, -2.0])
+    p.grad = Tensor(np.array([np.nan, 1.0], np.float32))
+    _, found, new_scale = F.unscale_and_step(opt, scale, tracker, growth_interval=1)
+    assert found.item() == 1.0 and new_scale.item() == 8.0
+    np.testing.assert_array_equal(p.detach().numpy(), [-1.0, -2.0])
