@@ -472,3 +472,18 @@ def test_sync_counter_counts_host_reads_and_restores_the_methods():
         t.numpy()
     assert counter.count == 3
     assert "counted" not in cn.Tensor.item.__qualname__ and "counted" not in cn.backend.to_numpy.__qualname__
+
+
+def test_transformer_twin_computes_what_the_cupynet_model_computes():
+    torch = pytest.importorskip("torch")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _torch_twin_transformer import transformer_twin
+
+    import cupynet as cn
+    from cupynet.models import build_model
+
+    model = build_model("transformer", (32,), 10, d_model=16, nhead=2, num_layers=2, dim_feedforward=32, dropout=0.0,
+                        token_size=4)
+    x = np.random.default_rng(0).standard_normal((3, 32)).astype(np.float32)
+    ours = model(cn.tensor(x)).detach().numpy()
+    np.testing.assert_allclose(ours, transformer_twin(model, torch)(torch.tensor(x)).detach().numpy(), atol=1e-5)
