@@ -7,8 +7,13 @@ Targets (issue 2): per-op overhead within 2x of PyTorch; the MLP step no slower.
 
 from __future__ import annotations
 
-import argparse
 import os
+
+# NOTE: both frameworks get the same number of BLAS threads (default 1, override with
+# OPENBLAS_NUM_THREADS=N): must be set before NumPy is imported.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse
 
 os.environ.setdefault("CUPYNET_DEVICE", "cpu")
 
@@ -89,7 +94,7 @@ def main():
     args = parser.parse_args()
     try:
         import torch
-        torch.set_num_threads(os.cpu_count() or 1)
+        torch.set_num_threads(int(os.environ["OPENBLAS_NUM_THREADS"]))
     except ImportError:
         torch = None
     env = environment()

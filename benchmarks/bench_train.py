@@ -6,8 +6,13 @@ Target (issue 3): on the CPU, cupynet's digits-MLP step is no slower than PyTorc
 
 from __future__ import annotations
 
-import argparse
 import os
+
+# NOTE: both frameworks get the same number of BLAS threads (default 1, override with
+# OPENBLAS_NUM_THREADS=N): must be set before NumPy is imported.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse
 
 import numpy as np
 from _timing import environment, median_time, print_json
@@ -70,7 +75,7 @@ def main():
     device = cn.device(args.device) if args.device else cn.default_device()
     try:
         import torch
-        torch.set_num_threads(os.cpu_count() or 1)
+        torch.set_num_threads(int(os.environ["OPENBLAS_NUM_THREADS"]))
     except ImportError:
         torch = None
     print(f"device: {device}, env: {environment()}")

@@ -142,7 +142,11 @@ def _send(run, edge, g):
     if slots is None:
         slots = run.pending[target] = [None] * len(target._output_meta)
         heapq.heappush(run.heap, (-target.generation, next(run.counter), target))
-    slots[nr] = g if slots[nr] is None else slots[nr] + g
+    if slots[nr] is None:
+        slots[nr] = g
+    else:
+        # NOTE: without create_graph the sum needs no graph: add the arrays directly
+        slots[nr] = slots[nr] + g if run.create_graph else Tensor(slots[nr].data + g.data)
 
 
 def _run_node(run, node):

@@ -87,6 +87,7 @@ class Relu(_Elementwise, Function):
     op_name, save_outputs = "relu", True
     kernel = staticmethod(lambda xp, x: xp.maximum(x, 0))
     derivative = staticmethod(lambda x, y: _float(y > 0, y))
+    array_backward = staticmethod(lambda xp, g, x, y: g * (y > 0))
 
 
 class Hardtanh(_Elementwise, Function):

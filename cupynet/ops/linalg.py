@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from .. import dtypes
 from ..autograd.function import Function
+from ..autograd.state import STATE
+from ..tensor import Tensor
 from ._einsum_parse import einsum_equation_for_tensordot, parse_einsum
 from ._linalg_checks import (
     _batch_shapes,
@@ -107,6 +109,8 @@ class Linear(Function):
     @staticmethod
     def backward(ctx, grad):
         x, weight = ctx.saved_tensors
+        if not STATE.grad_enabled:
+            return _linear_backward_arrays(ctx, grad, x, weight)
         out_features, in_features = weight.shape
         gx = matmul(grad, weight) if ctx.needs_input_grad[0] else None
         gw = gb = None
@@ -115,6 +119,21 @@ class Linear(Function):
         if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2]:
             gb = sum_to(grad, (out_features,))
         return gx, gw, gb
+
+
+def _linear_backward_arrays(ctx, grad, x, weight):
+    # NOTE: no graph of the backward is being recorded (create_graph=False), so the
+    # same three formulas run on raw arrays: two GEMMs and a column sum, no op dispatch.
+    out_features, in_features = weight.shape
+    g2 = grad.data.reshape(-1, out_features)
+    need = ctx.needs_input_grad
+    gx = Tensor(matmul_arrays(g2, weight.data).reshape(x.shape)) if need[0] else None
+    gw = Tensor(matmul_arrays(g2.T, x.data.reshape(-1, in_features))) if need[1] else None
+    gb = None
+    if len(need) > 2 and need[2]:
+        acc = dtypes.float32 if g2.dtype in dtypes.LOW_PRECISION else None  # NOTE: fp32 accumulation for halves
+        gb = Tensor(g2.sum(axis=0, dtype=acc).astype(g2.dtype, copy=False))
+    return gx, gw, gb
 
 
 class _AddProduct(Function):

@@ -18,6 +18,7 @@ import numpy
 
 from .. import dtypes
 from ..autograd.function import Function
+from ..autograd.state import STATE
 from ..tensor import Tensor
 from ._special import erf_kernel, erfinv_kernel
 from ._util import data, fix_float_dtype, lift, require_floating, xp_of
@@ -42,6 +43,7 @@ class _Elementwise:
 
     kernel = None
     derivative = None
+    array_backward = None  # optional (xp, grad, x, y, **options) -> array, used when no graph is recorded
     uses_input = False
 
     @classmethod
@@ -61,6 +63,10 @@ class _Elementwise:
             return Tensor(xp_of(grad).zeros_like(grad.data))
         x = ctx.saved_tensors[0] if cls.uses_input else None
         y = ctx.output(0) if cls.save_outputs else None
+        if cls.array_backward is not None and not STATE.grad_enabled:
+            # NOTE: create_graph=False: the same derivative on raw arrays, no op dispatch
+            return Tensor(cls.array_backward(xp_of(grad), grad.data, x.data if x is not None else None,
+                                             y.data if y is not None else None, **ctx.options))
         return grad * cls.derivative(x, y, **ctx.options)
 
 
