@@ -13,16 +13,20 @@ import numbers
 
 import numpy
 
+from cupynet.amp.diagnostics import OverflowLog, read_host
+
 __all__ = [
     "TORCH_KEYS", "EXTRA_SETTINGS", "EXTRA_COUNTERS", "EXTRA_KEYS", "DEFAULT_SETTINGS", "ON_MIN_SCALE_CHOICES",
     "check_growth_factor", "check_backoff_factor", "check_growth_interval", "check_init_scale", "check_settings",
-    "parse_state_dict",
+    "parse_state_dict", "COUNTERS", "ScalerStateMixin",
 ]
 
 TORCH_KEYS = ("scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker")
 EXTRA_SETTINGS = ("hysteresis", "min_scale", "max_scale", "on_min_scale", "history_size")
 EXTRA_COUNTERS = ("_hysteresis_tracker", "_min_hit", "_skipped_steps", "_step", "_history")
 EXTRA_KEYS = EXTRA_SETTINGS + EXTRA_COUNTERS
+COUNTERS = ("_hysteresis_tracker", "_min_hit", "_skipped_steps")
+"""The device counters beyond PyTorch's scale and growth tracker."""
 DEFAULT_SETTINGS = {"hysteresis": 1, "min_scale": None, "max_scale": None, "on_min_scale": "ignore",
                     "history_size": 0}
 ON_MIN_SCALE_CHOICES = ("ignore", "warn", "raise")
@@ -185,3 +189,91 @@ def parse_state_dict(state) -> dict:
     if extras:
         parsed.update(_parse_extras(where, state))
     return parsed
+
+
+class ScalerStateMixin:
+    """``state_dict`` / ``load_state_dict`` / pickling of ``GradScaler`` (needs its attributes)."""
+
+    def _has_extras(self) -> bool:
+        return self._settings != DEFAULT_SETTINGS
+
+    def _host_state(self) -> dict:
+        """Scale, tracker, counters and history on the host, read in one transfer when initialised."""
+        if self._scale is None:
+            return {"scale": self._init_scale, "_growth_tracker": self._init_growth_tracker,
+                    **self._init_counters, "_history": list(self._init_history)}
+        ring = self._hist if self._hist is not None else (None, None)
+        host = read_host(self._scale.data, self._growth_tracker.data, *(self._counters[k] for k in COUNTERS), *ring)
+        state = {"scale": float(host[0].reshape(())), "_growth_tracker": int(host[1].reshape(()))}
+        state.update({k: int(v.reshape(())) for k, v in zip(COUNTERS, host[2:5])})
+        size = self._settings["history_size"]
+        steps = range(max(1, self._step - size + 1), self._step + 1) if size else ()
+        state["_history"] = [(s, float(host[5][(s - 1) % size]), bool(host[6][(s - 1) % size])) for s in steps]
+        return state
+
+    def state_dict(self) -> dict:
+        """PyTorch's five keys (``{}`` when disabled), plus cupynet's extra keys when extra options are set.
+
+        Extra keys: hysteresis, min_scale, max_scale, on_min_scale, history_size, _hysteresis_tracker,
+        _min_hit, _skipped_steps, _step, _history. A host read when the scale is on the device.
+
+        Args:
+            None.
+        """
+        if not self._enabled:
+            return {}
+        host = self._host_state()
+        out = {"scale": host["scale"], "growth_factor": self._growth_factor, "backoff_factor": self._backoff_factor,
+               "growth_interval": self._growth_interval, "_growth_tracker": host["_growth_tracker"]}
+        if self._has_extras():
+            out.update(self._settings)
+            out.update({k: host[k] for k in COUNTERS})
+            out["_step"] = self._step
+            out["_history"] = [list(row) for row in host["_history"]]
+        return out
+
+    def load_state_dict(self, state_dict) -> None:
+        """Load a state from ``state_dict()`` (cupynet's or PyTorch's); validated fully before any change.
+
+        Without cupynet's extra keys (e.g. a PyTorch state), the extra options keep their current
+        values and their counters restart from 0.
+
+        Args:
+            state_dict: the dict.
+        """
+        if not self._enabled:
+            return
+        parsed = parse_state_dict(state_dict)
+        self._init_scale, self._init_growth_tracker = parsed["scale"], parsed["_growth_tracker"]
+        self._growth_factor, self._backoff_factor = parsed["growth_factor"], parsed["backoff_factor"]
+        self._growth_interval = parsed["growth_interval"]
+        if "hysteresis" in parsed:
+            self._settings = {k: parsed[k] for k in EXTRA_SETTINGS}
+        self._init_counters = {k: parsed.get(k, 0) for k in COUNTERS}
+        self._step = parsed.get("_step", 0)
+        self._init_history = parsed.get("_history", [])
+        if self._scale is not None:
+            self._scale.data[...] = numpy.float32(parsed["scale"])
+            self._growth_tracker.data[...] = parsed["_growth_tracker"]
+            for k in COUNTERS:
+                self._counters[k][...] = self._init_counters[k]
+            self._hist = self._make_ring(self._scale.device)
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        if self._enabled:
+            if len(self._per_optimizer_states) != 0:
+                raise AssertionError("A GradScaler instance may only be pickled at the beginning of an iteration, "
+                                     "or at the end after scaler.update().")
+            host = self._host_state()
+            state["_init_scale"], state["_init_growth_tracker"] = host["scale"], host["_growth_tracker"]
+            state["_init_counters"] = {k: host[k] for k in COUNTERS}
+            state["_init_history"] = host["_history"]
+            state.update(_scale=None, _growth_tracker=None, _counters=None, _hist=None)
+        state["_overflow"] = OverflowLog()  # NOTE: overflow records hold weak references; not pickled
+        state["_name_sources"] = []
+        state["_stats_buffers"] = {}
+        return state
+
+    def __setstate__(self, state) -> None:
+        self.__dict__.update(state)

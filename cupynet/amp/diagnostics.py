@@ -13,7 +13,7 @@ from collections import OrderedDict
 
 from cupynet import backend, dtypes
 
-__all__ = ["read_host", "OverflowLog", "OverflowReport", "format_overflow", "names_from"]
+__all__ = ["read_host", "OverflowLog", "OverflowReport", "format_overflow", "names_from", "ScalerDiagnosticsMixin"]
 
 _I32 = dtypes.int32
 
@@ -174,3 +174,56 @@ class OverflowLog:
         if param is not None and id(param) in extra_names:
             return extra_names[id(param)]
         return f"param[{rec.indices[j]}]"
+
+
+class ScalerDiagnosticsMixin:
+    """``history`` / ``register_model`` / ``last_overflow`` of ``GradScaler`` (needs its attributes)."""
+
+    def history(self) -> list:
+        """``[(step, scale, skipped), ...]`` for the last ``history_size`` steps, oldest first (one transfer).
+
+        ``scale`` is the scale the step used; ``step`` counts ``update()`` calls from 1.
+
+        Args:
+            None.
+        """
+        size = self._settings["history_size"]
+        if not size:
+            raise RuntimeError("GradScaler.history: the history is off; create the scaler with history_size=N to "
+                               "keep the last N steps")
+        if self._hist is None:
+            return list(self._init_history)
+        scales, skipped, hit = read_host(self._hist[0], self._hist[1], self._min_hit_array())
+        self._report_min_hit(hit)
+        steps = range(max(1, self._step - size + 1), self._step + 1)
+        return [(s, float(scales[(s - 1) % size]), bool(skipped[(s - 1) % size])) for s in steps]
+
+    def register_model(self, model) -> None:
+        """Name parameters in ``last_overflow()`` by a model's ``named_parameters()`` (or ``(name, param)`` pairs).
+
+        Args:
+            model: a Module, or an iterable of ``(name, parameter)`` pairs.
+        """
+        if not hasattr(model, "named_parameters"):
+            if isinstance(model, (str, bytes)) or not hasattr(model, "__iter__"):
+                raise TypeError("GradScaler.register_model: expected a model with named_parameters() or an iterable "
+                                f"of (name, parameter) pairs, got {type(model).__name__}")
+            model = list(model)
+        names_from(model)
+        source = model
+        self._name_sources.append(source)
+
+    def last_overflow(self, named_parameters=None) -> OverflowReport:
+        """The tensors that had inf/NaN at the last overflowing step: ``[(name, inf_count, nan_count)]``.
+
+        A host read (one transfer), made only when called. Names come from the optimizer's
+        ``param_names`` groups, else from ``named_parameters`` / ``register_model``, else ``param[i]``
+        (i: the index in the optimizer's parameter list). The report's ``.step`` is the step number.
+
+        Args:
+            named_parameters: optional ``model.named_parameters()`` (or a model) to name the parameters.
+        """
+        names = {}
+        for source in self._name_sources + ([] if named_parameters is None else [named_parameters]):
+            names.update(names_from(source))
+        return self._overflow.last(names)

@@ -22,14 +22,15 @@ import numpy
 from cupynet import backend, creation, dtypes
 from cupynet.amp import _scaler_state as st
 from cupynet.amp import functional as F
-from cupynet.amp.diagnostics import OverflowLog, OverflowReport, format_overflow, names_from, read_host
+from cupynet.amp._scaler_state import COUNTERS as _COUNTERS
+from cupynet.amp._scaler_state import ScalerStateMixin
+from cupynet.amp.diagnostics import OverflowLog, ScalerDiagnosticsMixin, format_overflow, read_host
 from cupynet.autograd import no_grad
 from cupynet.tensor import Tensor
 
 __all__ = ["GradScaler", "OptState", "format_overflow"]
 
 _F32, _I32 = dtypes.float32, dtypes.int32
-_COUNTERS = ("_hysteresis_tracker", "_min_hit", "_skipped_steps")
 _MIN_SCALE_ADVICE = (
     "Minimum loss scale reached (min_scale={min_scale}): the gradients still overflow at the smallest allowed "
     "scale, so the loss is probably diverging (inf/NaN in the forward pass or exploding gradients). Try a lower "
@@ -67,7 +68,7 @@ class _ParamSet:
         self.param_groups = [{"params": params}]
 
 
-class GradScaler:
+class GradScaler(ScalerStateMixin, ScalerDiagnosticsMixin):
     """Dynamic loss scaling for mixed-precision training (``torch.amp.GradScaler``, plus more).
 
     Args:
@@ -117,6 +118,7 @@ class GradScaler:
         self._per_optimizer_states = defaultdict(_refresh_per_optimizer_state)
         self._overflow = OverflowLog()
         self._name_sources: list = []
+        self._stats_buffers: dict = {}
 
     # ---- lazy device state ---------------------------------------------------------------------
     def _check_scale_growth_tracker(self, funcname: str):
@@ -184,7 +186,7 @@ class GradScaler:
         found_per_device = {}
         for dev, (params, grads, names, indices) in by_device.items():
             found = F.device_array(0.0, _F32, dev)
-            stats = creation.zeros(len(grads), 2, dtype=_I32, device=dev).data
+            stats = self._stats_buffer(key, dev, len(grads))
             with no_grad():
                 F.unscale_arrays(grads, found, F.to_device(inv_scale, dev), stats)
             for p in params:
@@ -192,6 +194,20 @@ class GradScaler:
             self._overflow.record((key, str(dev)), params, names, indices, stats, found, self._step + 1)
             found_per_device[dev] = found
         return found_per_device
+
+    def _stats_buffer(self, key, dev, n: int):
+        """A zeroed int32 (n, 2) per-tensor stats array, the same memory every step for the same key.
+
+        NOTE: reusing the buffer keeps its device address fixed, so the kernel launcher's cached
+        pointer table (keyed on addresses) is hit every step and no table is uploaded.
+        """
+        full_key = (key, str(dev), n)
+        buffer = self._stats_buffers.get(full_key)
+        if buffer is None:
+            buffer = self._stats_buffers[full_key] = creation.zeros(n, 2, dtype=_I32, device=dev).data
+        else:
+            buffer[...] = 0
+        return buffer
 
     def unscale_(self, optimizer) -> None:
         """Divide the optimizer's gradients by the scale in place and record found_inf; no host sync.
@@ -402,55 +418,6 @@ class GradScaler:
         self._report_min_hit(hit)
         return int(skipped.reshape(()))
 
-    def history(self) -> list:
-        """``[(step, scale, skipped), ...]`` for the last ``history_size`` steps, oldest first (one transfer).
-
-        ``scale`` is the scale the step used; ``step`` counts ``update()`` calls from 1.
-
-        Args:
-            None.
-        """
-        size = self._settings["history_size"]
-        if not size:
-            raise RuntimeError("GradScaler.history: the history is off; create the scaler with history_size=N to "
-                               "keep the last N steps")
-        if self._hist is None:
-            return list(self._init_history)
-        scales, skipped, hit = read_host(self._hist[0], self._hist[1], self._min_hit_array())
-        self._report_min_hit(hit)
-        steps = range(max(1, self._step - size + 1), self._step + 1)
-        return [(s, float(scales[(s - 1) % size]), bool(skipped[(s - 1) % size])) for s in steps]
-
-    def register_model(self, model) -> None:
-        """Name parameters in ``last_overflow()`` by a model's ``named_parameters()`` (or ``(name, param)`` pairs).
-
-        Args:
-            model: a Module, or an iterable of ``(name, parameter)`` pairs.
-        """
-        if not hasattr(model, "named_parameters"):
-            if isinstance(model, (str, bytes)) or not hasattr(model, "__iter__"):
-                raise TypeError("GradScaler.register_model: expected a model with named_parameters() or an iterable "
-                                f"of (name, parameter) pairs, got {type(model).__name__}")
-            model = list(model)
-        names_from(model)
-        source = model
-        self._name_sources.append(source)
-
-    def last_overflow(self, named_parameters=None) -> OverflowReport:
-        """The tensors that had inf/NaN at the last overflowing step: ``[(name, inf_count, nan_count)]``.
-
-        A host read (one transfer), made only when called. Names come from the optimizer's
-        ``param_names`` groups, else from ``named_parameters`` / ``register_model``, else ``param[i]``
-        (i: the index in the optimizer's parameter list). The report's ``.step`` is the step number.
-
-        Args:
-            named_parameters: optional ``model.named_parameters()`` (or a model) to name the parameters.
-        """
-        names = {}
-        for source in self._name_sources + ([] if named_parameters is None else [named_parameters]):
-            names.update(names_from(source))
-        return self._overflow.last(names)
-
     # ---- hyper-parameters ---------------------------------------------------------------------------------
     def get_growth_factor(self) -> float:
         """The growth factor. Args: None."""
@@ -491,87 +458,3 @@ class GradScaler:
     def is_enabled(self) -> bool:
         """Whether scaling is enabled. Args: None."""
         return self._enabled
-
-    # ---- state -------------------------------------------------------------------------------------------
-    def _has_extras(self) -> bool:
-        return self._settings != st.DEFAULT_SETTINGS
-
-    def _host_state(self) -> dict:
-        """Scale, tracker, counters and history on the host, read in one transfer when initialised."""
-        if self._scale is None:
-            return {"scale": self._init_scale, "_growth_tracker": self._init_growth_tracker,
-                    **self._init_counters, "_history": list(self._init_history)}
-        ring = self._hist if self._hist is not None else (None, None)
-        host = read_host(self._scale.data, self._growth_tracker.data, *(self._counters[k] for k in _COUNTERS), *ring)
-        state = {"scale": float(host[0].reshape(())), "_growth_tracker": int(host[1].reshape(()))}
-        state.update({k: int(v.reshape(())) for k, v in zip(_COUNTERS, host[2:5])})
-        size = self._settings["history_size"]
-        steps = range(max(1, self._step - size + 1), self._step + 1) if size else ()
-        state["_history"] = [(s, float(host[5][(s - 1) % size]), bool(host[6][(s - 1) % size])) for s in steps]
-        return state
-
-    def state_dict(self) -> dict:
-        """PyTorch's five keys (``{}`` when disabled), plus cupynet's extra keys when extra options are set.
-
-        Extra keys: hysteresis, min_scale, max_scale, on_min_scale, history_size, _hysteresis_tracker,
-        _min_hit, _skipped_steps, _step, _history. A host read when the scale is on the device.
-
-        Args:
-            None.
-        """
-        if not self._enabled:
-            return {}
-        host = self._host_state()
-        out = {"scale": host["scale"], "growth_factor": self._growth_factor, "backoff_factor": self._backoff_factor,
-               "growth_interval": self._growth_interval, "_growth_tracker": host["_growth_tracker"]}
-        if self._has_extras():
-            out.update(self._settings)
-            out.update({k: host[k] for k in _COUNTERS})
-            out["_step"] = self._step
-            out["_history"] = [list(row) for row in host["_history"]]
-        return out
-
-    def load_state_dict(self, state_dict) -> None:
-        """Load a state from ``state_dict()`` (cupynet's or PyTorch's); validated fully before any change.
-
-        Without cupynet's extra keys (e.g. a PyTorch state), the extra options keep their current
-        values and their counters restart from 0.
-
-        Args:
-            state_dict: the dict.
-        """
-        if not self._enabled:
-            return
-        parsed = st.parse_state_dict(state_dict)
-        self._init_scale, self._init_growth_tracker = parsed["scale"], parsed["_growth_tracker"]
-        self._growth_factor, self._backoff_factor = parsed["growth_factor"], parsed["backoff_factor"]
-        self._growth_interval = parsed["growth_interval"]
-        if "hysteresis" in parsed:
-            self._settings = {k: parsed[k] for k in st.EXTRA_SETTINGS}
-        self._init_counters = {k: parsed.get(k, 0) for k in _COUNTERS}
-        self._step = parsed.get("_step", 0)
-        self._init_history = parsed.get("_history", [])
-        if self._scale is not None:
-            self._scale.data[...] = numpy.float32(parsed["scale"])
-            self._growth_tracker.data[...] = parsed["_growth_tracker"]
-            for k in _COUNTERS:
-                self._counters[k][...] = self._init_counters[k]
-            self._hist = self._make_ring(self._scale.device)
-
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        if self._enabled:
-            if len(self._per_optimizer_states) != 0:
-                raise AssertionError("A GradScaler instance may only be pickled at the beginning of an iteration, "
-                                     "or at the end after scaler.update().")
-            host = self._host_state()
-            state["_init_scale"], state["_init_growth_tracker"] = host["scale"], host["_growth_tracker"]
-            state["_init_counters"] = {k: host[k] for k in _COUNTERS}
-            state["_init_history"] = host["_history"]
-            state.update(_scale=None, _growth_tracker=None, _counters=None, _hist=None)
-        state["_overflow"] = OverflowLog()  # NOTE: overflow records hold weak references; not pickled
-        state["_name_sources"] = []
-        return state
-
-    def __setstate__(self, state) -> None:
-        self.__dict__.update(state)
