@@ -1,4 +1,4 @@
-"""The fused hot-op kernels compile for sm_75/80/90 and the launchers call them correctly, without a GPU.
+"""Without a GPU: the fused kernels compile for sm_75/80/90, the launchers call them correctly, the benchmarks run.
 
 * Compile: the very text and template instantiations that ``launch.py`` hands to
   ``cupy.RawModule`` (``cupynet.ops.kernels.sources``) go through ``nvcc --ptx``, so a typo or a
@@ -13,7 +13,9 @@
 
 import concurrent.futures
 import ctypes
+import json
 import os
+import pathlib
 import re
 import shutil
 import subprocess
@@ -27,6 +29,8 @@ import pytest
 from cupynet.ops._im2col import Geometry
 from cupynet.ops.kernels import sources
 from cupynet.ops.kernels.sources import NAME_EXPRESSIONS, NVRTC_OPTIONS, kernel_source
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 ARCHS = (70, 75, 80, 90)
 """sm_70/80/90 as asked; CUDA 13 dropped sm_70, so sm_75 (its oldest target) is compiled as well."""
@@ -277,3 +281,56 @@ def test_batched_matmul_half_drives_cublas_correctly(fake_cublas, dtype, a_shape
     out = fake_cublas.batched_matmul_half(a, b)
     expected = np.matmul(np.asarray(a, np.float32), np.asarray(b, np.float32)).astype(dtype)
     np.testing.assert_array_equal(np.asarray(out, np.float32), expected.astype(np.float32))
+
+
+# ----------------------------------------------------------------------------- the GPU benchmark, tiny, on the CPU
+
+
+def test_bench_gpu_runs_on_the_cpu_with_tiny_sizes_and_writes_json(tmp_path):
+    pytest.importorskip("torch")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CUPYNET_DEVICE="cpu")
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_gpu.py"), "--device", "cpu", "--tiny",
+                             "--out", str(tmp_path)], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    files = list(tmp_path.glob("bench_gpu_*.json"))
+    assert len(files) == 1
+    report = json.loads(files[0].read_text())
+    assert report["environment"]["device"] == "cpu" and "torch" in report["environment"]
+    cases = {(r["model"], r["precision"]) for r in report["results"]}
+    assert cases == {(m, p) for m in ("mlp", "cnn", "transformer") for p in ("fp32", "amp")}
+    for row in report["results"]:
+        assert row["cupynet"]["step_ms"] > 0 and row["cupynet"]["samples_per_s"] > 0
+        # NOTE: cross_entropy's target range check reads the targets on the host once per step (see the report)
+        assert row["cupynet"]["host_syncs_per_step"] >= 1 and row["cupynet"]["peak_mem_bytes"] is None
+        assert row["torch"]["step_ms"] > 0 and row["ratio_step_time"] > 0
+    assert "| model |" in result.stdout and set(report["targets"]) >= {"mlp amp step time / torch"}
+
+
+def test_sync_counter_counts_host_reads_and_restores_the_methods():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_gpu
+
+    import cupynet as cn
+
+    t = cn.tensor([1.0, 2.0])
+    with bench_gpu.SyncCounter() as counter:
+        t.sum().item()
+        float(t[0])
+        t.numpy()
+    assert counter.count == 3
+    assert "counted" not in cn.Tensor.item.__qualname__ and "counted" not in cn.backend.to_numpy.__qualname__
+
+
+def test_transformer_twin_computes_what_the_cupynet_model_computes():
+    torch = pytest.importorskip("torch")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _torch_twin_transformer import transformer_twin
+
+    import cupynet as cn
+    from cupynet.models import build_model
+
+    model = build_model("transformer", (32,), 10, d_model=16, nhead=2, num_layers=2, dim_feedforward=32, dropout=0.0,
+                        token_size=4)
+    x = np.random.default_rng(0).standard_normal((3, 32)).astype(np.float32)
+    ours = model(cn.tensor(x)).detach().numpy()
+    np.testing.assert_allclose(ours, transformer_twin(model, torch)(torch.tensor(x)).detach().numpy(), atol=1e-5)
