@@ -6,7 +6,6 @@ fused ops read halves as fp32 and round each result once, so the only difference
 final rounding.
 """
 
-import pathlib
 
 import ml_dtypes
 import numpy as np
@@ -19,7 +18,6 @@ from cupynet.ops._im2col import Geometry, output_length
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
 HALF_TOL = {F16: 2e-3, BF16: 1.6e-2, F32: 2e-6, F64: 1e-12}
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def t32(a):
