@@ -88,11 +88,11 @@ def _is_array(obj):
     return isinstance(obj, numpy.ndarray) or type(obj).__module__.startswith("cupy")
 
 
-def _array_bytes(array):
+def _host_array(array):
     host = numpy.ascontiguousarray(backend.to_numpy(array))
     if host.dtype.byteorder == ">":
         host = host.astype(host.dtype.newbyteorder("<"))
-    return host.tobytes(), str(host.dtype), list(host.shape), str(backend.device_of_array(array))
+    return host
 
 
 def save(obj, path):
@@ -104,25 +104,33 @@ def save(obj, path):
     """
     encoder = _Encoder()
     tree = encoder.encode(obj)
-    entries, blobs = [], []
-    for i, array in enumerate(encoder.arrays):
-        raw, dtype, shape, device = _array_bytes(array)
-        if dtype not in _ALLOWED_DTYPES:
-            raise TypeError(f"save: arrays of dtype {dtype} are not supported")
-        entries.append({"file": f"arrays/{i}.bin", "dtype": dtype, "shape": shape, "nbytes": len(raw),
-                        "crc32": zlib.crc32(raw), "device": device})
-        blobs.append(raw)
-    manifest = {"format": "cupynet", "version": FORMAT_VERSION, "tree": tree, "arrays": entries,
-                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    for array in encoder.arrays:
+        if str(array.dtype) not in _ALLOWED_DTYPES:
+            raise TypeError(f"save: arrays of dtype {array.dtype} are not supported")
 
     def write(f):
+        entries = []
         with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-            zf.writestr("manifest.json", json.dumps(manifest))
-            for entry, raw in zip(entries, blobs):
-                zf.writestr(entry["file"], raw)
+            for i, array in enumerate(encoder.arrays):
+                entries.append(_write_array(zf, i, array))
                 _test_hook_mid_save(path)
+            # NOTE: the manifest goes last, so it can carry the CRC-32 that zipfile
+            # computed while streaming each array (one pass over the data, no copy).
+            manifest = {"format": "cupynet", "version": FORMAT_VERSION, "tree": tree, "arrays": entries,
+                        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            zf.writestr("manifest.json", json.dumps(manifest))
 
     atomic_write(path, write)
+
+
+def _write_array(zf, index, array):
+    host = _host_array(array)
+    name = f"arrays/{index}.bin"
+    with zf.open(zipfile.ZipInfo(name), mode="w", force_zip64=host.nbytes > 2 ** 31) as out:
+        out.write(memoryview(host.reshape(-1).view(numpy.uint8)))
+    info = zf.getinfo(name)
+    return {"file": name, "dtype": str(host.dtype), "shape": list(host.shape), "nbytes": int(host.nbytes),
+            "crc32": info.CRC, "device": str(backend.device_of_array(array))}
 
 
 def _test_hook_mid_save(path):
