@@ -59,3 +59,22 @@ def test_help_documents_every_flag():
     for flag in ("--model", "--dataset", "--epochs", "--batch-size", "--lr", "--optimizer", "--device", "--seed",
                  "--metrics", "--out", "--amp", "--amp-dtype", "--save-every", "--resume"):
         assert flag in result.stdout
+
+
+def test_amp_overflow_names_the_layers_and_records_scale(tmp_path):
+    metrics = tmp_path / "m.jsonl"
+    result = run_cli("train", "--amp", "--amp-dtype", "float16", "--init-scale", "1e30", "--epochs", "1",
+                     "--no-progress", "--metrics", str(metrics))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "step skipped" in result.stderr and "1.weight" in result.stderr  # the MLP's first Linear
+    rows = [json.loads(line) for line in metrics.read_text().splitlines()]
+    assert rows[0]["scale"] == pytest.approx(5e29, rel=1e-6)  # 1e30 backed off once, after step 1
+    assert rows[0]["skipped"] == 1 and rows[-1]["skipped"] == len(rows)  # every step overflows at this scale
+
+
+def test_amp_training_reaches_95_percent():
+    result = run_cli("train", "--amp", "--no-progress")
+    assert result.returncode == 0, result.stderr[-2000:]
+    last = result.stdout.strip().splitlines()[-1]
+    assert float(last.split(": ")[1].rstrip("%")) >= 95.0
+    assert "skipped steps 0" in result.stdout

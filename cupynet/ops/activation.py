@@ -87,7 +87,7 @@ class Relu(_Elementwise, Function):
     op_name, save_outputs = "relu", True
     kernel = staticmethod(lambda xp, x: xp.maximum(x, 0))
     derivative = staticmethod(lambda x, y: _float(y > 0, y))
-    array_backward = staticmethod(lambda xp, g, x, y: g * (y > 0))
+    array_backward = staticmethod(lambda xp, g, x, y: xp.where(y > 0, g, 0))  # NOTE: no inf*0 = nan
 
 
 class Hardtanh(_Elementwise, Function):

@@ -125,6 +125,9 @@ class Trainer:
                                  device=self.device)
         self.test_loader = DataLoader(self.test_set, batch_size=512, device=self.device)
         self.scaler = _make_scaler(config, self.device)
+        if self.scaler is not None:
+            self.scaler.register_model(self.model)  # overflow reports name layers, not param[i]
+        self._reported_skips = 0
         self.step, self.epoch = 0, 0
         self.history = []          # (step, loss) for the loss curve
         self.checkpointer = None
@@ -184,6 +187,7 @@ class Trainer:
         """
         cfg = self.config
         metrics = _MetricsWriter(cfg.metrics, append=self.step > 0)
+        self._t0 = time.perf_counter()
         stop = _StopFlag()
         previous_handler = signal.signal(signal.SIGINT, stop) if _main_thread() else None
         try:
@@ -214,7 +218,8 @@ class Trainer:
             seen += int(y.shape[0])
             hits = (logits.argmax(dim=1) == y).sum()
             correct = hits if correct is None else correct + hits
-            pending.append((self.step, loss, self._lr(), time.perf_counter(), self._scale_tensor()))
+            pending.append((self.step, loss, self._lr(), time.perf_counter() - self._t0, self._scale_tensor(),
+                            self._skipped_tensor()))
             if bar.wants_refresh() or len(pending) >= 50:
                 self._flush(pending, metrics, bar, correct, seen, started)
                 pending = []
@@ -245,19 +250,30 @@ class Trainer:
     def _flush(self, pending, metrics, bar, correct, seen, started):
         if not pending:
             return
-        # NOTE: one transfer for all pending device scalars (losses and scales)
-        losses = backend.to_numpy(_stack([p[1].data for p in pending])).astype(float)
-        scales = [p[4] for p in pending]
-        scale_values = (backend.to_numpy(_stack([s.data for s in scales])).astype(float)
-                        if scales[0] is not None else [None] * len(pending))
-        for (step, _, lr, when, _), loss, scale in zip(pending, losses, scale_values):
-            self.history.append((step, float(loss)))
-            metrics.write(step=step, epoch=self.epoch + 1, loss=float(loss), lr=lr, time=when, scale=scale,
-                          skipped=self._skipped() if self.scaler is not None else None)
+        # NOTE: one transfer per kind of device scalar for all pending steps (losses, scales, skip counts)
+        losses = _read_all([p[1] for p in pending])
+        scales, skips = _read_all([p[4] for p in pending]), _read_all([p[5] for p in pending])
+        for i, (step, _, lr, when, _, _) in enumerate(pending):
+            self.history.append((step, float(losses[i])))
+            metrics.write(step=step, epoch=self.epoch + 1, loss=float(losses[i]), lr=lr, time=when,
+                          scale=None if scales is None else float(scales[i]),
+                          skipped=None if skips is None else int(skips[i]))
         accuracy = 100.0 * float(correct.item()) / max(seen, 1)
         rate = seen / max(time.perf_counter() - started, 1e-9)
-        extra = {"scale": f"{scale_values[-1]:g}", "skipped": self._skipped()} if self.scaler is not None else {}
+        extra = {}
+        if scales is not None:
+            extra = {"scale": f"{scales[-1]:g}", "skipped": int(skips[-1])}
+            self._report_overflow(int(skips[-1]), bar)
         bar.update_to(self._position_in_epoch(), loss=float(losses[-1]), acc=accuracy, rate=rate, **extra)
+
+    def _report_overflow(self, skipped, bar):
+        """Name the layers whose gradients overflowed, once per newly skipped step seen at a flush."""
+        if skipped <= self._reported_skips:
+            return
+        from cupynet.amp.diagnostics import format_overflow
+        report = self.scaler.last_overflow()
+        bar.write(f"step skipped ({skipped} so far): {format_overflow(report)}")
+        self._reported_skips = skipped
 
     def _lr(self):
         return float(self.optimizer.param_groups[0]["lr"])
@@ -265,15 +281,25 @@ class Trainer:
     def _scale_tensor(self):
         if self.scaler is None:
             return None
-        return self.scaler._scale.detach() if getattr(self.scaler, "_scale", None) is not None else None
+        scale = getattr(self.scaler, "_scale", None)
+        # NOTE: a copy: the scaler updates its scale in place, and we read many steps later
+        return scale.data.copy() if scale is not None else None
+
+    def _skipped_tensor(self):
+        counters = getattr(self.scaler, "_counters", None) if self.scaler is not None else None
+        return None if not counters else counters["_skipped_steps"].copy()
 
     def _skipped(self) -> int:
-        return int(getattr(self.scaler, "skipped_steps", lambda: 0)()) if self.scaler is not None else 0
+        return int(self.scaler.skipped_steps()) if self.scaler is not None else 0
 
 
-def _stack(arrays):
+def _read_all(values):
+    """Host copies of many device scalars (Tensors or arrays) in one transfer; None if any is missing."""
+    if not values or any(v is None for v in values):
+        return None
+    arrays = [v.data if isinstance(v, cn.Tensor) else v for v in values]
     xp = backend.get_array_module(*arrays)
-    return xp.stack([a.reshape(()) for a in arrays])
+    return backend.to_numpy(xp.stack([a.reshape(()) for a in arrays])).astype(float)
 
 
 def _main_thread() -> bool:

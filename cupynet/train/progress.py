@@ -52,6 +52,17 @@ class EpochBar:
         self.bar.n = position
         self.bar.set_postfix(loss=f"{loss:.4f}", acc=f"{acc:.1f}%", samples_s=f"{rate:.0f}", **extra, refresh=True)
 
+    def write(self, message):
+        """Print a line above the bar (or to stderr when there is no bar).
+
+        Args:
+            message: the line.
+        """
+        if self.bar is not None:
+            self.bar.write(message, file=sys.stderr)
+        else:
+            print(message, file=sys.stderr, flush=True)
+
     def close(self):
         """Remove the bar (the epoch's summary line follows).
 
