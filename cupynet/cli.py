@@ -77,7 +77,8 @@ def _add_train(p):
                    help="where to train (default: cuda when a GPU is usable, else cpu; or $CUPYNET_DEVICE)")
     p.add_argument("--seed", type=int, default=0, help="random seed for init, dropout and shuffling (default 0)")
     p.add_argument("--metrics", default=None, metavar="FILE.jsonl",
-                   help="write one JSON line per step (step, epoch, loss, lr, time in seconds since the start, and with --amp scale and skipped steps so far)")
+                   help="write one JSON line per step: step, epoch, loss, lr, time (s since the start); "
+                        "with --amp also scale and skipped steps so far")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="output directory for checkpoints and loss_curve.png (when matplotlib is installed)")
     p.add_argument("--amp", action="store_true", help="mixed precision: autocast + dynamic loss scaling")
