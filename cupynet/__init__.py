@@ -1,6 +1,7 @@
 """cupynet: a small, readable deep-learning framework on CuPy (NumPy without a GPU) built around AMP."""
 
-from . import autograd, backend, cuda, dtypes, ops, random
+from . import amp, autograd, backend, cuda, data, dtypes, models, nn, ops, optim, random
+from .amp import autocast
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import Device, default_device, device
 from .creation import (
@@ -27,13 +28,10 @@ from .creation import (
 )
 from .dtypes import bfloat16, bool_, double, float16, float32, float64, half, int8, int16, int32, int64, long, uint8
 from .ops import *  # noqa: F403 - the functional API: cupynet.matmul, cupynet.exp, ...
+from .random import get_rng_state, initial_seed, manual_seed, set_rng_state
 from .safetensors_io import load_safetensors, save_safetensors
 from .serialization import load, save
-from .random import get_rng_state, initial_seed, manual_seed, set_rng_state
 from .tensor import Tensor
-
-from . import nn, optim, data, models, amp  # noqa: E402 - built on everything above
-from .amp import autocast  # noqa: E402
 
 bool = bool_  # noqa: A001 - PyTorch's name: cupynet.bool
 float = float32  # noqa: A001

@@ -7,9 +7,8 @@ each gradient once to its input's dtype.
 
 from __future__ import annotations
 
-import os
-
 import numbers
+import os
 
 from .. import backend, dtypes
 from ..tensor import Tensor
