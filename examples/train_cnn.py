@@ -18,7 +18,7 @@ def main():
     parser.add_argument("--dataset", default="digits")
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--lr", type=float, default=0.1)
     parser.add_argument("--limit", type=int, default=None, help="use only the first N training samples")
     parser.add_argument("--amp", action="store_true")
     args = parser.parse_args()
