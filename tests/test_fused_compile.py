@@ -11,13 +11,11 @@
   batch strides of ``batched_matmul_half`` are checked against ``numpy.matmul``.
 """
 
-import concurrent.futures
 import ctypes
 import json
 import os
 import pathlib
 import re
-import shutil
 import subprocess
 import sys
 import types
@@ -25,52 +23,25 @@ import types
 import ml_dtypes
 import numpy as np
 import pytest
+from nvcc_helper import ARCHS, NVCC, compile_all
 
 from cupynet.ops._im2col import Geometry
 from cupynet.ops.kernels import sources
-from cupynet.ops.kernels.sources import NAME_EXPRESSIONS, NVRTC_OPTIONS, kernel_source
+from cupynet.ops.kernels.sources import NAME_EXPRESSIONS, kernel_source
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-ARCHS = (70, 75, 80, 90)
-"""sm_70/80/90 as asked; CUDA 13 dropped sm_70, so sm_75 (its oldest target) is compiled as well."""
 
-NVCC = shutil.which("nvcc")
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
-def instantiating_source(filename):
-    # NOTE: taking &kernel<T> is what NVRTC name expressions do: nvcc emits exactly those instantiations
-    addresses = ", ".join(f"(void*)&{e}" for e in NAME_EXPRESSIONS[filename])
-    return f"{kernel_source(filename)}\nstatic void* const cupynet_instantiations[] = {{{addresses}}};\n"
 
-
-def supported_archs():
-    listing = subprocess.run([NVCC, "--list-gpu-arch"], capture_output=True, text=True, check=True).stdout
-    return {int(m) for m in re.findall(r"compute_(\d+)", listing)}
-
-
-def compile_arch(arch, directory):
-    out = directory / f"sm_{arch}"
-    out.mkdir()
-    files = []
-    for filename in sources.source_files():
-        (out / filename).write_text(instantiating_source(filename))
-        files.append(str(out / filename))
-    command = [NVCC, "--ptx", f"-arch=compute_{arch}", "-ftz=true", *NVRTC_OPTIONS, "-diag-suppress", "177",
-               "-Werror", "all-warnings", *files, "-odir", str(out)]
-    return subprocess.run(command, capture_output=True, text=True, cwd=out)
 
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
-    if NVCC is None:
-        pytest.skip("nvcc is not on PATH: the CUDA kernels cannot be compiled here")
-    directory = tmp_path_factory.mktemp("fused_ptx")
-    archs = sorted(set(ARCHS) & supported_archs())
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(archs), os.cpu_count() or 1))) as pool:
-        results = dict(zip(archs, pool.map(lambda a: compile_arch(a, directory), archs)))
-    return {arch: (result, directory / f"sm_{arch}") for arch, result in results.items()}
+    """Compile every file for every supported arch once (archs in parallel): {arch: (result, dir)}."""
+    return compile_all(sources, tmp_path_factory.mktemp("fused_ptx"))
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")

@@ -8,9 +8,7 @@ CI, before it ever meets a GPU. The PTX is also checked for the numerics the
 NumPy reference relies on: no flush-to-zero and no fused multiply-add.
 """
 
-import concurrent.futures
 import contextlib
-import os
 import re
 import shutil
 import subprocess
@@ -19,6 +17,7 @@ import types
 import ml_dtypes
 import numpy as np
 import pytest
+from nvcc_helper import ARCHS, NVCC, compile_all
 
 from cupynet.amp.kernels import sources
 from cupynet.amp.kernels._coefficients import adam_coefficients, sgd_coefficients
@@ -26,51 +25,17 @@ from cupynet.amp.kernels.sources import BLOCK_THREADS, CHUNK_SIZE, NAME_EXPRESSI
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
-ARCHS = (70, 75, 80, 90)
-"""sm_70, sm_80 and sm_90 as asked; sm_75 because CUDA 13 dropped sm_70 and 75 is its oldest target."""
 
-NVCC = shutil.which("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH: the CUDA kernels cannot be compiled here")
 
 
-def instantiating_source(filename: str) -> str:
-    """The launcher's source plus a host table taking the address of every name expression.
 
-    NOTE: taking ``&kernel<T>`` is what NVRTC's name expressions do; it makes nvcc
-    instantiate and emit exactly the kernels the launcher will look up.
-    """
-    addresses = ", ".join(f"(void*)&{expression}" for expression in NAME_EXPRESSIONS[filename])
-    return f"{kernel_source(filename)}\nstatic void* const cupynet_instantiations[] = {{{addresses}}};\n"
-
-
-def supported_archs() -> set:
-    listing = subprocess.run([NVCC, "--list-gpu-arch"], capture_output=True, text=True, check=True).stdout
-    return {int(m) for m in re.findall(r"compute_(\d+)", listing)}
-
-
-def compile_arch(arch: int, directory) -> subprocess.CompletedProcess:
-    out = directory / f"sm_{arch}"
-    out.mkdir()
-    files = []
-    for filename in sources.source_files():
-        (out / filename).write_text(instantiating_source(filename))
-        files.append(str(out / filename))
-    # NOTE: -ftz=true because CuPy adds it at run time; the PTX checks below prove it changes nothing
-    command = [NVCC, "--ptx", f"-arch=compute_{arch}", "-ftz=true", *NVRTC_OPTIONS, "-diag-suppress", "177",
-               "-Werror", "all-warnings", *files, "-odir", str(out)]
-    return subprocess.run(command, capture_output=True, text=True, cwd=out)
 
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
     """Compile every file for every supported arch once (archs in parallel): {arch: (result, dir)}."""
-    if NVCC is None:
-        pytest.skip("nvcc is not on PATH: the CUDA kernels cannot be compiled here")
-    directory = tmp_path_factory.mktemp("ptx")
-    archs = sorted(set(ARCHS) & supported_archs())
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(archs), os.cpu_count() or 1))) as pool:
-        results = dict(zip(archs, pool.map(lambda a: compile_arch(a, directory), archs)))
-    return {arch: (result, directory / f"sm_{arch}") for arch, result in results.items()}
+    return compile_all(sources, tmp_path_factory.mktemp("ptx"))
 
 
 def ptx_of(compiled, arch, filename):
