@@ -176,7 +176,7 @@ def to_numpy(array):
     Args:
         array: a NumPy or CuPy array.
     """
-    if isinstance(array, numpy.ndarray):
+    if isinstance(array, (numpy.ndarray, numpy.generic)):
         return array
     return array.get()
 

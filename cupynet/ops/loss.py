@@ -126,6 +126,8 @@ class CrossEntropy(Function):
     @staticmethod
     def forward(ctx, x, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
         (xf,), out_dtype = compute_arrays(x)
+        if xf.ndim == 2 and weight is None and not label_smoothing and not dtypes.is_floating(target.dtype):
+            return CrossEntropy._plain_forward(ctx, x, xf, target, ignore_index, reduction, out_dtype)
         cdim, n_classes = _class_dim(xf), xf.shape[_class_dim(xf)]
         logp = _log_softmax_array(xf, cdim)
         ctx.cdim, ctx.reduction, ctx.smoothing = cdim, reduction, label_smoothing
@@ -147,8 +149,42 @@ class CrossEntropy(Function):
         return reduce_array(elem, reduction, out_dtype, ctx.divisor)
 
     @staticmethod
+    def _plain_forward(ctx, x, xf, target, ignore_index, reduction, out_dtype):
+        """The common case, (N, C) logits and class indices, no weight or smoothing, in a few array passes.
+
+        NOTE: same math as the general path: ``loss_r = lse_r - x[r, t_r]`` with the
+        log-sum-exp taken relative to the row max; ``q`` (the one-hot target) is only
+        built if a double backward asks for it.
+        """
+        xp = xp_of(xf)
+        shifted = xf - xf.max(axis=1, keepdims=True)
+        e = xp.exp(shifted)
+        total = e.sum(axis=1, keepdims=True)
+        t = target.data
+        valid = t != ignore_index
+        safe = xp.where(valid, t, 0)  # NOTE: ignored rows index class 0, then count zero
+        rows = xp.arange(xf.shape[0])
+        elem = (xp.log(total[:, 0]) - shifted[rows, safe]) * valid
+        ctx.save_for_backward(x, None)
+        ctx.cdim, ctx.reduction, ctx.smoothing, ctx.elem_shape = 1, reduction, 0.0, elem.shape
+        ctx.prob, ctx.plain, ctx.q = e / total, (rows, safe, valid), None
+        ctx.divisor = xp.asarray(valid.sum(dtype=xf.dtype)) if reduction == "mean" else None
+        return reduce_array(elem.astype(xf.dtype, copy=False), reduction, out_dtype, ctx.divisor)
+
+    @staticmethod
+    def _plain_q(ctx):
+        rows, safe, valid = ctx.plain
+        q = ctx.prob * 0
+        q[rows, safe] = valid
+        return q
+
+    @staticmethod
     def backward(ctx, grad):
         x, target = ctx.saved_tensors
+        if ctx.q is None and getattr(ctx, "plain", None) is not None:
+            if not is_grad_enabled():
+                return CrossEntropy._plain_backward(ctx, grad, x), None
+            ctx.q = CrossEntropy._plain_q(ctx)
         divisor = Tensor(ctx.divisor) if ctx.divisor is not None else max(1, numel(ctx.elem_shape))
         g = unsqueeze(expand_grad(fp32(grad), ctx.reduction, ctx.elem_shape, divisor), ctx.cdim)
         if target is not None:
@@ -161,6 +197,18 @@ class CrossEntropy(Function):
         prob = exp(_log_softmax_ops(fp32(x), ctx.cdim))
         gx = g * (prob * Tensor(q.sum(axis=ctx.cdim, keepdims=True)) - Tensor(q))
         return back_to(gx, x.dtype), None
+
+    @staticmethod
+    def _plain_backward(ctx, grad, x):
+        # NOTE: d loss_r / d x[r] = softmax(x[r]) - onehot(t_r), times the row's share of the reduction
+        rows, safe, valid = ctx.plain
+        g = grad.data.astype(ctx.prob.dtype, copy=False)
+        if ctx.reduction == "mean":
+            g = g / ctx.divisor
+        scale = (g[:, None] if ctx.reduction == "none" else g) * valid[:, None]
+        gx = ctx.prob * scale
+        gx[rows, safe] -= scale[:, 0]  # scale is (N, 1) for every reduction
+        return back_to(Tensor(gx), x.dtype)
 
     @staticmethod
     def _probability_backward(ctx, g, x, target):
