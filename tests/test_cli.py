@@ -78,3 +78,10 @@ def test_amp_training_reaches_95_percent():
     last = result.stdout.strip().splitlines()[-1]
     assert float(last.split(": ")[1].rstrip("%")) >= 95.0
     assert "skipped steps 0" in result.stdout
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn", "transformer"])
+def test_bench_prints_samples_per_second(model):
+    result = run_cli("bench", "--model", model, "--batch-size", "8", "--steps", "2", "--amp")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "samples/s" in result.stdout and model in result.stdout
