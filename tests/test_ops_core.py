@@ -58,3 +58,14 @@ def test_int_tensor_to_float_only_op():
 def test_int_times_float_scalar_is_float32():
     assert (cn.tensor([1, 2]) * 2.5).dtype == cn.float32
     assert np.allclose((cn.tensor([1, 2]) * 2.5).numpy(), [2.5, 5.0])
+
+
+def test_zero_dim_tensor_does_not_promote_like_pytorch():
+    h = cn.ones(3, dtype=cn.float16, requires_grad=True)
+    s = cn.tensor(2.0, requires_grad=True)  # 0-d float32
+    y = h * s
+    assert y.dtype == cn.float16  # PyTorch: float16
+    y.sum().backward()
+    assert s.grad.dtype == cn.float32 and s.grad.item() == 3.0
+    assert h.grad.dtype == cn.float16
+    assert (cn.ones(3, dtype=cn.float16) * cn.ones(1)).dtype == cn.float32  # both dimensioned: normal promotion

@@ -178,7 +178,26 @@ def _binary(fn, a, b):
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         raise TypeError(f"{fn.name()}: expected at least one Tensor, got {type(a).__name__} and {type(b).__name__}")
     like = a if isinstance(a, Tensor) else b
-    return fn.apply(lift(a, like), lift(b, like))
+    a, b = _zero_dim_follows(lift(a, like), lift(b, like))
+    return fn.apply(a, b)
+
+
+def _zero_dim_follows(a, b):
+    """PyTorch's promotion for a 0-d float tensor meeting a dimensioned float tensor: the latter's dtype wins.
+
+    NOTE: NumPy 2 promotes ``float16[N] * float32[]`` to float32; PyTorch keeps float16
+    (0-d tensors do not take part in promotion within a category). The 0-d operand is
+    cast (differentiably), so its gradient still comes back in its own dtype.
+    """
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)) or a.dtype == b.dtype:
+        return a, b
+    if not (dtypes.is_floating(a.dtype) and dtypes.is_floating(b.dtype)):
+        return a, b
+    if a.ndim == 0 and b.ndim > 0:
+        return Cast.apply(a, dtype=b.dtype), b
+    if b.ndim == 0 and a.ndim > 0:
+        return a, Cast.apply(b, dtype=a.dtype)
+    return a, b
 
 
 def add(input, other, alpha=1):  # noqa: A002 - PyTorch's argument name
