@@ -271,8 +271,8 @@ def test_bench_gpu_runs_on_the_cpu_with_tiny_sizes_and_writes_json(tmp_path):
     assert cases == {(m, p) for m in ("mlp", "cnn", "transformer") for p in ("fp32", "amp")}
     for row in report["results"]:
         assert row["cupynet"]["step_ms"] > 0 and row["cupynet"]["samples_per_s"] > 0
-        # NOTE: cross_entropy's target range check reads the targets on the host once per step (see the report)
-        assert row["cupynet"]["host_syncs_per_step"] >= 1 and row["cupynet"]["peak_mem_bytes"] is None
+        # NOTE: a steady-state step makes no host read at all, fp32 or AMP (GradScaler skips on the device)
+        assert row["cupynet"]["host_syncs_per_step"] == 0 and row["cupynet"]["peak_mem_bytes"] is None
         assert row["torch"]["step_ms"] > 0 and row["ratio_step_time"] > 0
     assert "| model |" in result.stdout and set(report["targets"]) >= {"mlp amp step time / torch"}
 
