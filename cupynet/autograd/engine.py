@@ -154,9 +154,10 @@ def _run_node(run, node):
     if node.freed:
         from .function import _FREED_MESSAGE  # noqa: PLC0415
         raise RuntimeError(_FREED_MESSAGE)
-    for nr, g in enumerate(grads):
-        grads[nr] = _output_grad_hooks(run, node, nr, g)
-    if node.materialize_grads:
+    if node.tensor_hooks or node.retained or run.capture is not None:
+        for nr, g in enumerate(grads):
+            grads[nr] = _output_grad_hooks(run, node, nr, g)
+    if node.materialize_grads and any(g is None for g in grads):  # NOTE: not `None in`: that calls Tensor.__eq__
         grads = [g if g is not None else _zeros(node, nr) for nr, g in enumerate(grads)]
     input_grads = node.fn.backward(node, *grads)
     input_grads = input_grads if isinstance(input_grads, tuple) else (input_grads,)

@@ -204,8 +204,7 @@ class Function:
         if state.autocast or state.tracers:
             from .autocast_dispatch import apply_cast_policy  # noqa: PLC0415 - only when autocast/trace is on
             args = apply_cast_policy(cls, args)
-        needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
-        _check_same_device(cls, args)
+        needs = _scan_inputs(cls, args)
         needs_graph = state.grad_enabled and True in needs
         ctx = Node(cls, needs if needs_graph else (False,) * len(args))
         if needs_graph and state.autocast:
@@ -218,8 +217,9 @@ class Function:
         return _wrap_outputs(cls, ctx, args, raw, needs_graph)
 
 
-def _check_same_device(cls, args):
-    kind = first = None
+def _scan_inputs(cls, args):
+    """One pass over the inputs: which need a gradient, and are all tensors on one device."""
+    needs, kind, first = [], None, None
     for a in args:
         if isinstance(a, Tensor):
             if kind is None:
@@ -229,17 +229,27 @@ def _check_same_device(cls, args):
                     "Expected all tensors to be on the same device, but found at least two devices, "
                     f"{first.device} and {a.device}! (in op {cls.name()})"
                 )
+            needs.append(a._requires_grad)
+        else:
+            needs.append(False)
+    return tuple(needs)
 
 
 def _wrap_outputs(cls, ctx, args, raw, needs_graph):
-    single = not isinstance(raw, tuple)
-    outputs = tuple(_as_output_tensor(r) for r in ((raw,) if single else raw))
+    if type(raw) is not tuple:  # NOTE: the common single-output case, kept free of generators
+        out = _as_output_tensor(raw)
+        if needs_graph:
+            _link(cls, ctx, args, (out,))
+        return out
+    outputs = tuple(_as_output_tensor(r) for r in raw)
     if needs_graph:
         _link(cls, ctx, args, outputs)
-    return outputs[0] if single else outputs
+    return outputs
 
 
 def _as_output_tensor(value):
+    if type(value) is numpy.ndarray:
+        return Tensor(value)
     if isinstance(value, Tensor):
         return Tensor(value.data) if (value.grad_fn is not None or value.requires_grad) else value
     if isinstance(value, numpy.generic):
@@ -267,7 +277,8 @@ def _link(cls, ctx, args, outputs):
         if out.data.dtype.kind == "f" or out.data.dtype == dtypes.bfloat16:
             if id(out) not in non_diff:
                 out._requires_grad, out.grad_fn, out._output_nr = True, ctx, i
-    ctx._outputs = tuple(weakref.ref(o) for o in outputs)
+    if keep or ctx._saved:  # NOTE: only ctx.output(i) reads these weak references
+        ctx._outputs = tuple(weakref.ref(o) for o in outputs)
     ctx._output_meta = tuple((o.data.shape, o.data.dtype, o.data if keep else None) for o in outputs)
     if ctx._saved:
         _saved_outputs_by_index(ctx, outputs)

@@ -175,6 +175,8 @@ def _move(array, device):
 
 
 def _binary(fn, a, b):
+    if type(b) in (float, int) and isinstance(a, Tensor):
+        return fn.apply(a, b)  # NOTE: the common tensor-with-a-number case needs no lifting or promotion
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         raise TypeError(f"{fn.name()}: expected at least one Tensor, got {type(a).__name__} and {type(b).__name__}")
     like = a if isinstance(a, Tensor) else b
