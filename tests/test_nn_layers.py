@@ -205,3 +205,11 @@ def test_bad_layer_arguments_and_inputs():
         nn.GELU("fast")
     with pytest.raises(ValueError, match="only padding_mode='zeros'"):
         nn.Conv1d(1, 1, 1, padding_mode="reflect")
+
+
+def test_linear_with_wrong_feature_count_names_layer_and_both_shapes():
+    model = cn.nn.Sequential(cn.nn.Linear(4, 2))
+    with pytest.raises(ValueError, match=r"Linear\(in_features=4, out_features=2, bias=True\): expected input with "
+                                         r"last dimension 4 \(in_features\), got input of shape \(3, 5\) "
+                                         r"\(weight shape \(2, 4\)\)"):
+        model(cn.randn(3, 5))
