@@ -36,7 +36,7 @@ from ._index_util import (
     share_version,
 )
 from ._util import data, lift, normalize_dim, xp_of
-from .arith import _check_inplace  # NOTE: arith's in-place rules, one definition
+from .inplace import _check_inplace  # NOTE: the in-place rules, one definition
 from .shape import sum_to
 
 __all__ = ["getitem", "setitem_", "gather", "scatter_add", "index_select", "where", "masked_fill", "masked_fill_",

@@ -16,7 +16,6 @@ from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.state import STATE
 from ..tensor import Tensor
-from ._einsum_parse import einsum_equation_for_tensordot, parse_einsum
 from ._linalg_checks import (
     _batch_shapes,
     _check,
@@ -27,11 +26,11 @@ from ._linalg_checks import (
     _require_ndim,
     _same_dtype,
 )
-from ._util import compute_in_fp32, xp_of
+from ._util import xp_of
 from .shape import broadcast_to, reshape, squeeze, sum_to, unsqueeze
 
 __all__ = ["matmul", "linear", "mm", "bmm", "mv", "addmm", "addmv", "addr", "baddbmm", "addbmm", "dot", "vdot",
-           "outer", "einsum", "tensordot"]
+           "outer"]
 
 
 def matmul_arrays(a, b, fp32_out=False):
@@ -261,98 +260,6 @@ class Vdot(Dot):
     """``dot`` of the conjugate of the first vector (the same as ``dot`` for real tensors)."""
 
     op_name = "vdot"
-
-
-def einsum_arrays(equation, *arrays):
-    """``xp.einsum`` with the module's numerics: half inputs are contracted in fp32 and rounded once.
-
-    Args:
-        equation: an explicit equation with no ellipsis (``"ij,jk->ik"``).
-        *arrays: the operands, already broadcast to agree on every letter's size.
-    """
-    xp = xp_of(*arrays)
-    out = xp.einsum(equation, *(compute_in_fp32(a) for a in arrays), optimize=len(arrays) > 2)
-    return out.astype(arrays[0].dtype, copy=False)
-
-
-class Einsum(Function):
-    """Einstein summation over an explicit equation (ellipses already expanded by ``einsum``)."""
-
-    op_name = "einsum"
-    amp_policy = "lower"
-
-    @staticmethod
-    def forward(ctx, *operands, terms=(), out_term="", sizes=None):
-        _same_dtype(ctx.fn.op_name, *operands)
-        ctx.save_for_backward(*operands)
-        ctx.terms, ctx.out_term, ctx.sizes = terms, out_term, sizes
-        xp = xp_of(*operands)
-        arrays = [xp.broadcast_to(t.data, tuple(sizes[c] for c in term)) for t, term in zip(operands, terms)]
-        return einsum_arrays(",".join(terms) + "->" + out_term, *arrays)
-
-    @staticmethod
-    def backward(ctx, grad):
-        operands = ctx.saved_tensors
-        return tuple(_einsum_grad(ctx, operands, i, grad) if ctx.needs_input_grad[i] else None
-                     for i in range(len(operands)))
-
-
-class Tensordot(Einsum):
-    """``tensordot``: contraction of chosen dimension pairs, run as an einsum (``promote`` under autocast)."""
-
-    op_name = "tensordot"
-    amp_policy = "promote"
-
-
-def _einsum_grad(ctx, operands, i, grad):
-    """Gradient of operand ``i``: an einsum of the output gradient with the other operands."""
-    term = ctx.terms[i]
-    others = [(grad, ctx.out_term)] + [(t, s) for j, (t, s) in enumerate(zip(operands, ctx.terms)) if j != i]
-    seen = set("".join(s for _, s in others))
-    target = "".join(c for c in term if c in seen)
-    g = _einsum_apply([t for t, _ in others], [s for _, s in others], target, ctx.sizes)
-    if target != term:  # NOTE: a letter only operand i has was summed in forward: its gradient is broadcast
-        g = reshape(g, tuple(ctx.sizes[c] if c in seen else 1 for c in term))
-        g = broadcast_to(g, tuple(ctx.sizes[c] for c in term))
-    return sum_to(g, operands[i].shape)
-
-
-def _einsum_apply(operands, terms, out_term, sizes):
-    return Einsum.apply(*operands, terms=tuple(terms), out_term=out_term,
-                        sizes={c: sizes[c] for c in "".join(terms)})
-
-
-def einsum(equation, *operands):
-    """Einstein summation, e.g. ``einsum("bij,bjk->bik", a, b)``; ellipsis and implicit output are supported.
-
-    Gradients are einsums themselves, so double backward works. A letter repeated inside one operand
-    (a diagonal, ``"ii->i"``) runs forward but is not differentiable here: asking for its gradient raises.
-
-    Args:
-        equation: the subscripts, ``"ij,jk->ik"`` style.
-        *operands: the tensors (or one list of them).
-    """
-    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
-        operands = tuple(operands[0])
-    terms, out_term, sizes = parse_einsum(equation, [tuple(t.shape) for t in operands])
-    for t, term in zip(operands, terms):
-        if t.requires_grad and len(set(term)) != len(term):
-            raise NotImplementedError(f"einsum: the gradient of an operand with a repeated subscript ('{term}' in "
-                                      f"'{equation}') is not supported; pass a detached tensor or use diagonal ops")
-    return Einsum.apply(*operands, terms=tuple(terms), out_term=out_term, sizes=sizes)
-
-
-def tensordot(a, b, dims=2):
-    """Sum of products over ``dims`` pairs of dimensions of ``a`` and ``b``.
-
-    Args:
-        a: left tensor.
-        b: right tensor.
-        dims: an int n (last n of ``a`` with first n of ``b``) or a pair of dimension lists.
-    """
-    terms, out_term = einsum_equation_for_tensordot(tuple(a.shape), tuple(b.shape), dims)
-    sizes = dict(zip(terms[0], a.shape)) | dict(zip(terms[1], b.shape))
-    return Tensordot.apply(a, b, terms=terms, out_term=out_term, sizes=sizes)
 
 
 def matmul(input, other):  # noqa: A002
