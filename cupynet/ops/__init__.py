@@ -13,8 +13,8 @@ import importlib
 
 from ..autograd.function import Cast, Function
 
-FAMILIES = ("shape", "arith", "compare", "inplace", "reduce", "unary", "activation", "indexing", "linalg", "contraction",
-            "conv", "pool", "norm", "loss", "loss_pointwise", "attention", "embedding", "dropout")
+FAMILIES = ("shape", "arith", "compare", "inplace", "reduce", "unary", "activation", "indexing", "linalg",
+            "contraction", "conv", "pool", "norm", "loss", "loss_pointwise", "attention", "embedding", "dropout")
 
 TENSOR_METHODS = {}
 _modules = []
