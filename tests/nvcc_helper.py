@@ -53,3 +53,42 @@ def compile_all(sources, directory):
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(archs), os.cpu_count() or 1))) as pool:
         results = dict(zip(archs, pool.map(lambda a: compile_arch(sources, a, directory), archs)))
     return {arch: (result, directory / f"sm_{arch}") for arch, result in results.items()}
+
+
+def _nvrtc12_paths():
+    """(libnvrtc.so.12, CUDA include dir) from the pip packages nvidia-cuda-nvrtc-cu12 / -runtime-cu12, or None."""
+    try:
+        import nvidia.cuda_nvrtc
+        import nvidia.cuda_runtime
+    except ImportError:
+        return None
+    lib = os.path.join(list(nvidia.cuda_nvrtc.__path__)[0], "lib", "libnvrtc.so.12")
+    include = os.path.join(list(nvidia.cuda_runtime.__path__)[0], "include")
+    return (lib, include) if os.path.exists(lib) and os.path.isdir(include) else None
+
+
+NVRTC12 = _nvrtc12_paths()
+
+
+def nvrtc12_compile(source, name, name_expressions, options, arch):
+    """Compile ``source`` with NVRTC 12 (what CuPy uses at run time) for ``compute_<arch>``: (ok, log).
+
+    NOTE: CUDA 13's nvcc cannot target sm_70 (Volta was dropped); NVRTC from CUDA 12 still
+    can, so this is how the sm_70 build of every kernel is checked without a GPU.
+    """
+    import ctypes
+    lib_path, include = NVRTC12
+    lib = ctypes.CDLL(lib_path)
+    prog = ctypes.c_void_p()
+    if lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), name.encode(), 0, None, None) != 0:
+        return False, "nvrtcCreateProgram failed"
+    for expression in name_expressions:
+        lib.nvrtcAddNameExpression(prog, expression.encode())
+    opts = [f"--gpu-architecture=compute_{arch}", f"-I{include}", "-ftz=true", *options]
+    status = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts]))
+    size = ctypes.c_size_t()
+    lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+    log = ctypes.create_string_buffer(size.value)
+    lib.nvrtcGetProgramLog(prog, log)
+    lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    return status == 0, log.value.decode(errors="replace")

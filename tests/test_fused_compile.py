@@ -23,7 +23,7 @@ import types
 import ml_dtypes
 import numpy as np
 import pytest
-from nvcc_helper import ARCHS, NVCC, compile_all
+from nvcc_helper import ARCHS, NVCC, NVRTC12, compile_all, nvrtc12_compile
 
 from cupynet.ops._im2col import Geometry
 from cupynet.ops.kernels import sources
@@ -305,3 +305,19 @@ def test_transformer_twin_computes_what_the_cupynet_model_computes():
     x = np.random.default_rng(0).standard_normal((3, 32)).astype(np.float32)
     ours = model(cn.tensor(x)).detach().numpy()
     np.testing.assert_allclose(ours, transformer_twin(model, torch)(torch.tensor(x)).detach().numpy(), atol=1e-5)
+
+
+@pytest.mark.skipif(NVRTC12 is None, reason="NVRTC 12 not installed (pip install nvidia-cuda-nvrtc-cu12 "
+                                             "nvidia-cuda-runtime-cu12; the test extra does)")
+@pytest.mark.parametrize("filename", sources.source_files())
+def test_every_instantiation_compiles_for_sm70_with_nvrtc12(filename):
+    ok, log = nvrtc12_compile(sources.kernel_source(filename), filename, sources.NAME_EXPRESSIONS[filename],
+                              sources.NVRTC_OPTIONS, 70)
+    assert ok, f"{filename} does not compile for compute_70:\n{log}"
+
+
+def test_nvrtc12_check_can_fail():
+    if NVRTC12 is None:
+        pytest.skip("NVRTC 12 not installed")
+    ok, log = nvrtc12_compile("__global__ void k() { undefined_name(); }", "bad.cu", [], (), 70)
+    assert not ok and "undefined_name" in log

@@ -17,7 +17,7 @@ import types
 import ml_dtypes
 import numpy as np
 import pytest
-from nvcc_helper import ARCHS, NVCC, compile_all
+from nvcc_helper import ARCHS, NVCC, NVRTC12, compile_all, nvrtc12_compile
 
 from cupynet.amp.kernels import sources
 from cupynet.amp.kernels._coefficients import adam_coefficients, sgd_coefficients
@@ -242,3 +242,19 @@ def test_launcher_arguments_match_every_kernel_signature_and_tables_are_cached(f
     launch.non_finite_check_and_unscale_(groups, grads, one(np.float32), one(np.float32), stats)
     assert fake.uploads == uploads and len(fake.launches) == launches + 2  # cached tables: no upload
     assert launch.TABLE_CACHE.hits >= 2
+
+
+@pytest.mark.skipif(NVRTC12 is None, reason="NVRTC 12 not installed (pip install nvidia-cuda-nvrtc-cu12 "
+                                             "nvidia-cuda-runtime-cu12; the test extra does)")
+@pytest.mark.parametrize("filename", sources.source_files())
+def test_every_instantiation_compiles_for_sm70_with_nvrtc12(filename):
+    ok, log = nvrtc12_compile(sources.kernel_source(filename), filename, sources.NAME_EXPRESSIONS[filename],
+                              sources.NVRTC_OPTIONS, 70)
+    assert ok, f"{filename} does not compile for compute_70:\n{log}"
+
+
+def test_nvrtc12_check_can_fail():
+    if NVRTC12 is None:
+        pytest.skip("NVRTC 12 not installed")
+    ok, log = nvrtc12_compile("__global__ void k() { undefined_name(); }", "bad.cu", [], (), 70)
+    assert not ok and "undefined_name" in log
