@@ -87,20 +87,11 @@ def get_rng_state() -> dict:
     Args:
         None.
     """
-    state = {"seed": _GENERATORS.seed, "cpu": _GENERATORS.cpu.bit_generator.state}
-    cuda = {}
-    for index, gen in _GENERATORS.cuda.items():
-        cuda[str(index)] = _cupy_state(gen)
-    state["cuda"] = cuda
-    return state
-
-
-def _cupy_state(gen):
-    # NOTE: CuPy's bit generators keep their state on the device; we save a copy
-    # of that state array so the stream resumes exactly.
-    bg = gen.bit_generator
-    return {"seed": int(getattr(bg, "_seed", 0)), "state": backend.to_numpy(bg.state()).tolist()
-            if callable(getattr(bg, "state", None)) else None}
+    # NOTE: only the CPU stream is captured exactly. CuPy's generators keep their
+    # state on the device with no public way to save it, so set_rng_state re-creates
+    # them from the seed: a resumed GPU run is deterministic, but its dropout masks
+    # differ from those of the run that never stopped (see docs/checkpoints.md).
+    return {"seed": _GENERATORS.seed, "cpu": _GENERATORS.cpu.bit_generator.state}
 
 
 def set_rng_state(state: dict):
@@ -112,6 +103,10 @@ def set_rng_state(state: dict):
     if not isinstance(state, dict) or "cpu" not in state:
         raise ValueError("set_rng_state: expected the dict returned by get_rng_state() (with a 'cpu' key)")
     cpu = numpy.random.Generator(numpy.random.PCG64())
-    cpu.bit_generator.state = state["cpu"]
+    try:
+        cpu.bit_generator.state = state["cpu"]
+    except (TypeError, ValueError, KeyError) as error:
+        raise ValueError(f"set_rng_state: the 'cpu' entry is not a PCG64 state ({error})") from None
     _GENERATORS.cpu = cpu
     _GENERATORS.seed = int(state.get("seed", 0))
+    _GENERATORS.cuda = {}  # NOTE: re-created from the seed on next use (see get_rng_state)
