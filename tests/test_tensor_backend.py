@@ -127,3 +127,14 @@ def test_detach_shares_memory_and_version():
 def test_get_array_module_numpy():
     assert backend.get_array_module(np.zeros(1)) is np
     assert backend.to_numpy(np.zeros(1)).shape == (1,)
+
+
+def test_set_rng_state_rejects_bad_input_and_keeps_the_stream():
+    cn.manual_seed(3)
+    expected = cn.randn(3).tolist()
+    cn.manual_seed(3)
+    with pytest.raises(ValueError, match="expected the dict returned by get_rng_state"):
+        cn.set_rng_state({"seed": 1})
+    with pytest.raises(ValueError, match="'cpu' entry is not a PCG64 state"):
+        cn.set_rng_state({"seed": 1, "cpu": {"bit_generator": "MT19937"}})
+    assert cn.randn(3).tolist() == expected  # the failed calls changed nothing
