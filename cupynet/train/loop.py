@@ -197,6 +197,8 @@ class Trainer:
             metrics.close()
             if previous_handler is not None:
                 signal.signal(signal.SIGINT, previous_handler)
+        if stop.requested:
+            print(f"stopped at step {self.step} (epoch {self.epoch + 1} of {cfg.epochs})", file=out, flush=True)
         if self.checkpointer is not None:
             self.checkpointer.save_now(self)
         accuracy = self.evaluate()
@@ -231,9 +233,8 @@ class Trainer:
                 break
         self._flush(pending, metrics, bar, correct, seen, started)
         bar.close()
-        if stop.requested:
-            print(f"stopped at step {self.step} (epoch {self.epoch + 1})", file=out, flush=True)
-            return
+        if self._position_in_epoch() < len(self.loader):
+            return  # NOTE: interrupted mid-epoch; an epoch whose last batch ran counts as done, as the loader does
         self.epoch += 1
         elapsed = time.perf_counter() - started
         accuracy = 100.0 * float(correct.item()) / max(seen, 1) if correct is not None else 0.0
