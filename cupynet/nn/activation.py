@@ -178,64 +178,52 @@ def _implicit_dim(name: str, ndim: int) -> int:
     return 0 if ndim in (0, 1, 3) else 1
 
 
-class Softmax(Module):
+class _AlongDim(Module):
+    """Shared body of Softmax and LogSoftmax: apply ``F.<function>`` along ``dim``."""
+
+    _function = None
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):  # noqa: A002
+        """Apply.
+
+        Args:
+            input: a Tensor.
+        """
+        check_input(self, input)
+        dim = self.dim if self.dim is not None else _implicit_dim(self._function, input.ndim)
+        return getattr(F, self._function)(input, dim)
+
+    def extra_repr(self) -> str:
+        """``dim=..``.
+
+        Args:
+            None.
+        """
+        return f"dim={self.dim}"
+
+
+class Softmax(_AlongDim):
     """exp(x) / sum(exp(x)) along ``dim``.
 
     Args:
         dim: the dimension to normalise (None picks PyTorch's legacy default, with a warning).
     """
 
-    def __init__(self, dim=None):
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input):  # noqa: A002
-        """Apply.
-
-        Args:
-            input: a Tensor.
-        """
-        check_input(self, input)
-        dim = self.dim if self.dim is not None else _implicit_dim("softmax", input.ndim)
-        return F.softmax(input, dim)
-
-    def extra_repr(self) -> str:
-        """``dim=..``.
-
-        Args:
-            None.
-        """
-        return f"dim={self.dim}"
+    _function = "softmax"
 
 
-class LogSoftmax(Module):
+class LogSoftmax(_AlongDim):
     """log(softmax(x)) along ``dim``, computed stably.
 
     Args:
         dim: the dimension to normalise (None picks PyTorch's legacy default, with a warning).
     """
 
-    def __init__(self, dim=None):
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input):  # noqa: A002
-        """Apply.
-
-        Args:
-            input: a Tensor.
-        """
-        check_input(self, input)
-        dim = self.dim if self.dim is not None else _implicit_dim("log_softmax", input.ndim)
-        return F.log_softmax(input, dim)
-
-    def extra_repr(self) -> str:
-        """``dim=..``.
-
-        Args:
-            None.
-        """
-        return f"dim={self.dim}"
+    _function = "log_softmax"
 
 
 class Dropout(Module):
