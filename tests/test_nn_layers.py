@@ -213,3 +213,9 @@ def test_linear_with_wrong_feature_count_names_layer_and_both_shapes():
                                          r"last dimension 4 \(in_features\), got input of shape \(3, 5\) "
                                          r"\(weight shape \(2, 4\)\)"):
         model(cn.randn(3, 5))
+
+
+@pytest.mark.parametrize("loss", ["MSELoss", "L1Loss", "CrossEntropyLoss", "BCEWithLogitsLoss"])
+def test_loss_layers_refuse_legacy_arguments(loss):
+    with pytest.raises(ValueError, match=f"{loss}: size_average and reduce are deprecated"):
+        getattr(cn.nn, loss)(size_average=True)

@@ -6,6 +6,7 @@ buffers, so they move with ``.to()`` and appear in ``state_dict()`` when given.
 
 from __future__ import annotations
 
+from ..ops._loss_util import no_legacy
 from ..tensor import Tensor
 from . import functional as F
 from .module import Module
@@ -57,7 +58,7 @@ class CrossEntropyLoss(_WeightedLoss):
 
     def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
                  reduction: str = "mean", label_smoothing: float = 0.0):
-        _no_legacy("CrossEntropyLoss", size_average, reduce)
+        no_legacy("CrossEntropyLoss", size_average, reduce)
         super().__init__(weight, reduction)
         if not 0.0 <= label_smoothing <= 1.0:
             raise ValueError(f"CrossEntropyLoss: label_smoothing must be in [0, 1], got {label_smoothing}")
@@ -88,7 +89,7 @@ class NLLLoss(_WeightedLoss):
 
     def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
                  reduction: str = "mean"):
-        _no_legacy("NLLLoss", size_average, reduce)
+        no_legacy("NLLLoss", size_average, reduce)
         super().__init__(weight, reduction)
         self.ignore_index = ignore_index
 
@@ -104,11 +105,6 @@ class NLLLoss(_WeightedLoss):
                           reduction=self.reduction)
 
 
-def _no_legacy(name, size_average, reduce):
-    if size_average is not None or reduce is not None:
-        raise ValueError(f"{name}: size_average and reduce are deprecated and not supported; use reduction=")
-
-
 class MSELoss(_Loss):
     """Mean squared error.
 
@@ -119,7 +115,7 @@ class MSELoss(_Loss):
     """
 
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
-        _no_legacy("MSELoss", size_average, reduce)
+        no_legacy("MSELoss", size_average, reduce)
         super().__init__(reduction)
 
     def forward(self, input, target):  # noqa: A002
@@ -143,7 +139,7 @@ class L1Loss(_Loss):
     """
 
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
-        _no_legacy("L1Loss", size_average, reduce)
+        no_legacy("L1Loss", size_average, reduce)
         super().__init__(reduction)
 
     def forward(self, input, target):  # noqa: A002
@@ -168,7 +164,7 @@ class SmoothL1Loss(_Loss):
     """
 
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0):
-        _no_legacy("SmoothL1Loss", size_average, reduce)
+        no_legacy("SmoothL1Loss", size_average, reduce)
         super().__init__(reduction)
         if beta < 0:
             raise ValueError(f"SmoothL1Loss: beta must be >= 0, got {beta}")
@@ -196,7 +192,7 @@ class BCELoss(_WeightedLoss):
     """
 
     def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
-        _no_legacy("BCELoss", size_average, reduce)
+        no_legacy("BCELoss", size_average, reduce)
         super().__init__(weight, reduction)
 
     def forward(self, input, target):  # noqa: A002
@@ -222,7 +218,7 @@ class BCEWithLogitsLoss(_WeightedLoss):
     """
 
     def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean", pos_weight=None):
-        _no_legacy("BCEWithLogitsLoss", size_average, reduce)
+        no_legacy("BCEWithLogitsLoss", size_average, reduce)
         super().__init__(weight, reduction)
         if pos_weight is not None and not isinstance(pos_weight, Tensor):
             raise TypeError(f"BCEWithLogitsLoss: pos_weight must be a Tensor or None, got {type(pos_weight).__name__}")
@@ -253,7 +249,7 @@ class KLDivLoss(_Loss):
     _reductions = ("none", "mean", "sum", "batchmean")
 
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False):
-        _no_legacy("KLDivLoss", size_average, reduce)
+        no_legacy("KLDivLoss", size_average, reduce)
         super().__init__(reduction)
         self.log_target = log_target
 
