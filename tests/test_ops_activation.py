@@ -233,3 +233,23 @@ def test_dropout_inplace_and_dropout2d_channels():
     per_channel = out.reshape(8, 16, 9)
     assert np.all((per_channel == 0).all(axis=2) | (per_channel == 2.0).all(axis=2))
     assert 0 < (per_channel[:, :, 0] == 0).sum() < 128
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_zero_where_not_keeps_bits_and_zeroes_inf_and_nan(dtype):
+    from cupynet.ops._util import zero_where_not
+    dt = cn.dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+    grad = np.array([[1.5, -0.0, np.inf, np.nan], [-np.inf, 2.0, np.nan, -3.0]], dtype=np.float64).astype(dt)
+    mask = np.array([[True, True, False, False], [True, False, True, False]])
+    for g in (grad, np.asfortranarray(grad), grad.T.copy().T):  # contiguous, Fortran and strided views
+        out = zero_where_not(mask, g, np)
+        expected = np.where(mask, g, g.dtype.type(0))
+        assert out.dtype == g.dtype and out.shape == g.shape
+        assert out.tobytes() == np.ascontiguousarray(expected).tobytes()  # bit for bit: -0.0, NaN payloads, +0
+    assert np.signbit(zero_where_not(mask, grad, np)[0, 2]) == np.False_  # masked inf becomes +0, not NaN
+
+
+def test_relu_backward_zeroes_inf_gradient_where_the_output_is_not_positive():
+    x = cn.tensor([-1.0, 0.0, 2.0], requires_grad=True)
+    cn.relu(x).backward(cn.tensor([np.inf, np.nan, np.inf]))
+    assert x.grad.tolist() == [0.0, 0.0, np.inf]

@@ -56,6 +56,7 @@ class Node:
     retained = None               # output_nr -> weakref to a Tensor that called retain_grad()
     autocast_snapshot = None      # the autocast state forward ran under (for custom_bwd)
     _saved = ()
+    _non_diff = ()                # ids of outputs marked non-differentiable
     _outputs = ()                 # weakrefs to the output Tensors
     _output_meta = ()             # (shape, dtype, array or None) per output
 
@@ -271,27 +272,35 @@ def _link(cls, ctx, args, outputs):
             if node.generation >= generation:
                 generation = node.generation + 1
     ctx.next_edges, ctx.generation = tuple(edges), generation
-    non_diff = ctx.__dict__.get("_non_diff", ())
+    non_diff = ctx._non_diff
     keep = cls.save_outputs
+    meta = []
     for i, out in enumerate(outputs):
-        if out.data.dtype.kind == "f" or out.data.dtype == dtypes.bfloat16:
-            if id(out) not in non_diff:
-                out._requires_grad, out.grad_fn, out._output_nr = True, ctx, i
-    if keep or ctx._saved:  # NOTE: only ctx.output(i) reads these weak references
+        array = out.data
+        dtype = array.dtype
+        if (dtype.kind == "f" or dtype == _BFLOAT16) and (not non_diff or id(out) not in non_diff):
+            out._requires_grad, out.grad_fn, out._output_nr = True, ctx, i
+        meta.append((array.shape, dtype, array if keep else None))
+    ctx._output_meta = tuple(meta)
+    saved = ctx._saved
+    if keep or saved:  # NOTE: only ctx.output(i) reads these weak references
         ctx._outputs = tuple(weakref.ref(o) for o in outputs)
-    ctx._output_meta = tuple((o.data.shape, o.data.dtype, o.data if keep else None) for o in outputs)
-    if ctx._saved:
+    if saved:
         _saved_outputs_by_index(ctx, outputs)
+
+
+_BFLOAT16 = dtypes.bfloat16
 
 
 def _saved_outputs_by_index(ctx, outputs):
     # NOTE: a saved output is kept by index, not by reference, so the node
     # does not keep its own output alive through a reference cycle.
+    if not any(t is o for t, _ in ctx._saved for o in outputs):
+        return
     out_ids = {id(o): i for i, o in enumerate(outputs)}
-    if any(t is not None and id(t) in out_ids for t, _ in ctx._saved):
-        ctx._saved = tuple((out_ids[id(t)], v) if t is not None and id(t) in out_ids else (t, v)
-                           for t, v in ctx._saved)
-        ctx._output_meta = tuple((o.shape, o.dtype, o.data) for o in outputs)
+    ctx._saved = tuple((out_ids[id(t)], v) if t is not None and id(t) in out_ids else (t, v)
+                       for t, v in ctx._saved)
+    ctx._output_meta = tuple((o.shape, o.dtype, o.data) for o in outputs)
 
 
 class Cast(Function):

@@ -33,6 +33,7 @@ def __getattr__(name):
     if fn is None or not callable(fn):
         raise AttributeError(f"cupynet.nn.functional.{name} is not available: cupynet.ops has no op named "
                              f"'{name}' (its op family module is missing or does not define it)")
+    globals()[name] = fn  # NOTE: later lookups are plain module attributes, without this call
     return fn
 
 

@@ -382,6 +382,8 @@ class Module(_convert.ConversionMixin):
         return self._add_hook(self._forward_pre_hooks, hook)
 
     def __call__(self, *args, **kwargs):
+        if not self._forward_pre_hooks and not self._forward_hooks:  # NOTE: the common case, kept short
+            return self.forward(*args, **kwargs)
         for hook in list(self._forward_pre_hooks.values()):
             result = hook(self, args)
             if result is not None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 
 def _same_dtype(op_name, *tensors):
-    kinds = {t.dtype for t in tensors if t is not None}
-    if len(kinds) > 1:
+    first = tensors[0].dtype
+    if any(t is not None and t.dtype != first for t in tensors[1:]):
         listed = ", ".join(str(t.dtype) for t in tensors if t is not None)
         raise RuntimeError(f"{op_name}: expected all inputs to have the same dtype, but got {listed}")
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numbers
 
+import numpy
+
 from .. import backend, dtypes
 from ..tensor import Tensor
 
@@ -14,7 +16,40 @@ def xp_of(*values):
     Args:
         *values: Tensors, arrays or scalars.
     """
-    return backend.get_array_module(*(v.data if isinstance(v, Tensor) else v for v in values))
+    cupy = backend.cupy_or_none()
+    if cupy is None:  # NOTE: the CPU-only fast path: no need to look at the values
+        return numpy
+    for v in values:
+        if isinstance(v.data if isinstance(v, Tensor) else v, cupy.ndarray):
+            return cupy
+    return numpy
+
+
+# NOTE: the unsigned integer of each float width, for bit masks.
+_UINT_OF_WIDTH = {2: numpy.uint16, 4: numpy.uint32, 8: numpy.uint64}
+
+
+def zero_where_not(mask, grad, xp):
+    """``where(mask, grad, 0)``: keep ``grad`` where ``mask`` is true, +0 elsewhere (inf and NaN too).
+
+    NOTE (speed): NumPy's ``where`` branches per element and runs about 7x
+    slower than a multiply on a random mask, but ``grad * mask`` turns an inf
+    or NaN under a false mask into NaN. On NumPy the mask is widened to all-ones
+    or all-zeros words and ANDed with the gradient's bits: branch-free and exact.
+    CuPy's ``where`` is already a branch-free kernel.
+
+    Args:
+        mask: boolean array broadcastable to ``grad``'s shape.
+        grad: floating array.
+        xp: the array module of ``grad``.
+    """
+    uint = _UINT_OF_WIDTH.get(grad.dtype.itemsize)
+    if xp is not numpy or uint is None or mask.shape != grad.shape:
+        return xp.where(mask, grad, grad.dtype.type(0))
+    bits = mask.astype(uint)
+    numpy.negative(bits, out=bits)  # 1 -> all ones (unsigned wrap-around), 0 -> 0
+    grad_bits = numpy.ascontiguousarray(grad).view(uint)
+    return numpy.bitwise_and(grad_bits, bits, out=bits).view(grad.dtype)
 
 
 def lift(value, like: Tensor | None = None):

@@ -22,7 +22,7 @@ from ..autograd.function import Function
 from ..autograd.state import STATE
 from ..tensor import Tensor
 from ._special import erf_kernel
-from ._util import compute_in_fp32, normalize_dim, require_floating, xp_of
+from ._util import compute_in_fp32, normalize_dim, require_floating, xp_of, zero_where_not
 from .reduce import sum as reduce_sum
 from .shape import reshape, sum_to
 from .unary import _Elementwise, clamp, erf, exp, tanh
@@ -84,10 +84,10 @@ def _softplus_derivative(x, y, beta=1.0, threshold=20.0):
 class Relu(_Elementwise, Function):
     """``max(x, 0)``; gradient 1 where the output is positive."""
 
-    op_name, save_outputs = "relu", True
+    op_name, save_outputs, can_warn = "relu", True, False  # NOTE: maximum(nan, 0) is nan, silently
     kernel = staticmethod(lambda xp, x: xp.maximum(x, 0))
     derivative = staticmethod(lambda x, y: _float(y > 0, y))
-    array_backward = staticmethod(lambda xp, g, x, y: xp.where(y > 0, g, 0))  # NOTE: no inf*0 = nan
+    array_backward = staticmethod(lambda xp, g, x, y: zero_where_not(y > 0, g, xp))  # NOTE: no inf*0 = nan
 
 
 class Hardtanh(_Elementwise, Function):
@@ -293,6 +293,8 @@ def _activation_function(cls, summary, inplace=True):
 
     def with_inplace(input, inplace=False):  # noqa: A002 - PyTorch's argument names
         _check(name, input)
+        if not inplace:
+            return cls.apply(input)
         return _maybe_inplace(input, inplace, lambda: cls.apply(input))
 
     def plain(input):  # noqa: A002

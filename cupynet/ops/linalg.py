@@ -102,7 +102,8 @@ class Linear(Function):
         # NOTE: with a bias, the fp32 GEMM result gets the bias before the one rounding to half
         y = matmul_arrays(x2, weight.data.T, fp32_out=bias is not None)
         if bias is not None:
-            y = (y + bias.data.astype(y.dtype, copy=False)).astype(x.dtype, copy=False)
+            y += bias.data  # NOTE: y is a fresh array; a half bias widens exactly
+            y = y.astype(x.dtype, copy=False)
         return y.reshape(x.shape[:-1] + (weight.shape[0],))
 
     @staticmethod

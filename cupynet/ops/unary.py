@@ -45,6 +45,7 @@ class _Elementwise:
     derivative = None
     array_backward = None  # optional (xp, grad, x, y, **options) -> array, used when no graph is recorded
     uses_input = False
+    can_warn = True  # False for kernels that never raise a floating-point warning (no errstate needed)
 
     @classmethod
     def forward(cls, ctx, a, **options):
@@ -52,6 +53,8 @@ class _Elementwise:
             ctx.save_for_backward(a)
         ctx.options = options
         xp, x = xp_of(a), a.data
+        if not cls.can_warn and a.dtype not in dtypes.LOW_PRECISION:
+            return cls.kernel(xp, x, **options)
         with numpy.errstate(all="ignore"):  # NOTE: as in PyTorch, log(0) = -inf and friends raise no warning
             if a.dtype in dtypes.LOW_PRECISION:
                 return cls.kernel(xp, x.astype(dtypes.float32), **options).astype(a.dtype)

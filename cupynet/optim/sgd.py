@@ -87,6 +87,9 @@ class SGD(Optimizer):
     def _update_one(self, p, group, found, first: bool) -> None:
         xp = backend.get_array_module(p.data)
         dt = _common.compute_dtype_of(p)
+        if found is None and p.data.dtype == dt and self.state[p].get(_FLAG) is None:
+            self._update_in_place(p, group, first, dt)
+            return
         g = _common.read_grad(p, dt, group["maximize"])
         value = p.data.astype(dt) if p.data.dtype != dt else p.data
         if group["weight_decay"] != 0:
@@ -107,6 +110,28 @@ class SGD(Optimizer):
         else:
             new_param = value + scalar(-group["lr"], dt) * g
         commit(p.data, new_param, found, xp)
+
+    def _update_in_place(self, p, group, first: bool, dt) -> None:
+        """The same update as ``_update_one`` when there is no skip to decide and the param is in ``dt``.
+
+        NOTE: every product and sum rounds exactly where the out-of-place formulas
+        do (``buf * m``, then ``+ (1 - d) * g``; ``-lr * g``, then ``p +``), so the
+        results are bit-identical; only temporaries and copies are saved.
+        Multiplying by ``1 - 0`` is exact, so dampening 0 skips that product.
+        """
+        g = _common.read_grad(p, dt, group["maximize"])
+        if group["weight_decay"] != 0:
+            g = g + scalar(group["weight_decay"], dt) * p.data
+        momentum = group["momentum"]
+        if momentum != 0:
+            buf = self.state[p]["momentum_buffer"].data
+            if first:
+                buf[...] = g
+            else:
+                buf *= scalar(momentum, dt)
+                buf += g if group["dampening"] == 0 else scalar(1.0 - group["dampening"], dt) * g
+            g = g + scalar(momentum, dt) * buf if group["nesterov"] else buf
+        p.data += scalar(-group["lr"], dt) * g
 
     def _clear_flags(self, params, found) -> None:
         for flag, _ in self._group_by_shared(params, _FLAG):
