@@ -107,11 +107,16 @@ class Linear(Module):
         Args:
             input: a Tensor of shape (*, in_features).
         """
-        check_input(self, input, 1)
-        if input.shape[-1] != self.in_features:
+        params = self._parameters
+        if not isinstance(input, Tensor) or not input.data.ndim or input.data.shape[-1] != self.in_features:
+            check_input(self, input, 1)
             raise ValueError(f"{self!r}: expected input with last dimension {self.in_features} (in_features), "
                              f"got input of shape {tuple(input.shape)} (weight shape {tuple(self.weight.shape)})")
-        return F.linear(input, self.weight, self.bias)
+        # NOTE: read from the registry directly (no __getattr__); a weight deleted and replaced by a
+        # plain attribute (as reparametrisations do) is still found through normal lookup
+        weight = params["weight"] if "weight" in params else self.weight
+        bias = params["bias"] if "bias" in params else self.bias
+        return F.linear(input, weight, bias)
 
     def extra_repr(self) -> str:
         """``in_features=.., out_features=.., bias=..``.

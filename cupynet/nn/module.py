@@ -170,10 +170,12 @@ class Module(_convert.ConversionMixin):
         self._non_persistent_buffers_set.discard(name)
 
     def __getattr__(self, name):
+        # NOTE: called only when normal lookup fails, i.e. for parameters, buffers and submodules
         state = self.__dict__
-        for store in ("_parameters", "_buffers", "_modules"):
-            if store in state and name in state[store]:
-                return state[store][name]
+        if "_modules" in state:
+            for store in (state["_parameters"], state["_buffers"], state["_modules"]):
+                if name in store:
+                    return store[name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name):

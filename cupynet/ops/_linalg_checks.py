@@ -25,6 +25,10 @@ def _check(a, b):
 
 
 def _check_linear(x, weight, bias):
+    xa, wa = x.data, weight.data
+    if (wa.ndim == 2 and xa.ndim and xa.shape[-1] == wa.shape[1] and xa.dtype == wa.dtype
+            and (bias is None or (bias.data.shape == wa.shape[:1] and bias.data.dtype == wa.dtype))):
+        return  # NOTE: the common, valid case in a few comparisons; the branches below name what is wrong
     if weight.ndim != 2:
         raise RuntimeError(f"linear: weight must be 2-D (out_features, in_features), got shape {tuple(weight.shape)}")
     if x.ndim == 0 or x.shape[-1] != weight.shape[1]:

@@ -113,7 +113,7 @@ def _check_embedding_args(input, weight, padding_idx, max_norm, sparse):  # noqa
     if sparse:
         raise NotImplementedError("embedding: sparse gradients are not supported (use sparse=False)")
     host_check_range("embedding", input.data, 0, num - 1,
-                     f"index out of range: expected indices in [0, {num - 1}] for num_embeddings={num}")
+                     lambda: f"index out of range: expected indices in [0, {num - 1}] for num_embeddings={num}")
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # noqa: A002 - PyTorch's names
