@@ -30,6 +30,15 @@ def test_cross_entropy_class_indices(reduction, smoothing, weighted):
                                                                   reduction=reduction, label_smoothing=smoothing))
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_without_ignored_targets(reduction):
+    # NOTE: on the CPU this takes the path that skips the ignore mask; gradgradcheck covers its one-hot target
+    torch = pytest.importorskip("torch")
+    target = np.array([0, 4, 1, 2])
+    check_op([(4, 5)], lambda x: cn.cross_entropy(x, cn.tensor(target), reduction=reduction),
+             torch_fn=lambda x: torch.nn.functional.cross_entropy(x, torch.tensor(target), reduction=reduction))
+
+
 def test_cross_entropy_shapes_and_probabilities():
     torch = pytest.importorskip("torch")
     F = torch.nn.functional
