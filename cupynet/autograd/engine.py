@@ -16,6 +16,7 @@ from __future__ import annotations
 import heapq
 import itertools
 
+from ..backend import get_array_module
 from ..tensor import Tensor
 from .state import STATE
 
@@ -103,8 +104,7 @@ def _seed(t, g):
 
 
 def _ones_like(array):
-    from ..backend import get_array_module  # noqa: PLC0415
-    return get_array_module(array).ones_like(array)
+    return get_array_module(array).ones(array.shape, dtype=array.dtype)
 
 
 class _Pass:
@@ -157,7 +157,8 @@ def _run_node(run, node):
     if node.tensor_hooks or node.retained or run.capture is not None:
         for nr, g in enumerate(grads):
             grads[nr] = _output_grad_hooks(run, node, nr, g)
-    if node.materialize_grads and any(g is None for g in grads):  # NOTE: not `None in`: that calls Tensor.__eq__
+    if node.materialize_grads and (grads[0] is None if len(grads) == 1 else any(g is None for g in grads)):
+        # NOTE: not `None in grads`: that calls Tensor.__eq__
         grads = [g if g is not None else _zeros(node, nr) for nr, g in enumerate(grads)]
     input_grads = node.fn.backward(node, *grads)
     input_grads = input_grads if isinstance(input_grads, tuple) else (input_grads,)
@@ -191,18 +192,21 @@ def _output_grad_hooks(run, node, nr, g):
 
 def _zeros(node, nr):
     shape, dtype, _ = node._output_meta[nr]
-    from ..backend import get_array_module  # noqa: PLC0415
     xp = get_array_module(*(a for _, _, a in node._output_meta if a is not None))
     return Tensor(xp.zeros(shape, dtype=dtype))
 
 
 def _validate(node, i, edge, g):
     target, nr = edge
-    shape, dtype = (target.shape, target.dtype) if nr is None else target._output_meta[nr][:2]
-    if tuple(g.shape) != tuple(shape):
+    if nr is None:
+        shape, dtype = target.data.shape, target.data.dtype
+    else:
+        shape, dtype = target._output_meta[nr][:2]
+    array = g.data
+    if array.shape != shape and tuple(array.shape) != tuple(shape):  # NOTE: tuple() for shapes given as lists
         raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - got "
                            f"{list(g.shape)} but expected shape compatible with {list(shape)}")
-    return g if g.dtype == dtype else g.to(dtype)
+    return g if array.dtype == dtype else g.to(dtype)
 
 
 def _reach_leaf(run, leaf, g):

@@ -107,6 +107,18 @@ class Linear(Module):
         Args:
             input: a Tensor of shape (*, in_features).
         """
+        return F.linear(input, *self._checked_params(input))
+
+    def _forward_relu(self, input):  # noqa: A002
+        """``relu(self(input))`` as one fused op (``nn.Sequential`` calls it for a Linear-ReLU pair).
+
+        Args:
+            input: a Tensor of shape (*, in_features).
+        """
+        from ..ops._linear_relu import linear_relu  # noqa: PLC0415 - ops import nn-free modules only
+        return linear_relu(input, *self._checked_params(input))
+
+    def _checked_params(self, input):  # noqa: A002
         params = self._parameters
         if not isinstance(input, Tensor) or not input.data.ndim or input.data.shape[-1] != self.in_features:
             check_input(self, input, 1)
@@ -116,7 +128,7 @@ class Linear(Module):
         # plain attribute (as reparametrisations do) is still found through normal lookup
         weight = params["weight"] if "weight" in params else self.weight
         bias = params["bias"] if "bias" in params else self.bias
-        return F.linear(input, weight, bias)
+        return weight, bias
 
     def extra_repr(self) -> str:
         """``in_features=.., out_features=.., bias=..``.

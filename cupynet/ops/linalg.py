@@ -98,27 +98,50 @@ class Linear(Function):
     def forward(ctx, x, weight, bias=None):
         _check_linear(x, weight, bias)
         ctx.save_for_backward(x, weight)
-        x2 = x.data.reshape(-1, x.shape[-1])
-        # NOTE: with a bias, the fp32 GEMM result gets the bias before the one rounding to half
-        y = matmul_arrays(x2, weight.data.T, fp32_out=bias is not None)
-        if bias is not None:
-            y += bias.data  # NOTE: y is a fresh array; a half bias widens exactly
-            y = y.astype(x.dtype, copy=False)
-        return y.reshape(x.shape[:-1] + (weight.shape[0],))
+        return linear_array(x.data, weight.data, bias.data if bias is not None else None)
 
     @staticmethod
     def backward(ctx, grad):
         x, weight = ctx.saved_tensors
-        if not STATE.grad_enabled:
-            return _linear_backward_arrays(ctx, grad, x, weight)
-        out_features, in_features = weight.shape
-        gx = matmul(grad, weight) if ctx.needs_input_grad[0] else None
-        gw = gb = None
-        if ctx.needs_input_grad[1]:
-            gw = matmul(reshape(grad, (-1, out_features)).mT, reshape(x, (-1, in_features)))
-        if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2]:
-            gb = sum_to(grad, (out_features,))
-        return gx, gw, gb
+        return linear_backward(ctx, grad, x, weight)
+
+
+def linear_array(x, weight, bias=None):
+    """``x @ weight.T + bias`` on raw arrays: one 2-D GEMM, the bias added before the one rounding.
+
+    Args:
+        x: array of shape ``(*, in_features)``.
+        weight: array of shape ``(out_features, in_features)``, same dtype.
+        bias: optional array of shape ``(out_features,)``.
+    """
+    x2 = x.reshape(-1, x.shape[-1])
+    # NOTE: with a bias, the fp32 GEMM result gets the bias before the one rounding to half
+    y = matmul_arrays(x2, weight.T, fp32_out=bias is not None)
+    if bias is not None:
+        y += bias  # NOTE: y is a fresh array; a half bias widens exactly
+        y = y.astype(x.dtype, copy=False)
+    return y.reshape(x.shape[:-1] + (weight.shape[0],))
+
+
+def linear_backward(ctx, grad, x, weight):
+    """The gradients of ``linear`` that ``ctx.needs_input_grad`` asks for (on raw arrays when no graph is recorded).
+
+    Args:
+        ctx: the node (its ``needs_input_grad`` says which of input, weight, bias need a gradient).
+        grad: the gradient of the output (a Tensor).
+        x: the input Tensor.
+        weight: the weight Tensor.
+    """
+    if not STATE.grad_enabled:
+        return _linear_backward_arrays(ctx, grad, x, weight)
+    out_features, in_features = weight.shape
+    gx = matmul(grad, weight) if ctx.needs_input_grad[0] else None
+    gw = gb = None
+    if ctx.needs_input_grad[1]:
+        gw = matmul(reshape(grad, (-1, out_features)).mT, reshape(x, (-1, in_features)))
+    if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2]:
+        gb = sum_to(grad, (out_features,))
+    return gx, gw, gb
 
 
 def _linear_backward_arrays(ctx, grad, x, weight):

@@ -154,6 +154,8 @@ class Optimizer:
             key: the state key of a shared scalar ("step", ...).
         """
         used = {id(self.state[p][key]) for p in stepping if key in self.state.get(p, {})}
+        if not used:  # NOTE: the common case (nothing shared under this key): no walk over all the state
+            return
         stepping_ids = {id(p) for p in stepping}
         copies = {}
         for q, st in self.state.items():

@@ -65,9 +65,15 @@ class SGD(Optimizer):
         if _common.use_fused(group, params):
             self._fused_update(group, params, found, first)
         else:
+            constants = {}
             for p in params:
-                self._update_one(p, group, found, id(p) in first)
-            self._clear_flags(params, found)
+                st = self.state[p]
+                if found is None and _FLAG not in st and p.data.dtype == dtypes.compute_dtype(p.data.dtype):
+                    self._update_in_place(p, group, id(p) in first, st, constants)
+                else:
+                    self._update_one(p, group, found, id(p) in first)
+            if any(_FLAG in self.state[p] for p in params):
+                self._clear_flags(params, found)
         for p in params:
             p._bump_version()
 
@@ -87,9 +93,6 @@ class SGD(Optimizer):
     def _update_one(self, p, group, found, first: bool) -> None:
         xp = backend.get_array_module(p.data)
         dt = _common.compute_dtype_of(p)
-        if found is None and p.data.dtype == dt and self.state[p].get(_FLAG) is None:
-            self._update_in_place(p, group, first, dt)
-            return
         g = _common.read_grad(p, dt, group["maximize"])
         value = p.data.astype(dt) if p.data.dtype != dt else p.data
         if group["weight_decay"] != 0:
@@ -111,27 +114,37 @@ class SGD(Optimizer):
             new_param = value + scalar(-group["lr"], dt) * g
         commit(p.data, new_param, found, xp)
 
-    def _update_in_place(self, p, group, first: bool, dt) -> None:
-        """The same update as ``_update_one`` when there is no skip to decide and the param is in ``dt``.
+    def _update_in_place(self, p, group, first: bool, st, constants) -> None:
+        """The same update as ``_update_one`` when there is no skip to decide and the param is in its compute dtype.
 
         NOTE: every product and sum rounds exactly where the out-of-place formulas
         do (``buf * m``, then ``+ (1 - d) * g``; ``-lr * g``, then ``p +``), so the
         results are bit-identical; only temporaries and copies are saved.
         Multiplying by ``1 - 0`` is exact, so dampening 0 skips that product.
+
+        Args:
+            p: the parameter (its data in its compute dtype).
+            group: its param group.
+            first: whether this step creates the momentum buffer (``buf = g``).
+            st: ``self.state[p]``.
+            constants: per-dtype hyper-parameters rounded once, shared by the group's parameters.
         """
+        dt = p.data.dtype
+        c = constants.get(dt)
+        if c is None:
+            c = constants[dt] = _rounded_constants(group, dt)
         g = _common.read_grad(p, dt, group["maximize"])
-        if group["weight_decay"] != 0:
-            g = g + scalar(group["weight_decay"], dt) * p.data
-        momentum = group["momentum"]
-        if momentum != 0:
-            buf = self.state[p]["momentum_buffer"].data
+        if c["weight_decay"] is not None:
+            g = g + c["weight_decay"] * p.data
+        if c["momentum"] is not None:
+            buf = st["momentum_buffer"].data
             if first:
                 buf[...] = g
             else:
-                buf *= scalar(momentum, dt)
-                buf += g if group["dampening"] == 0 else scalar(1.0 - group["dampening"], dt) * g
-            g = g + scalar(momentum, dt) * buf if group["nesterov"] else buf
-        p.data += scalar(-group["lr"], dt) * g
+                buf *= c["momentum"]
+                buf += g if c["one_minus_dampening"] is None else c["one_minus_dampening"] * g
+            g = g + c["momentum"] * buf if group["nesterov"] else buf
+        p.data += c["minus_lr"] * g
 
     def _clear_flags(self, params, found) -> None:
         for flag, _ in self._group_by_shared(params, _FLAG):
@@ -157,3 +170,12 @@ class SGD(Optimizer):
                 kernels.fused_sgd_([p.data for p in batch], _common.kernel_grads(batch), bufs,
                                    first_step=first_step, found_inf=found, **hyper)
 
+
+def _rounded_constants(group, dt) -> dict:
+    """The group's hyper-parameters as ``dt`` scalars (None where the term drops out: 0 decay, no momentum)."""
+    return {
+        "weight_decay": scalar(group["weight_decay"], dt) if group["weight_decay"] != 0 else None,
+        "momentum": scalar(group["momentum"], dt) if group["momentum"] != 0 else None,
+        "one_minus_dampening": scalar(1.0 - group["dampening"], dt) if group["dampening"] != 0 else None,
+        "minus_lr": scalar(-group["lr"], dt),
+    }
