@@ -70,7 +70,7 @@ class Node:
         Args:
             None.
         """
-        return f"{self.fn.__name__}Backward"
+        return f"{self.fn.__name__.lstrip('_')}Backward"
 
     __repr__ = name
 
