@@ -1,4 +1,4 @@
-"""Shared timing helpers for the benchmarks: median of repeated runs, synchronised on the GPU."""
+"""Shared timing helpers for the benchmarks: medians of repeated runs and paired comparisons, GPU-synchronised."""
 
 from __future__ import annotations
 
@@ -46,6 +46,57 @@ def median_time(fn, repeats=50, warmup=5, device_type="cpu", torch_sync=False):
         wait()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def paired_times(fn_a, fn_b, pairs=500, warmup=20, device_type="cpu", torch_sync_b=False):
+    """Time ``fn_a`` and ``fn_b`` alternately, one call each per pair, and compare them pair by pair.
+
+    NOTE: shared machines drift (other tenants, clock changes) by more than the
+    differences being measured; two calls made back to back see the same
+    conditions, so the median of the per-pair ratios is far steadier than a
+    ratio of two medians measured one after the other.
+
+    Args:
+        fn_a: the first function (cupynet).
+        fn_b: the second function (the reference, e.g. PyTorch).
+        pairs: timed pairs.
+        warmup: untimed pairs first.
+        device_type: synchronise CuPy's device after ``fn_a`` (and ``fn_b`` unless ``torch_sync_b``) when "cuda".
+        torch_sync_b: synchronise torch's CUDA stream after ``fn_b`` instead.
+
+    Returns:
+        dict with ``a_s`` and ``b_s`` (median seconds per call), ``ratio`` (median of a/b over the pairs) and
+        ``ratio_q1``/``ratio_q3`` (its quartiles).
+    """
+    def wait_a():
+        sync(device_type)
+
+    def wait_b():
+        if torch_sync_b:
+            import torch
+            torch.cuda.synchronize()
+        else:
+            sync(device_type)
+
+    for _ in range(warmup):
+        fn_a()
+        fn_b()
+    wait_a()
+    wait_b()
+    times_a, times_b = [], []
+    for _ in range(pairs):
+        start = time.perf_counter()
+        fn_a()
+        wait_a()
+        middle = time.perf_counter()
+        fn_b()
+        wait_b()
+        times_a.append(middle - start)
+        times_b.append(time.perf_counter() - middle)
+    ratios = sorted(a / b for a, b in zip(times_a, times_b))
+    quartiles = statistics.quantiles(ratios, n=4)
+    return {"a_s": statistics.median(times_a), "b_s": statistics.median(times_b),
+            "ratio": statistics.median(ratios), "ratio_q1": quartiles[0], "ratio_q3": quartiles[2]}
 
 
 def environment():

@@ -1,7 +1,9 @@
 """Per-op overhead and one MLP training step on the CPU: cupynet vs PyTorch eager, same run.
 
-Run: PYTHONPATH=. python benchmarks/bench_overhead.py [--repeats 200]
-Prints a table and JSON lines with the times and the ratio cupynet / PyTorch.
+Run: PYTHONPATH=. python benchmarks/bench_overhead.py [--repeats 2000]
+Prints a table and JSON lines with the times and the ratio cupynet / PyTorch. The two sides run
+alternately, one call each per pair; the ratio is the median of the per-pair ratios (see
+``_timing.paired_times``), with its interquartile range.
 Targets (issue 2): per-op overhead within 2x of PyTorch; the MLP step no slower.
 """
 
@@ -18,7 +20,7 @@ import argparse
 os.environ.setdefault("CUPYNET_DEVICE", "cpu")
 
 import numpy as np  # noqa: E402
-from _timing import environment, median_time, print_json  # noqa: E402
+from _timing import environment, median_time, paired_times, print_json  # noqa: E402
 
 import cupynet as cn  # noqa: E402
 
@@ -32,16 +34,16 @@ def cupynet_chain(x):
     return y.sum()
 
 
-def time_chain_cupynet(repeats):
+def chain_cupynet():
     x = cn.tensor(np.ones(8, dtype=np.float32), requires_grad=True)
 
     def run():
         x.grad = None
         cupynet_chain(x).backward()
-    return median_time(run, repeats=repeats) / (CHAIN + 1)
+    return run
 
 
-def time_chain_torch(repeats, torch):
+def chain_torch(torch):
     x = torch.ones(8, requires_grad=True)
 
     def run():
@@ -50,10 +52,10 @@ def time_chain_torch(repeats, torch):
         for _ in range(CHAIN // 2):
             y = (y * 1.0001) + 0.5
         y.sum().backward()
-    return median_time(run, repeats=repeats) / (CHAIN + 1)
+    return run
 
 
-def time_mlp_cupynet(repeats, batch, sizes):
+def mlp_cupynet(batch, sizes):
     from cupynet import nn, optim
     cn.manual_seed(0)
     layers = []
@@ -68,10 +70,10 @@ def time_mlp_cupynet(repeats, batch, sizes):
         opt.zero_grad()
         nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
-    return median_time(step, repeats=repeats)
+    return step
 
 
-def time_mlp_torch(repeats, batch, sizes, torch):
+def mlp_torch(batch, sizes, torch):
     torch.manual_seed(0)
     layers = []
     for i in range(len(sizes) - 1):
@@ -85,12 +87,21 @@ def time_mlp_torch(repeats, batch, sizes, torch):
         opt.zero_grad()
         torch.nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
-    return median_time(step, repeats=repeats)
+    return step
+
+
+def measure(ours, theirs, repeats, per_call=1):
+    """Median seconds per op (or step) of each side and the median per-pair ratio (None without torch)."""
+    if theirs is None:
+        return {"cupynet_s": median_time(ours, repeats=repeats) / per_call, "torch_s": None, "ratio": None}
+    result = paired_times(ours, theirs, pairs=repeats)
+    return {"cupynet_s": result["a_s"] / per_call, "torch_s": result["b_s"] / per_call, "ratio": result["ratio"],
+            "ratio_q1": result["ratio_q1"], "ratio_q3": result["ratio_q3"]}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=2000, help="timed pairs (one call of each side per pair)")
     args = parser.parse_args()
     try:
         import torch
@@ -98,18 +109,20 @@ def main():
     except ImportError:
         torch = None
     env = environment()
-    rows = [("tiny-op chain, per op (fwd+bwd)", time_chain_cupynet(args.repeats),
-             time_chain_torch(args.repeats, torch) if torch else None)]
     digits_mlp = (64, 256, 128, 10)
-    rows.append(("digits MLP step, batch 64", time_mlp_cupynet(args.repeats, 64, digits_mlp),
-                 time_mlp_torch(args.repeats, 64, digits_mlp, torch) if torch else None))
-    print(f"device: cpu, numpy {env['numpy']}, torch {env['torch']}, {os.cpu_count()} cores")
-    print(f"{'case':<36} {'cupynet':>12} {'pytorch':>12} {'ratio':>8}")
-    for name, ours, theirs in rows:
-        ratio = ours / theirs if theirs else None
-        print(f"{name:<36} {ours * 1e6:>10.1f}us {theirs * 1e6 if theirs else float('nan'):>10.1f}us "
-              f"{ratio if ratio else float('nan'):>8.2f}")
-        print_json("overhead", {"case": name, "cupynet_s": ours, "torch_s": theirs, "ratio": ratio, "env": env})
+    rows = [("tiny-op chain, per op (fwd+bwd)",
+             measure(chain_cupynet(), chain_torch(torch) if torch else None, args.repeats, per_call=CHAIN + 1)),
+            ("digits MLP step, batch 64",
+             measure(mlp_cupynet(64, digits_mlp), mlp_torch(64, digits_mlp, torch) if torch else None, args.repeats))]
+    print(f"device: cpu, numpy {env['numpy']}, torch {env['torch']}, {os.cpu_count()} cores, "
+          f"{os.environ['OPENBLAS_NUM_THREADS']} BLAS thread(s), {args.repeats} pairs")
+    print(f"{'case':<36} {'cupynet':>12} {'pytorch':>12} {'ratio':>8} {'ratio IQR':>13}")
+    for name, r in rows:
+        theirs = r["torch_s"] * 1e6 if r["torch_s"] else float("nan")
+        iqr = f"{r['ratio_q1']:.2f}-{r['ratio_q3']:.2f}" if r["ratio"] else "n/a"
+        print(f"{name:<36} {r['cupynet_s'] * 1e6:>10.1f}us {theirs:>10.1f}us {r['ratio'] or float('nan'):>8.2f} "
+              f"{iqr:>13}")
+        print_json("overhead", {"case": name, **r, "env": env})
     if torch is None:
         print("PyTorch is not installed: no reference column (pip install torch==2.13.0)")
 

@@ -1,6 +1,8 @@
 """Training-step throughput (samples/s) of the MLP and the CNN: cupynet vs PyTorch, same run, fp32.
 
-Run: PYTHONPATH=. python benchmarks/bench_train.py [--device cpu|cuda] [--repeats 30]
+Run: PYTHONPATH=. python benchmarks/bench_train.py [--device cpu|cuda] [--repeats 300]
+The two frameworks step alternately, one step each per pair; the throughput ratio is the median
+over the pairs (see ``_timing.paired_times``), with its interquartile range.
 Target (issue 3): on the CPU, cupynet's digits-MLP step is no slower than PyTorch's.
 """
 
@@ -15,7 +17,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import argparse
 
 import numpy as np
-from _timing import environment, median_time, print_json
+from _timing import environment, median_time, paired_times, print_json
 
 import cupynet as cn
 
@@ -70,7 +72,7 @@ def _torch_twin(model, torch):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default=None)
-    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--repeats", type=int, default=300, help="timed pairs (one step of each side per pair)")
     args = parser.parse_args()
     device = cn.device(args.device) if args.device else cn.default_device()
     try:
@@ -79,21 +81,27 @@ def main():
     except ImportError:
         torch = None
     print(f"device: {device}, env: {environment()}")
-    print(f"{'case':<40} {'cupynet samples/s':>18} {'pytorch samples/s':>18} {'ratio (ours/theirs)':>20}")
+    print(f"{'case':<40} {'cupynet samples/s':>18} {'pytorch samples/s':>18} {'ratio (ours/theirs)':>20} "
+          f"{'ratio IQR':>12}")
     for name, (model_name, shape, batch) in CASES.items():
-        ours = median_time(cupynet_step(model_name, shape, batch, device), repeats=args.repeats,
-                           device_type=device.type)
-        theirs = None
-        if torch is not None:
+        ours_step = cupynet_step(model_name, shape, batch, device)
+        if torch is None:
+            ours, theirs, spread = median_time(ours_step, repeats=args.repeats, device_type=device.type), None, None
+        else:
             torch_device = "cuda" if device.type == "cuda" else "cpu"
-            theirs = median_time(torch_step(model_name, shape, batch, torch_device, torch), repeats=args.repeats,
-                                 torch_sync=device.type == "cuda")
+            paired = paired_times(ours_step, torch_step(model_name, shape, batch, torch_device, torch),
+                                  pairs=args.repeats, device_type=device.type, torch_sync_b=device.type == "cuda")
+            ours, theirs = paired["a_s"], paired["b_s"]
+            # NOTE: throughput ratio = their time / our time, per pair; its quartiles come from the time ratio's
+            spread = (1 / paired["ratio"], 1 / paired["ratio_q3"], 1 / paired["ratio_q1"])
         ours_rate, theirs_rate = batch / ours, (batch / theirs if theirs else None)
-        ratio = ours_rate / theirs_rate if theirs_rate else None
-        print(f"{name:<40} {ours_rate:>18.0f} {theirs_rate or float('nan'):>18.0f} {ratio or float('nan'):>20.2f}")
+        ratio = spread[0] if spread else None
+        iqr = f"{spread[1]:.2f}-{spread[2]:.2f}" if spread else "n/a"
+        print(f"{name:<40} {ours_rate:>18.0f} {theirs_rate or float('nan'):>18.0f} {ratio or float('nan'):>20.2f} "
+              f"{iqr:>12}")
         print_json("train_step", {"case": name, "device": str(device), "cupynet_samples_s": ours_rate,
-                                  "torch_samples_s": theirs_rate, "throughput_ratio": ratio})
-
+                                  "torch_samples_s": theirs_rate, "throughput_ratio": ratio,
+                                  "throughput_ratio_iqr": spread[1:] if spread else None})
 
 if __name__ == "__main__":
     main()

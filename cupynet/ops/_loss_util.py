@@ -126,6 +126,10 @@ def compute_arrays(*tensors):
     Args:
         *tensors: floating Tensors.
     """
+    if len(tensors) == 1:  # NOTE: the common case, without the promotion rules
+        out_dtype = tensors[0].data.dtype
+        work = dtypes.float32 if out_dtype in dtypes.LOW_PRECISION else out_dtype
+        return [tensors[0].data.astype(work, copy=False)], out_dtype
     out_dtype = dtypes.result_type(*(t.dtype for t in tensors))
     work = dtypes.float32 if out_dtype in dtypes.LOW_PRECISION else out_dtype
     return [t.data.astype(work, copy=False) for t in tensors], out_dtype

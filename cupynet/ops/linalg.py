@@ -12,6 +12,8 @@ this module, in conv.py and in pool.py goes through it (or through
 
 from __future__ import annotations
 
+import numpy
+
 from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.state import STATE
@@ -42,6 +44,8 @@ def matmul_arrays(a, b, fp32_out=False):
         fp32_out: for half inputs, return the float32 result instead of rounding it to the input dtype (callers
             that add a bias or accumulate further round once at their end).
     """
+    if type(a) is numpy.ndarray and a.dtype.kind == "f" and a.dtype.itemsize >= 4:
+        return numpy.matmul(a, b)  # NOTE: the common CPU case (float32/float64): nothing to widen or round
     xp = xp_of(a, b)
     low = a.dtype in dtypes.LOW_PRECISION
     if xp.__name__ == "numpy" and low:
