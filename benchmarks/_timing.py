@@ -68,6 +68,9 @@ def paired_times(fn_a, fn_b, pairs=500, warmup=20, device_type="cpu", torch_sync
         dict with ``a_s`` and ``b_s`` (median seconds per call), ``ratio`` (median of a/b over the pairs) and
         ``ratio_q1``/``ratio_q3`` (its quartiles).
     """
+    if pairs < 2:
+        raise ValueError(f"paired_times: pairs must be at least 2 (for quartiles), got {pairs}")
+
     def wait_a():
         sync(device_type)
 
