@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from .. import backend, dtypes
 from ..autograd.function import Cast, Function
+from ..autograd.state import STATE
 from ..tensor import Tensor
 from ._util import data, fix_float_dtype, lift, xp_of
-from .shape import sum_to
+from .shape import _sum_to_array, sum_to
 
 __all__ = ["add", "sub", "mul", "div", "neg", "pow", "cast", "to_device", "clone", "contiguous", "maximum",
            "minimum"]
@@ -53,6 +54,9 @@ class Sub(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        if _arrays_will_do(grad):
+            g = grad.data
+            return _array_grads(ctx, lambda: g, lambda: -g)
         ga = sum_to(grad, ctx.shapes[0]) if ctx.needs_input_grad[0] else None
         gb = sum_to(-grad, ctx.shapes[1]) if ctx.needs_input_grad[1] else None
         return ga, gb
@@ -71,6 +75,9 @@ class Mul(Function):
     @staticmethod
     def backward(ctx, grad):
         a, b = _restore(ctx)
+        if _arrays_will_do(grad, a, b):
+            g, a, b = grad.data, data(a), data(b)
+            return _array_grads(ctx, lambda: g * b, lambda: g * a)
         return _grad_for(ctx, 0, lambda: grad * b), _grad_for(ctx, 1, lambda: grad * a)
 
 
@@ -88,9 +95,36 @@ class Div(Function):
     @staticmethod
     def backward(ctx, grad):
         a, b = _restore(ctx)
+        if _arrays_will_do(grad, a, b):
+            g, a, b = grad.data, data(a), data(b)
+            return _array_grads(ctx, lambda: g / b, lambda: -g * a / (b * b))
         ga = _grad_for(ctx, 0, lambda: grad / b)
         gb = _grad_for(ctx, 1, lambda: -grad * a / (b * b))
         return ga, gb
+
+
+def _arrays_will_do(grad, *operands) -> bool:
+    """Whether backward may run on raw arrays: no graph is recorded, and every Tensor has the gradient's dtype.
+
+    NOTE: with mixed dtypes the op path applies PyTorch's promotion rules (``_zero_dim_follows``),
+    which plain NumPy arithmetic would not; such rare cases keep the op path.
+    """
+    if STATE.grad_enabled:
+        return False
+    dtype = grad.data.dtype
+    return all(not isinstance(v, Tensor) or v.data.dtype == dtype for v in operands)
+
+
+def _array_grads(ctx, *makers):
+    """One gradient per input, computed on arrays by ``makers[i]()`` and summed back to the input's shape."""
+    out = []
+    for need, make, shape in zip(ctx.needs_input_grad, makers, ctx.shapes):
+        if not need:
+            out.append(None)
+            continue
+        g = make()
+        out.append(Tensor(g if g.shape == shape else _sum_to_array(g, shape)))
+    return tuple(out)
 
 
 def _save_operands(ctx, a, b, both=False):
