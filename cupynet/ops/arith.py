@@ -7,6 +7,8 @@ number, so ``half_tensor * 2.0`` stays float16 (NumPy 2's weak scalars, as in Py
 
 from __future__ import annotations
 
+import numpy
+
 from .. import backend, dtypes
 from ..autograd.function import Cast, Function
 from ..autograd.state import STATE
@@ -123,6 +125,8 @@ def _array_grads(ctx, *makers):
             out.append(None)
             continue
         g = make()
+        if isinstance(g, numpy.generic):
+            g = numpy.asarray(g)  # NOTE: NumPy turns 0-d results into scalars; a Tensor holds an array
         out.append(Tensor(g if g.shape == shape else _sum_to_array(g, shape)))
     return tuple(out)
 
