@@ -119,6 +119,31 @@ def _index_terms(xf, target, weight, ignore_index, smoothing):
     return xp.expand_dims(safe, cdim), w_t, valid, q.astype(xf.dtype, copy=False)
 
 
+# NOTE (speed): up to this many classes, NumPy runs the softmax on a class-major copy (C, N).
+# A reduction along a short contiguous row (axis=1 of (N, 10)) costs NumPy one inner-loop call
+# per row; along axis 0 it is one vectorised pass per class: 3-4x faster for (512, 10).
+_CLASS_MAJOR_MAX = 64
+
+
+def _row_softmax(xf, xp):
+    """``(x - rowmax, softmax, log(sum(exp(x - rowmax))))`` of an (N, C) array, as (N, C) arrays (or views) and (N,).
+
+    Args:
+        xf: (N, C) logits in the compute dtype.
+        xp: the array module.
+    """
+    if xp is numpy and xf.shape[1] <= _CLASS_MAJOR_MAX:
+        xt = numpy.ascontiguousarray(xf.T)
+        shifted = xt - xt.max(axis=0)
+        e = numpy.exp(shifted)
+        total = e.sum(axis=0)
+        return shifted.T, (e / total).T, numpy.log(total)
+    shifted = xf - xf.max(axis=1, keepdims=True)
+    e = xp.exp(shifted)
+    total = e.sum(axis=1, keepdims=True)
+    return shifted, e / total, xp.log(total[:, 0])
+
+
 class CrossEntropy(Function):
     """Fused log-softmax + negative log-likelihood, class indices or class probabilities (fp32 under autocast)."""
 
@@ -159,9 +184,7 @@ class CrossEntropy(Function):
         built if a double backward asks for it.
         """
         xp = xp_of(xf)
-        shifted = xf - xf.max(axis=1, keepdims=True)
-        e = xp.exp(shifted)
-        total = e.sum(axis=1, keepdims=True)
+        shifted, prob, log_total = _row_softmax(xf, xp)
         t = target.data
         valid = t != ignore_index
         if xp is numpy and valid.all():
@@ -171,12 +194,12 @@ class CrossEntropy(Function):
             safe = xp.where(valid, t, 0)  # NOTE: ignored rows index class 0, then count zero
             count = valid.sum(dtype=xf.dtype)
         rows = xp.arange(xf.shape[0])
-        elem = xp.log(total[:, 0]) - shifted[rows, safe]
+        elem = log_total - shifted[rows, safe]
         if valid is not None:
             elem *= valid
         ctx.save_for_backward(x, None)
         ctx.cdim, ctx.reduction, ctx.smoothing, ctx.elem_shape = 1, reduction, 0.0, elem.shape
-        ctx.prob, ctx.plain, ctx.q = e / total, (rows, safe, valid), None
+        ctx.prob, ctx.plain, ctx.q = prob, (rows, safe, valid), None
         ctx.divisor = xp.asarray(count, dtype=xf.dtype) if reduction == "mean" else None
         return reduce_array(elem.astype(xf.dtype, copy=False), reduction, out_dtype, ctx.divisor)
 
