@@ -225,7 +225,9 @@ def host_check_range(op, values, low, high, what, ignore=None):
         # so (like PyTorch's asynchronous device asserts) it is opt-in there:
         # CUPYNET_CHECK_INDICES=1. On the CPU it is cheap and always on.
         return
-    if low <= values.min() and values.max() <= high:  # NOTE: two reductions settle the common case
+    lowest, highest = ((numpy.minimum.reduce(values, axis=None), numpy.maximum.reduce(values, axis=None))
+                       if xp is numpy else (values.min(), values.max()))
+    if low <= lowest and highest <= high:  # NOTE: two reductions settle the common case
         return
     what = what() if callable(what) else what
     bad = (values < low) | (values > high)

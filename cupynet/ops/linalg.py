@@ -159,7 +159,8 @@ def _linear_backward_arrays(ctx, grad, x, weight):
     gb = None
     if len(need) > 2 and need[2]:
         acc = dtypes.float32 if g2.dtype in dtypes.LOW_PRECISION else None  # NOTE: fp32 accumulation for halves
-        gb = Tensor(g2.sum(axis=0, dtype=acc).astype(g2.dtype, copy=False))
+        column_sum = numpy.add.reduce if type(g2) is numpy.ndarray else type(g2).sum  # NOTE: no Python wrapper
+        gb = Tensor(column_sum(g2, axis=0, dtype=acc).astype(g2.dtype, copy=False))
     return gx, gw, gb
 
 

@@ -134,9 +134,10 @@ def _row_softmax(xf, xp):
     """
     if xp is numpy and xf.shape[1] <= _CLASS_MAJOR_MAX:
         xt = numpy.ascontiguousarray(xf.T)
-        shifted = xt - xt.max(axis=0)
+        # NOTE: the ufuncs' own reduce: ndarray.max/sum go through a Python wrapper first
+        shifted = xt - numpy.maximum.reduce(xt, axis=0)
         e = numpy.exp(shifted)
-        total = e.sum(axis=0)
+        total = numpy.add.reduce(e, axis=0)
         return shifted.T, (e / total).T, numpy.log(total)
     shifted = xf - xf.max(axis=1, keepdims=True)
     e = xp.exp(shifted)
