@@ -37,6 +37,12 @@ def test_bench_train_prints_throughput_ratios():
         assert r["cupynet_samples_s"] > 0 and low <= r["throughput_ratio"] <= high
 
 
+def test_bench_numpy_floor_compares_with_a_hand_written_step():
+    rows, text = _run("bench_numpy_floor.py", "--repeats", "5")
+    assert len(rows) == 1 and rows[0]["a_s"] > 0 and rows[0]["b_s"] > 0
+    assert "NumPy by hand" in text
+
+
 def test_paired_times_needs_two_pairs():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
