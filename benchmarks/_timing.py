@@ -19,6 +19,17 @@ def sync(device_type):
         cupy.cuda.Device().synchronize()
 
 
+def _waiter(device_type, torch_sync):
+    """A function that waits for the GPU work timed: torch's stream, CuPy's device, or nothing on the CPU."""
+    def wait():
+        if torch_sync:
+            import torch
+            torch.cuda.synchronize()
+        else:
+            sync(device_type)
+    return wait
+
+
 def median_time(fn, repeats=50, warmup=5, device_type="cpu", torch_sync=False):
     """Median wall time of ``fn()`` in seconds over ``repeats`` runs after ``warmup`` runs.
 
@@ -29,13 +40,7 @@ def median_time(fn, repeats=50, warmup=5, device_type="cpu", torch_sync=False):
         device_type: synchronise the GPU around each run when "cuda".
         torch_sync: synchronise torch's CUDA stream instead of CuPy's.
     """
-    def wait():
-        if torch_sync:
-            import torch
-            torch.cuda.synchronize()
-        else:
-            sync(device_type)
-
+    wait = _waiter(device_type, torch_sync)
     for _ in range(warmup):
         fn()
     wait()
@@ -71,16 +76,7 @@ def paired_times(fn_a, fn_b, pairs=500, warmup=20, device_type="cpu", torch_sync
     if pairs < 2:
         raise ValueError(f"paired_times: pairs must be at least 2 (for quartiles), got {pairs}")
 
-    def wait_a():
-        sync(device_type)
-
-    def wait_b():
-        if torch_sync_b:
-            import torch
-            torch.cuda.synchronize()
-        else:
-            sync(device_type)
-
+    wait_a, wait_b = _waiter(device_type, False), _waiter(device_type, torch_sync_b)
     for _ in range(warmup):
         fn_a()
         fn_b()
