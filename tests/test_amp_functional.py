@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import cupynet as cn
-from cupynet import backend, dtypes, optim
+from cupynet import backend, dtypes, nn, optim
+from cupynet.amp import GradScaler
 from cupynet.amp import functional as F
 from cupynet.tensor import Tensor
 
@@ -149,14 +150,75 @@ def test_step_after_unscale_sync_counts(monkeypatch):
     assert count == [1]
 
 
-def test_unscale_and_step():
+def test_unscale_and_step_returns_a_new_scale_and_leaves_the_given_one():
     p = _grad_param([8.0, 16.0])
     opt = optim.SGD([p], lr=1.0)
-    scale, tracker = Tensor(np.array(8.0, np.float32)), Tensor(np.array(0, np.int32))
-    result, found, new_scale = F.unscale_and_step(opt, scale, tracker, growth_interval=1)
+    scale = Tensor(np.array(8.0, np.float32))
+    result, found, new_scale = F.unscale_and_step(opt, scale, growth_factor=2.0)
     assert result is None and found.item() == 0.0 and new_scale.item() == 16.0
+    assert scale.item() == 8.0 and new_scale is not scale
     np.testing.assert_array_equal(p.detach().numpy(), [-1.0, -2.0])
     p.grad = Tensor(np.array([np.nan, 1.0], np.float32))
-    _, found, new_scale = F.unscale_and_step(opt, scale, tracker, growth_interval=1)
-    assert found.item() == 1.0 and new_scale.item() == 8.0
+    _, found, new_scale = F.unscale_and_step(opt, scale, growth_factor=2.0)
+    assert found.item() == 1.0 and new_scale.item() == 4.0 and scale.item() == 8.0
     np.testing.assert_array_equal(p.detach().numpy(), [-1.0, -2.0])
+
+
+def _two_models_two_losses(seed=0):
+    cn.manual_seed(seed)
+    model0, model1 = nn.Linear(3, 2), nn.Linear(3, 2)
+    x = cn.tensor(np.linspace(-1.0, 1.0, 12, dtype=np.float32).reshape(4, 3))
+    out0, out1 = model0(x), model1(x)
+    # NOTE: both losses reach the parameters of both models, as in the prototype's example.
+    loss0 = ((out0 + out1) ** 2).sum()
+    loss1 = (out0 * out1).sum()
+    return model0, model1, loss0, loss1
+
+
+@pytest.mark.parametrize("overflow", [None, 0, 1])
+def test_two_optimizers_sharing_one_scale_match_grad_scaler_exactly(overflow):
+    """The prototype's "multiple models/optimizers" recipe: both unscale with the SAME S; S = min(S0, S1)."""
+    init, growth = 1024.0, 2.0
+    model0, model1, loss0, loss1 = _two_models_two_losses()
+    opt0, opt1 = optim.SGD(model0.parameters(), lr=0.1), optim.SGD(model1.parameters(), lr=0.1)
+    S = Tensor(np.array(init, np.float32))
+    F.scale_outputs(loss0, S).backward(retain_graph=True)
+    F.scale_outputs(loss1, S).backward()
+    if overflow is not None:
+        (model0, model1)[overflow].weight.grad.data[0, 0] = np.inf
+    _, found0, S0 = F.unscale_and_step(opt0, S, growth_factor=growth)
+    grads0 = [p.grad.numpy().copy() for p in model0.parameters()]
+    _, found1, S1 = F.unscale_and_step(opt1, S, growth_factor=growth)
+    grads1 = [p.grad.numpy().copy() for p in model1.parameters()]
+    S = min(S0, S1)
+
+    ref0, ref1, rloss0, rloss1 = _two_models_two_losses()
+    ropt0, ropt1 = optim.SGD(ref0.parameters(), lr=0.1), optim.SGD(ref1.parameters(), lr=0.1)
+    scaler = GradScaler("cpu", init_scale=init, growth_factor=growth, growth_interval=1)
+    scaler.scale(rloss0).backward(retain_graph=True)
+    scaler.scale(rloss1).backward()
+    if overflow is not None:
+        (ref0, ref1)[overflow].weight.grad.data[0, 0] = np.inf
+    scaler.step(ropt0)
+    scaler.step(ropt1)
+    scaler.update()
+
+    assert (found0.item(), found1.item()) == (float(overflow == 0), float(overflow == 1))
+    assert S.item() == scaler.get_scale() == (init / 2 if overflow is not None else init * growth)
+    for got, ref in ((grads0, ref0), (grads1, ref1)):
+        for g, p in zip(got, ref.parameters()):
+            np.testing.assert_array_equal(g, p.grad.numpy())
+    for model, ref in ((model0, ref0), (model1, ref1)):
+        for p, r in zip(model.parameters(), ref.parameters()):
+            np.testing.assert_array_equal(p.detach().numpy(), r.detach().numpy())
+
+
+def test_unscale_and_step_has_no_host_sync(monkeypatch):
+    count = []
+    real = backend.to_numpy
+    monkeypatch.setattr(backend, "to_numpy", lambda a: count.append(1) or real(a))
+    monkeypatch.setattr(Tensor, "item", lambda self: count.append(1))
+    for bad in (0.0, np.inf):
+        p = _grad_param([8.0, bad])
+        F.unscale_and_step(optim.Adam([p], lr=1.0), Tensor(np.array(8.0, np.float32)))
+    assert count == []

@@ -28,8 +28,8 @@ from cupynet.tensor import Tensor
 
 __all__ = [
     "scale_outputs", "check_inf", "unscale", "update_scale", "step_after_unscale", "unscale_and_step",
-    "collect_grads", "check_grad_arrays", "unscale_arrays", "inv_scale_of", "device_array", "to_device",
-    "apply_scale", "scale_tensor_for",
+    "recommend_scale", "collect_grads", "check_grad_arrays", "unscale_arrays", "inv_scale_of", "device_array",
+    "to_device", "apply_scale", "scale_tensor_for",
 ]
 
 _F32, _I32 = dtypes.float32, dtypes.int32
@@ -368,26 +368,85 @@ def _optimizer_params(optimizer) -> list:
     return [p for group in optimizer.param_groups for p in group["params"]]
 
 
-def unscale_and_step(optimizer, scale, growth_tracker, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
-                     *, on_device=None, **update_kwargs):
-    """Unscale the optimizer's gradients, step unless they overflowed, update the scale: one AMP iteration.
+def recommend_scale(scale, found_inf, growth_factor=1.001, backoff_factor=0.5, scale_scheduler=None) -> Tensor:
+    """The scale to use next iteration, as a NEW 0-d float32 device scalar; ``scale`` is left untouched.
+
+    The early ``torch.amp`` prototype's rule, per call (no growth tracker)::
+
+        recommended = fp32(scale * backoff_factor) if found_inf else fp32(scale * growth_factor)
+
+    computed on the device by the same kernel as :func:`update_scale` (``growth_interval=1`` on a
+    fresh tracker), so it never grows to inf. No host sync.
+
+    NOTE: a new value rather than an in-place update, so that several optimizers sharing one
+    scale each unscale with the scale that produced their gradients, and the caller combines
+    their recommendations (``S = min(S0, S1)``).
+
+    Args:
+        scale: the scale the gradients were produced with (float32 device scalar or a Python number).
+        found_inf: float32 device scalar; non-zero means the gradients overflowed.
+        growth_factor: factor > 1 applied after a clean step.
+        backoff_factor: factor in (0, 1) applied after an overflow.
+        scale_scheduler: optional ``scale_scheduler(scale, found_inf) -> new scale`` (device scalars) replacing
+            the rule; its result must hold one float32 value.
+    """
+    fn = "recommend_scale"
+    current = _scale_array(fn, scale)
+    found = _data(fn, "found_inf", found_inf, _F32)
+    device = backend.device_of_array(current)
+    if scale_scheduler is not None:
+        as_tensor = scale if isinstance(scale, Tensor) else Tensor(current.reshape(()))
+        proposed = scale_scheduler(as_tensor, found_inf if isinstance(found_inf, Tensor) else Tensor(found))
+        return Tensor(_data(fn, "the scale_scheduler's result", proposed, _F32).reshape(()))
+    new = current.reshape(1).copy()
+    kernels.update_scale_(new, device_array(0, _I32, device).reshape(1), to_device(found, device).reshape(1),
+                          growth_factor, backoff_factor, 1)
+    return Tensor(new.reshape(()))
+
+
+_CLOSURE_REFUSED = (
+    "Closure use is not currently supported.  It's tricky, but not impossible: a closure re-runs the forward "
+    "and backward passes inside step(), after the gradients were unscaled, so the gradients it makes would "
+    "still be scaled.  Call your closure yourself (on scale_outputs(loss, S)), then unscale_and_step()."
+)
+
+
+def unscale_and_step(optimizer, scale, growth_factor=1.001, backoff_factor=0.5, *, scale_scheduler=None,
+                     skip_if_inf=True, found_inf=None, scaling_enabled=True, closure=None, on_device=None):
+    """Unscale the optimizer's gradients, step unless they overflowed, and recommend the next scale.
+
+    The early ``torch.amp`` prototype's ``optimizer.unscale_and_step`` as a free function. ``scale``
+    is never modified: the recommended scale is a new device scalar (:func:`recommend_scale`), so
+    two optimizers can share one scale::
+
+        _, found0, S0 = unscale_and_step(opt0, S)
+        _, found1, S1 = unscale_and_step(opt1, S)
+        S = min(S0, S1)          # comparing reads both on the host: your choice, not the step's
+
+    No host sync when the optimizer skips on the device (every built-in cupynet optimizer).
 
     Args:
         optimizer: the optimizer whose parameters' ``.grad`` were produced from ``scale_outputs(loss, scale)``.
-        scale: float32 device scalar, updated in place by the update rule.
-        growth_tracker: int32 device scalar, updated in place.
-        growth_factor: factor > 1.
-        backoff_factor: factor in (0, 1).
-        growth_interval: clean steps between growths.
+        scale: the scale used for those gradients (float32 device scalar or a Python number); not modified.
+        growth_factor: factor > 1 for the recommendation after a clean step (the prototype's 1.001).
+        backoff_factor: factor in (0, 1) for the recommendation after an overflow.
+        scale_scheduler: optional ``scale_scheduler(scale, found_inf) -> new scale`` replacing the rule.
+        skip_if_inf: False steps without looking at found_inf (batch replay: known to be clean).
+        found_inf: a flag you already have (e.g. from :func:`check_inf`) to decide the skip; the gradients are
+            still unscaled and checked, and that check drives the recommendation.
+        scaling_enabled: False is a plain ``optimizer.step()`` returning ``(result, None, None)``.
+        closure: refused with an explanation when scaling is enabled (passed to ``step`` otherwise).
         on_device: see :func:`step_after_unscale`.
-        **update_kwargs: hysteresis, hysteresis_tracker, min_scale, max_scale, min_hit (see :func:`update_scale`).
 
     Returns:
-        ``(step_result, found_inf, new_scale)``: the optimizer's return value (None when skipped on the
-        host), the found_inf device scalar and the (updated in place) scale Tensor.
+        ``(step_result, found_inf, recommended_scale)``.
     """
+    if not scaling_enabled:
+        return (optimizer.step() if closure is None else optimizer.step(closure)), None, None
+    if closure is not None:
+        raise ValueError(_CLOSURE_REFUSED)
     found = unscale(_optimizer_params(optimizer), scale, allow_fp16=False)
-    result = step_after_unscale(optimizer, found, True, on_device=on_device)
-    new_scale = update_scale(scale, growth_tracker, found, growth_factor, backoff_factor, growth_interval,
-                             **update_kwargs)
-    return result, found, new_scale
+    recommended = recommend_scale(scale, found, growth_factor, backoff_factor, scale_scheduler)
+    flag = found if found_inf is None else found_inf
+    result = step_after_unscale(optimizer, flag, skip_if_inf, on_device=on_device)
+    return result, flag, recommended
