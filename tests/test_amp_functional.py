@@ -222,3 +222,10 @@ def test_unscale_and_step_has_no_host_sync(monkeypatch):
         p = _grad_param([8.0, bad])
         F.unscale_and_step(optim.Adam([p], lr=1.0), Tensor(np.array(8.0, np.float32)))
     assert count == []
+
+
+def test_module_exposes_only_its_api():
+    public = {name for name in dir(F) if not name.startswith("_")}
+    assert public == set(F.__all__)
+    assert all(callable(getattr(F, name)) for name in F.__all__)
+    assert not {"abc", "numbers", "backend", "kernels", "Tensor", "annotations"} & public

@@ -16,15 +16,17 @@ and never read them on the host. The one exception is documented on
 deciding whether to call ``optimizer.step()`` needs one host read of found_inf.
 """
 
-from __future__ import annotations
+# NOTE: every import is bound to a private name, so that the module's public names are its API only
+# (``dir(functional)`` lists ``__all__`` and nothing else).
+import numbers as _numbers
+from collections import abc as _abc
 
-import numbers
-from collections import abc
-
-from cupynet import backend, creation, dtypes
-from cupynet.amp import kernels
-from cupynet.autograd import no_grad
-from cupynet.tensor import Tensor
+from cupynet import backend as _backend
+from cupynet import creation as _creation
+from cupynet import dtypes as _dtypes
+from cupynet.amp import kernels as _kernels
+from cupynet.autograd import no_grad as _no_grad
+from cupynet.tensor import Tensor as _Tensor
 
 __all__ = [
     "scale_outputs", "check_inf", "unscale", "update_scale", "step_after_unscale", "unscale_and_step",
@@ -32,7 +34,7 @@ __all__ = [
     "to_device", "apply_scale", "scale_tensor_for",
 ]
 
-_F32, _I32 = dtypes.float32, dtypes.int32
+_F32, _I32 = _dtypes.float32, _dtypes.int32
 
 
 # ---- small array helpers ------------------------------------------------------------------------
@@ -44,7 +46,7 @@ def device_array(value, dtype, device):
         dtype: the NumPy dtype.
         device: a Device or device name.
     """
-    return creation.full((), value, dtype=dtype, device=device).data.reshape(())
+    return _creation.full((), value, dtype=dtype, device=device).data.reshape(())
 
 
 def to_device(array, device):
@@ -54,10 +56,10 @@ def to_device(array, device):
         array: a NumPy or CuPy array.
         device: the target Device.
     """
-    if backend.device_of_array(array) == device:
+    if _backend.device_of_array(array) == device:
         return array
     if device.type == "cpu":
-        return backend.to_numpy(array)  # NOTE: a sync, only when the user mixes devices
+        return _backend.to_numpy(array)  # NOTE: a sync, only when the user mixes devices
     cupy = device.xp
     with cupy.cuda.Device(device.index):
         return cupy.asarray(array)
@@ -73,13 +75,13 @@ def inv_scale_of(scale):
     Args:
         scale: a one-element float32 array.
     """
-    return (1.0 / scale.reshape(1).astype(dtypes.float64)).astype(_F32)
+    return (1.0 / scale.reshape(1).astype(_dtypes.float64)).astype(_F32)
 
 
 def _data(fn: str, name: str, value, dtype=None):
     """The xp array of a Tensor or array argument, checked to hold one element of ``dtype``."""
-    array = value.data if isinstance(value, Tensor) else value
-    if not hasattr(array, "dtype") or not hasattr(array, "reshape") or isinstance(array, numbers.Number):
+    array = value.data if isinstance(value, _Tensor) else value
+    if not hasattr(array, "dtype") or not hasattr(array, "reshape") or isinstance(array, _numbers.Number):
         raise TypeError(f"{fn}: {name} must be a cupynet Tensor or an array with one element, "
                         f"got {type(value).__name__}")
     if array.size != 1 or array.ndim > 1 or (dtype is not None and array.dtype != dtype):
@@ -91,8 +93,8 @@ def _data(fn: str, name: str, value, dtype=None):
 
 def _scale_array(fn: str, scale, device=None):
     """The scale as a float32 one-element array; a Python number becomes one on ``device``."""
-    if isinstance(scale, numbers.Real) and not isinstance(scale, bool):
-        return device_array(float(scale), _F32, device or backend.default_device())
+    if isinstance(scale, _numbers.Real) and not isinstance(scale, bool):
+        return device_array(float(scale), _F32, device or _backend.default_device())
     return _data(fn, "scale", scale, _F32)
 
 
@@ -113,7 +115,7 @@ def scale_outputs(outputs, scale, scaling_enabled: bool = True):
     return apply_scale(outputs, lambda output: scale_tensor_for(scale, output))
 
 
-def scale_tensor_for(scale, output: Tensor) -> Tensor:
+def scale_tensor_for(scale, output: _Tensor) -> _Tensor:
     """The scale as a 0-d float32 Tensor on ``output``'s device (a view when it is already there).
 
     NOTE: a 0-d view, so a 0-d loss stays 0-d (a (1,) scale would broadcast it to shape (1,)).
@@ -123,7 +125,7 @@ def scale_tensor_for(scale, output: Tensor) -> Tensor:
         output: the Tensor about to be scaled.
     """
     array = _scale_array("scale_outputs", scale, output.device)
-    return Tensor(to_device(array, output.device).reshape(()))
+    return _Tensor(to_device(array, output.device).reshape(()))
 
 
 def apply_scale(outputs, scale_for):
@@ -137,11 +139,11 @@ def apply_scale(outputs, scale_for):
     per_device: dict = {}
 
     def scaled(value):
-        if isinstance(value, Tensor):
+        if isinstance(value, _Tensor):
             if value.device not in per_device:
                 per_device[value.device] = scale_for(value)
             return value * per_device[value.device]
-        if isinstance(value, abc.Iterable) and not isinstance(value, (str, bytes)):
+        if isinstance(value, _abc.Iterable) and not isinstance(value, (str, bytes)):
             mapped = map(scaled, value)
             return type(value)(mapped) if isinstance(value, (list, tuple)) else mapped
         raise ValueError("outputs must be a Tensor or an iterable of Tensors")
@@ -160,15 +162,15 @@ def collect_grads(fn: str, params_or_grads) -> list:
         fn: the public function's name, for error messages.
         params_or_grads: a Tensor, an array, or an iterable of them.
     """
-    if isinstance(params_or_grads, Tensor) or hasattr(params_or_grads, "__array_interface__") \
+    if isinstance(params_or_grads, _Tensor) or hasattr(params_or_grads, "__array_interface__") \
             or hasattr(params_or_grads, "__cuda_array_interface__"):
         params_or_grads = [params_or_grads]
-    if isinstance(params_or_grads, (str, bytes)) or not isinstance(params_or_grads, abc.Iterable):
+    if isinstance(params_or_grads, (str, bytes)) or not isinstance(params_or_grads, _abc.Iterable):
         raise TypeError(f"{fn}: expected a Tensor or an iterable of parameters/gradients, "
                         f"got {type(params_or_grads).__name__}")
     grads = []
     for i, item in enumerate(params_or_grads):
-        if isinstance(item, Tensor):
+        if isinstance(item, _Tensor):
             if item.requires_grad:
                 if item.grad is not None:
                     grads.append(item.grad.data)
@@ -192,12 +194,12 @@ def check_grad_arrays(fn: str, arrays, device, allow_fp16: bool) -> None:
         allow_fp16: whether float16 gradients are accepted (PyTorch's GradScaler refuses them).
     """
     for i, g in enumerate(arrays):
-        if not dtypes.is_floating(g.dtype):
+        if not _dtypes.is_floating(g.dtype):
             raise TypeError(f"{fn}: gradient {i} has dtype {g.dtype}; expected a floating dtype")
-        if not allow_fp16 and g.dtype == dtypes.float16:
+        if not allow_fp16 and g.dtype == _dtypes.float16:
             raise ValueError("Attempting to unscale FP16 gradients.")
-        if backend.device_of_array(g) != device:
-            raise ValueError(f"{fn}: gradient {i} is on {backend.device_of_array(g)} but the scale is on {device}; "
+        if _backend.device_of_array(g) != device:
+            raise ValueError(f"{fn}: gradient {i} is on {_backend.device_of_array(g)} but the scale is on {device}; "
                              "expected every gradient on the scale's device")
 
 
@@ -214,26 +216,26 @@ def unscale_arrays(arrays, found_inf, inv_scale, tensor_stats=None) -> None:
         inv_scale: float32 one-element array.
         tensor_stats: optional int32 ``(len(arrays), 2)`` array; ``[inf_count, nan_count]`` added per array.
     """
-    fused = [i for i, a in enumerate(arrays) if a.dtype in kernels.SUPPORTED_DTYPES]
+    fused = [i for i, a in enumerate(arrays) if a.dtype in _kernels.SUPPORTED_DTYPES]
     work = [arrays[i] if arrays[i].flags.c_contiguous else arrays[i].copy(order="C") for i in fused]
     stats = tensor_stats
     if tensor_stats is not None and len(fused) != len(arrays):
-        xp = backend.get_array_module(tensor_stats)
+        xp = _backend.get_array_module(tensor_stats)
         stats = xp.zeros((len(fused), 2), dtype=_I32)
-    kernels.non_finite_check_and_unscale_(work, found_inf, inv_scale, stats)
+    _kernels.non_finite_check_and_unscale_(work, found_inf, inv_scale, stats)
     for i, copy in zip(fused, work):
         if copy is not arrays[i]:
             arrays[i][...] = copy
     if stats is not tensor_stats:
         tensor_stats[fused] += stats
     for i, a in enumerate(arrays):
-        if a.dtype not in kernels.SUPPORTED_DTYPES:
+        if a.dtype not in _kernels.SUPPORTED_DTYPES:
             _unscale_wide(a, found_inf, inv_scale, None if tensor_stats is None else tensor_stats[i])
 
 
 def _unscale_wide(a, found_inf, inv_scale, stats_row) -> None:
     """The kernel's rule for a float64 array, with xp operations (still no host sync)."""
-    xp = backend.get_array_module(a)
+    xp = _backend.get_array_module(a)
     n_inf = xp.isinf(a).sum(dtype=_I32)
     n_nan = xp.isnan(a).sum(dtype=_I32)
     flag = found_inf.reshape(1)
@@ -246,19 +248,19 @@ def _unscale_wide(a, found_inf, inv_scale, stats_row) -> None:
 
 def _unscale_found(fn: str, params_or_grads, scale, found_inf, tensor_stats, rescale: bool, allow_fp16: bool):
     scale_arr = _scale_array(fn, scale)
-    device = backend.device_of_array(scale_arr)
+    device = _backend.device_of_array(scale_arr)
     grads = collect_grads(fn, params_or_grads)
     check_grad_arrays(fn, grads, device, allow_fp16)
     found = device_array(0.0, _F32, device) if found_inf is None else _data(fn, "found_inf", found_inf, _F32)
-    stats = None if tensor_stats is None else (tensor_stats.data if isinstance(tensor_stats, Tensor)
+    stats = None if tensor_stats is None else (tensor_stats.data if isinstance(tensor_stats, _Tensor)
                                                 else tensor_stats)
     inv = inv_scale_of(scale_arr) if rescale else device_array(1.0, _F32, device).reshape(1)
-    with no_grad():
+    with _no_grad():
         unscale_arrays(grads, found, inv, stats)
-    return found if isinstance(found_inf, Tensor) else Tensor(found.reshape(()))
+    return found if isinstance(found_inf, _Tensor) else _Tensor(found.reshape(()))
 
 
-def check_inf(params_or_grads, *, device=None, found_inf=None, tensor_stats=None) -> Tensor:
+def check_inf(params_or_grads, *, device=None, found_inf=None, tensor_stats=None) -> _Tensor:
     """Check gradients for inf/NaN without changing them; returns found_inf (1.0 if any), on the device.
 
     Args:
@@ -267,12 +269,12 @@ def check_inf(params_or_grads, *, device=None, found_inf=None, tensor_stats=None
         found_inf: an existing float32 flag to set instead of a new one (it is only ever set).
         tensor_stats: optional int32 ``(n, 2)`` array that gets ``[inf_count, nan_count]`` per gradient added.
     """
-    dev = backend.device(device) if device is not None else backend.default_device()
+    dev = _backend.device(device) if device is not None else _backend.default_device()
     return _unscale_found("check_inf", params_or_grads, device_array(1.0, _F32, dev), found_inf, tensor_stats,
                           rescale=False, allow_fp16=True)
 
 
-def unscale(params_or_grads, scale, *, found_inf=None, tensor_stats=None, allow_fp16: bool = True) -> Tensor:
+def unscale(params_or_grads, scale, *, found_inf=None, tensor_stats=None, allow_fp16: bool = True) -> _Tensor:
     """Divide gradients by ``scale`` in place (fused) and return found_inf; no host sync.
 
     Each element ``g`` becomes ``fp32(g) * fp32(1/scale)`` rounded back to its dtype, and
@@ -291,7 +293,7 @@ def unscale(params_or_grads, scale, *, found_inf=None, tensor_stats=None, allow_
 
 # ---- the scale update -------------------------------------------------------------------------------
 def update_scale(scale, growth_tracker, found_inf, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000, *,
-                 hysteresis=1, hysteresis_tracker=None, min_scale=None, max_scale=None, min_hit=None) -> Tensor:
+                 hysteresis=1, hysteresis_tracker=None, min_scale=None, max_scale=None, min_hit=None) -> _Tensor:
     """Update the scale (and trackers) in place on the device after a step; returns the scale.
 
     The rule is ``cupynet.amp.kernels.update_scale_``: back off by ``backoff_factor`` after
@@ -317,15 +319,15 @@ def update_scale(scale, growth_tracker, found_inf, growth_factor=2.0, backoff_fa
               _data(fn, "found_inf", found_inf, _F32)]
     hyst = None if hysteresis_tracker is None else _data(fn, "hysteresis_tracker", hysteresis_tracker, _I32)
     hit = None if min_hit is None else _data(fn, "min_hit", min_hit, _I32)
-    kernels.update_scale_(*arrays, growth_factor, backoff_factor, growth_interval, hysteresis, hyst, min_scale,
+    _kernels.update_scale_(*arrays, growth_factor, backoff_factor, growth_interval, hysteresis, hyst, min_scale,
                           max_scale, hit)
-    return scale if isinstance(scale, Tensor) else Tensor(arrays[0].reshape(()))
+    return scale if isinstance(scale, _Tensor) else _Tensor(arrays[0].reshape(()))
 
 
 # ---- stepping ---------------------------------------------------------------------------------------
 def _flag_is_set_on_host(found_inf) -> bool:
     """Read found_inf on the host: THE one documented host sync of a PyTorch-style skipped step."""
-    return bool(backend.to_numpy(found_inf.reshape(1))[0] != 0)
+    return bool(_backend.to_numpy(found_inf.reshape(1))[0] != 0)
 
 
 def step_after_unscale(optimizer, found_inf, skip_if_inf: bool = True, *args, on_device=None, **kwargs):
@@ -368,7 +370,7 @@ def _optimizer_params(optimizer) -> list:
     return [p for group in optimizer.param_groups for p in group["params"]]
 
 
-def recommend_scale(scale, found_inf, growth_factor=1.001, backoff_factor=0.5, scale_scheduler=None) -> Tensor:
+def recommend_scale(scale, found_inf, growth_factor=1.001, backoff_factor=0.5, scale_scheduler=None) -> _Tensor:
     """The scale to use next iteration, as a NEW 0-d float32 device scalar; ``scale`` is left untouched.
 
     The early ``torch.amp`` prototype's rule, per call (no growth tracker)::
@@ -393,15 +395,15 @@ def recommend_scale(scale, found_inf, growth_factor=1.001, backoff_factor=0.5, s
     fn = "recommend_scale"
     current = _scale_array(fn, scale)
     found = _data(fn, "found_inf", found_inf, _F32)
-    device = backend.device_of_array(current)
+    device = _backend.device_of_array(current)
     if scale_scheduler is not None:
-        as_tensor = scale if isinstance(scale, Tensor) else Tensor(current.reshape(()))
-        proposed = scale_scheduler(as_tensor, found_inf if isinstance(found_inf, Tensor) else Tensor(found))
-        return Tensor(_data(fn, "the scale_scheduler's result", proposed, _F32).reshape(()))
+        as_tensor = scale if isinstance(scale, _Tensor) else _Tensor(current.reshape(()))
+        proposed = scale_scheduler(as_tensor, found_inf if isinstance(found_inf, _Tensor) else _Tensor(found))
+        return _Tensor(_data(fn, "the scale_scheduler's result", proposed, _F32).reshape(()))
     new = current.reshape(1).copy()
-    kernels.update_scale_(new, device_array(0, _I32, device).reshape(1), to_device(found, device).reshape(1),
+    _kernels.update_scale_(new, device_array(0, _I32, device).reshape(1), to_device(found, device).reshape(1),
                           growth_factor, backoff_factor, 1)
-    return Tensor(new.reshape(()))
+    return _Tensor(new.reshape(()))
 
 
 _CLOSURE_REFUSED = (
