@@ -26,7 +26,23 @@ from .creation import (
                        zeros,
                        zeros_like,
 )
-from .dtypes import bfloat16, bool_, double, float16, float32, float64, half, int8, int16, int32, int64, long, uint8
+from .dtypes import (
+    bfloat16,
+    bool_,
+    double,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    half,
+    int8,
+    int16,
+    int32,
+    int64,
+    long,
+    set_default_dtype,
+    uint8,
+)
 from .ops import *  # noqa: F403 - the functional API: cupynet.matmul, cupynet.exp, ...
 from .random import get_rng_state, initial_seed, manual_seed, set_rng_state
 from .safetensors_io import load_safetensors, save_safetensors

@@ -1,8 +1,9 @@
 """Creating tensors: ``tensor``, ``zeros``, ``randn``, ... with PyTorch's ``dtype=``, ``device=``, ``requires_grad=``.
 
-Defaults follow PyTorch: floats are float32 (Python floats and float64 NumPy
-data included, unless ``dtype`` says otherwise... except ``from_numpy``, which
-keeps the array's dtype and memory), integers int64, bools bool.
+Defaults follow PyTorch: Python floats take the default dtype (float32 unless
+``set_default_dtype`` changed it), Python ints int64, bools bool; NumPy and CuPy
+arrays and NumPy scalars keep their own dtype (float64 stays float64, int32 and
+uint8 stay as they are), and ``from_numpy`` also keeps the array's memory.
 """
 
 from __future__ import annotations
@@ -33,13 +34,23 @@ def _finish(array, device, requires_grad):
 
 
 def _infer_dtype(host):
+    """The dtype of Python data (numbers, nested lists): floats -> the default dtype, ints -> int64."""
     if host.dtype == numpy.bool_:
         return dtypes.bool_
     if host.dtype.kind in "iu":
         return dtypes.int64
-    if host.dtype.kind == "f" or host.dtype == dtypes.bfloat16:
-        return dtypes.float32 if host.dtype == dtypes.float64 else host.dtype
+    if host.dtype.kind == "f":
+        return dtypes.get_default_dtype()
     raise TypeError(f"tensor: cannot make a tensor from data of dtype {host.dtype}")
+
+
+def _array_dtype(host, fn="tensor"):
+    """The dtype of an array or NumPy scalar: its own, as PyTorch keeps it, when cupynet supports it."""
+    try:
+        return dtypes.as_dtype(host.dtype)
+    except TypeError:
+        raise TypeError(f"{fn}: cannot make a tensor from an array of dtype {host.dtype}; expected one of "
+                        f"float16, bfloat16, float32, float64, int8, uint8, int16, int32, int64, bool") from None
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
@@ -47,13 +58,15 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
 
     Args:
         data: the values.
-        dtype: the dtype; inferred (floats -> float32, ints -> int64) when None.
+        dtype: the dtype; when None, arrays and NumPy scalars keep theirs, Python floats take
+            ``get_default_dtype()``, Python ints int64 and bools bool.
         device: ``"cpu"``/``"cuda"``; the default device when None.
         requires_grad: make it a leaf that records gradients.
     """
     if isinstance(data, Tensor):
         data = data.data
-    on_gpu = not isinstance(data, (list, tuple, numbers.Number, numpy.ndarray, numpy.generic))
+    python_data = isinstance(data, (list, tuple, numbers.Number)) and not isinstance(data, numpy.generic)
+    on_gpu = not (python_data or isinstance(data, (numpy.ndarray, numpy.generic)))
     try:
         host = backend.to_numpy(data) if on_gpu else numpy.asarray(data)
     except ValueError as error:
@@ -61,7 +74,10 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
             from None
     if host.dtype == object:
         raise TypeError("tensor: data must be numbers or (nested) sequences of numbers of one shape")
-    dtype = dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(host)
+    if dtype is not None:
+        dtype = dtypes.as_dtype(dtype)
+    else:
+        dtype = _infer_dtype(host) if python_data else _array_dtype(host)
     dev = backend.device(device) if device is not None else (
         backend.device_of_array(data) if on_gpu else backend.default_device())
     return _finish(numpy.array(host, dtype=dtype), dev, requires_grad)
@@ -107,11 +123,11 @@ def zeros(*size, dtype=None, device=None, requires_grad=False):
 
     Args:
         *size: the shape, as ints or one tuple.
-        dtype: default float32.
+        dtype: ``get_default_dtype()`` (float32 unless changed) when None.
         device: default device when None.
         requires_grad: make it a leaf that records gradients.
     """
-    dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     return _finish_on(_device(device), lambda xp: xp.zeros(_shape(size), dtype=dt), requires_grad)
 
 
@@ -120,11 +136,11 @@ def ones(*size, dtype=None, device=None, requires_grad=False):
 
     Args:
         *size: the shape, as ints or one tuple.
-        dtype: default float32.
+        dtype: ``get_default_dtype()`` (float32 unless changed) when None.
         device: default device when None.
         requires_grad: make it a leaf that records gradients.
     """
-    dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     return _finish_on(_device(device), lambda xp: xp.ones(_shape(size), dtype=dt), requires_grad)
 
 
@@ -133,7 +149,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False):
 
     Args:
         *size: the shape.
-        dtype: default float32.
+        dtype: ``get_default_dtype()`` (float32 unless changed) when None.
         device: default device when None.
         requires_grad: make it a leaf that records gradients.
     """
@@ -146,7 +162,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     Args:
         size: the shape.
         fill_value: the value.
-        dtype: inferred from fill_value when None (float -> float32, int -> int64, bool -> bool).
+        dtype: inferred from fill_value when None (float -> the default dtype, int -> int64, bool -> bool).
         device: default device when None.
         requires_grad: make it a leaf that records gradients.
     """
@@ -170,7 +186,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
         start: first value (or the end, when end is None).
         end: the end (exclusive).
         step: the spacing.
-        dtype: int64 when all arguments are ints, else float32, when None.
+        dtype: int64 when all arguments are ints, else ``get_default_dtype()``, when None.
         device: default device when None.
         requires_grad: make it a leaf that records gradients.
     """
@@ -179,7 +195,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if step == 0:
         raise ValueError("arange: step must be nonzero")
     all_int = all(isinstance(v, (int, numpy.integer)) for v in (start, end, step))
-    dt = dtypes.as_dtype(dtype) if dtype is not None else (dtypes.int64 if all_int else dtypes.float32)
+    dt = dtypes.as_dtype(dtype) if dtype is not None else (dtypes.int64 if all_int else dtypes.get_default_dtype())
     return _finish(numpy.arange(start, end, step).astype(dt), _device(device), requires_grad)
 
 
@@ -190,11 +206,11 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
         start: first value.
         end: last value.
         steps: how many values.
-        dtype: default float32.
+        dtype: ``get_default_dtype()`` (float32 unless changed) when None.
         device: default device when None.
         requires_grad: make it a leaf that records gradients.
     """
-    dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     return _finish(numpy.linspace(start, end, steps).astype(dt), _device(device), requires_grad)
 
 
@@ -204,17 +220,17 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     Args:
         n: rows.
         m: columns (n when None).
-        dtype: default float32.
+        dtype: ``get_default_dtype()`` (float32 unless changed) when None.
         device: default device when None.
         requires_grad: make it a leaf that records gradients.
     """
-    dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     return _finish(numpy.eye(n, m, dtype=dt), _device(device), requires_grad)
 
 
 def _random(draw, size, dtype, device, requires_grad):
     dev = _device(device)
-    dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     if not dtypes.is_floating(dt):
         raise TypeError(f"random floats need a floating dtype, got {dt}")
     gen = generator_for(dev)
@@ -233,7 +249,7 @@ def rand(*size, dtype=None, device=None, requires_grad=False):
 
     Args:
         *size: the shape.
-        dtype: default float32.
+        dtype: ``get_default_dtype()`` (float32 unless changed) when None.
         device: default device when None.
         requires_grad: make it a leaf that records gradients.
     """
@@ -245,7 +261,7 @@ def randn(*size, dtype=None, device=None, requires_grad=False):
 
     Args:
         *size: the shape.
-        dtype: default float32.
+        dtype: ``get_default_dtype()`` (float32 unless changed) when None.
         device: default device when None.
         requires_grad: make it a leaf that records gradients.
     """

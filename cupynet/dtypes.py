@@ -34,8 +34,34 @@ _BY_NAME = {
 __all__ = [
     "float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64",
     "bool_", "FLOATING", "LOW_PRECISION", "as_dtype", "is_floating", "is_low_precision",
-    "result_type", "compute_dtype",
+    "result_type", "compute_dtype", "get_default_dtype", "set_default_dtype",
 ]
+
+
+class _DefaultDtype:
+    """The dtype Python floats become (``torch.get_default_dtype``): process-wide, as in PyTorch."""
+
+    value = float32
+
+
+def get_default_dtype() -> numpy.dtype:
+    """The floating dtype that Python floats and float-producing factories default to (float32 at start)."""
+    return _DefaultDtype.value
+
+
+def set_default_dtype(dtype) -> None:
+    """Set the floating dtype for Python floats and factories such as ``zeros``, ``randn``, ``nn.Linear``.
+
+    Like ``torch.set_default_dtype`` it is process-wide, and NumPy arrays keep their own dtype.
+
+    Args:
+        dtype: a floating dtype (float16, bfloat16, float32 or float64).
+    """
+    d = as_dtype(dtype)
+    if d not in FLOATING:
+        raise TypeError(f"set_default_dtype: only floating dtypes are supported "
+                        f"(float16, bfloat16, float32, float64), got {d}")
+    _DefaultDtype.value = d
 
 
 def as_dtype(dtype) -> numpy.dtype:

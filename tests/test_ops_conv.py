@@ -135,7 +135,7 @@ def test_autocast_runs_conv_and_linear_in_half_with_fp32_grads():
 
 
 def test_conv_on_non_contiguous_input():
-    base = np.random.default_rng(0).standard_normal((1, 2, 6, 5))
+    base = np.random.default_rng(0).standard_normal((1, 2, 6, 5)).astype(np.float32)
     x = cn.tensor(base).transpose(2, 3)  # (1, 2, 5, 6), not contiguous
     w = np.random.default_rng(1).standard_normal((3, 2, 3, 3)).astype(np.float32)
     want = F.conv2d(torch.tensor(base, dtype=torch.float32).transpose(2, 3), torch.tensor(w), padding=1)

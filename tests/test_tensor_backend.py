@@ -6,6 +6,11 @@ import pytest
 import cupynet as cn
 from cupynet import backend
 
+try:
+    import torch
+except ImportError:  # the oracle is optional here: the dtype rules are also asserted directly
+    torch = None
+
 
 def test_default_device_without_gpu_is_cpu(monkeypatch):
     monkeypatch.delenv("CUPYNET_DEVICE", raising=False)
@@ -65,7 +70,7 @@ def test_creation_defaults_follow_pytorch():
     assert cn.tensor([1.0, 2.0]).dtype == cn.float32
     assert cn.tensor([1, 2]).dtype == cn.int64
     assert cn.tensor([True]).dtype == cn.bool_
-    assert cn.tensor(np.zeros(2, dtype=np.float64)).dtype == cn.float32
+    assert cn.tensor(np.zeros(2, dtype=np.float64)).dtype == cn.float64
     assert cn.from_numpy(np.zeros(2, dtype=np.float64)).dtype == cn.float64
     assert cn.arange(5).dtype == cn.int64 and cn.arange(0, 1, 0.25).tolist() == [0, 0.25, 0.5, 0.75]
     assert cn.linspace(0, 1, 3).tolist() == [0.0, 0.5, 1.0]
@@ -77,6 +82,64 @@ def test_creation_defaults_follow_pytorch():
         cn.zeros(-1)
     with pytest.raises(TypeError, match="numbers"):
         cn.tensor([[1, 2], [3]])
+
+
+NUMPY_DTYPES = ["float16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64", "bool"]
+
+
+@pytest.mark.parametrize("name", NUMPY_DTYPES)
+def test_tensor_keeps_a_numpy_arrays_dtype_as_torch_does(name):
+    array = np.arange(6).reshape(2, 3).astype(name)
+    assert cn.tensor(array).dtype == np.dtype(name)
+    assert cn.tensor(array[0, 1]).dtype == np.dtype(name)  # a NumPy scalar keeps its dtype too
+    if torch is not None:
+        assert str(torch.tensor(array).dtype).removeprefix("torch.") == str(cn.tensor(array).dtype)
+    np.testing.assert_array_equal(cn.tensor(array).numpy(), array)
+
+
+def test_tensor_keeps_bfloat16_arrays():
+    array = np.ones(3, dtype=cn.bfloat16)
+    assert cn.tensor(array).dtype == cn.bfloat16
+
+
+def test_tensor_refuses_an_array_dtype_it_does_not_support():
+    with pytest.raises(TypeError, match="dtype complex128.*expected one of"):
+        cn.tensor(np.zeros(2, dtype=np.complex128))
+
+
+def test_default_dtype_decides_python_floats_and_factories():
+    assert cn.get_default_dtype() == cn.float32
+    try:
+        cn.set_default_dtype(cn.float64)
+        assert cn.get_default_dtype() == cn.float64
+        assert cn.tensor([1.5]).dtype == cn.float64 and cn.tensor(2.0).dtype == cn.float64
+        assert cn.tensor([1, 2]).dtype == cn.int64  # ints are not affected
+        assert cn.tensor(np.zeros(2, dtype=np.float32)).dtype == cn.float32  # arrays keep theirs
+        for made in (cn.zeros(2), cn.ones(2), cn.empty(2), cn.randn(2), cn.rand(2), cn.eye(2),
+                     cn.linspace(0, 1, 3), cn.arange(0.0, 1.0, 0.5), cn.full((2,), 0.5)):
+            assert made.dtype == cn.float64
+        assert cn.nn.Linear(2, 3).weight.dtype == cn.float64
+    finally:
+        cn.set_default_dtype(cn.float32)
+    assert cn.tensor([1.5]).dtype == cn.float32 and cn.nn.Linear(2, 3).weight.dtype == cn.float32
+
+
+def test_set_default_dtype_refuses_integers_and_keeps_the_old_value():
+    with pytest.raises(TypeError, match="only floating dtypes.*got int64"):
+        cn.set_default_dtype(cn.int64)
+    with pytest.raises(TypeError, match="unknown dtype"):
+        cn.set_default_dtype("complex")
+    assert cn.get_default_dtype() == cn.float32
+
+
+def test_float64_stays_float64_under_autocast():
+    x = cn.tensor(np.ones((2, 3)), requires_grad=True)
+    w = cn.tensor(np.ones((4, 3)))
+    with cn.autocast("cpu"):
+        y = cn.nn.functional.linear(x, w)
+    assert x.dtype == cn.float64 and y.dtype == cn.float64
+    y.sum().backward()
+    assert x.grad.dtype == cn.float64
 
 
 def test_manual_seed_reproduces_random_tensors():
