@@ -45,7 +45,8 @@ def save_safetensors(tensors, path, metadata=None):
         value = tensors[name]
         if not isinstance(name, str):
             raise TypeError(f"save_safetensors: tensor names must be strings, got {name!r}")
-        array = numpy.ascontiguousarray(backend.to_numpy(value.data if isinstance(value, Tensor) else value))
+        # NOTE: not numpy.ascontiguousarray, which turns a 0-d array into shape (1,)
+        array = numpy.asarray(backend.to_numpy(value.data if isinstance(value, Tensor) else value), order="C")
         if array.dtype not in _CODES:
             raise TypeError(f"save_safetensors: {name} has unsupported dtype {array.dtype}")
         raw = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()

@@ -89,7 +89,8 @@ def _is_array(obj):
 
 
 def _host_array(array):
-    host = numpy.ascontiguousarray(backend.to_numpy(array))
+    # NOTE: not numpy.ascontiguousarray, which turns a 0-d array into shape (1,)
+    host = numpy.asarray(backend.to_numpy(array), order="C")
     if host.dtype.byteorder == ">":
         host = host.astype(host.dtype.newbyteorder("<"))
     return host

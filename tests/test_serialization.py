@@ -188,3 +188,30 @@ def test_safetensors_hostile_offsets(tmp_path):
     path.write_bytes((10 ** 12).to_bytes(8, "little") + b"{}")
     with pytest.raises(CheckpointError, match="header length"):
         load_safetensors(path)
+
+
+SHAPE_CASES = {"0-d float": lambda: cn.tensor(2.5), "0-d int": lambda: cn.tensor(7), "empty": lambda: cn.zeros(0, 3),
+               "transposed": lambda: cn.arange(12).reshape(3, 4).T, "0-d array": lambda: np.array(1.5),
+               "reversed": lambda: cn.tensor(np.arange(5.0)[::-1])}
+
+
+@pytest.mark.parametrize("name", SHAPE_CASES)
+def test_round_trip_keeps_shape_dtype_and_values(tmp_path, name):
+    value = SHAPE_CASES[name]()
+    save({"v": value}, tmp_path / "c.ckpt")
+    save_safetensors({"v": value}, tmp_path / "c.safetensors")
+    for got in (load(tmp_path / "c.ckpt")["v"], load_safetensors(tmp_path / "c.safetensors")["v"]):
+        want = value.numpy() if isinstance(value, cn.Tensor) else value
+        mine = got.numpy() if isinstance(got, cn.Tensor) else got
+        assert (mine.shape, mine.dtype) == (want.shape, want.dtype)
+        np.testing.assert_array_equal(mine, want)
+
+
+def test_model_with_batchnorm_loads_its_own_checkpoint(tmp_path):
+    model = cn.nn.Sequential(cn.nn.Linear(3, 4), cn.nn.BatchNorm1d(4))
+    model(cn.randn(5, 3))  # counts a batch: num_batches_tracked is a 0-d int64 tensor
+    save(model.state_dict(), tmp_path / "m.ckpt")
+    fresh = cn.nn.Sequential(cn.nn.Linear(3, 4), cn.nn.BatchNorm1d(4))
+    fresh.load_state_dict(load(tmp_path / "m.ckpt"))
+    assert fresh[1].num_batches_tracked.shape == () and fresh[1].num_batches_tracked.item() == 1
+    np.testing.assert_array_equal(fresh[1].running_mean.numpy(), model[1].running_mean.numpy())
