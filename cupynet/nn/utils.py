@@ -34,6 +34,23 @@ def _real(fn: str, name: str, value) -> float:
     return float(value)
 
 
+def _max_norm(fn: str, value):
+    """``max_norm`` as a Python float, or as a 0-d array when it is a one-element Tensor (kept on the device).
+
+    NOTE: a Tensor max_norm (e.g. ``max_norm * S`` with S a loss scale on the device) is used as is, as
+    in PyTorch, so clipping scaled gradients needs no host read of the scale. An integer Tensor is
+    taken as float32 (PyTorch's promotion with the fp32 norm).
+    """
+    if not isinstance(value, Tensor):
+        return _real(fn, "max_norm", value)
+    real = dtypes.is_floating(value.dtype) or numpy.issubdtype(value.dtype, numpy.integer)
+    if value.data.size != 1 or not real:
+        raise ValueError(f"{fn}: max_norm must be a real number or a one-element real Tensor, got a {value.dtype} "
+                         f"Tensor of shape {tuple(value.shape)}")
+    array = value.data.reshape(())
+    return array if dtypes.is_floating(array.dtype) else array.astype(dtypes.float32)
+
+
 def _l2norm_kernel():
     try:
         from ..amp.kernels import multi_tensor_l2norm  # noqa: PLC0415 - optional, written by the AMP engineer
@@ -93,18 +110,21 @@ def clip_grad_norm_(parameters, max_norm, norm_type: float = 2.0, error_if_nonfi
 
     Args:
         parameters: a Tensor or iterable of Tensors whose ``.grad`` is clipped.
-        max_norm: the largest allowed total norm.
+        max_norm: the largest allowed total norm: a number, or a one-element Tensor (e.g. ``max_norm * S``
+            for gradients scaled by a device scale ``S``), used on the device without a host read.
         norm_type: p of the p-norm (default 2), or ``math.inf``.
         error_if_nonfinite: raise when the total norm is nan/inf (a host sync).
         foreach: accepted for PyTorch compatibility.
     """
-    max_norm = _real("clip_grad_norm_", "max_norm", max_norm)
+    max_norm = _max_norm("clip_grad_norm_", max_norm)
     params = _param_list("clip_grad_norm_", parameters)
     grads = [p.grad for p in params if p.grad is not None]
     total = get_total_norm(grads, norm_type, error_if_nonfinite)
     if not grads:
         return total
     xp = backend.get_array_module(total.data)
+    if not isinstance(max_norm, float):
+        max_norm = move_array(max_norm, backend.device_of_array(total.data))
     coef = xp.asarray(xp.minimum(max_norm / (total.data + 1e-6), 1.0))
     for g in grads:
         gxp = backend.get_array_module(g.data)
