@@ -1,6 +1,7 @@
 """autocast regions: defaults, nesting, exceptions, decorator form, threads, bad inputs (port of torch's checks)."""
 
 import threading
+import warnings
 
 import pytest
 
@@ -210,12 +211,30 @@ def test_bad_device_type_in_queries():
         amp.get_autocast_dtype("xla")
 
 
-@pytest.mark.skipif(cn.cuda.is_available(), reason="checks the error on a machine without a usable GPU")
-def test_cuda_without_gpu_is_a_clear_error():
-    with pytest.raises(RuntimeError, match="autocast: device_type 'cuda' was requested but no CUDA device"):
-        amp.autocast("cuda")
-    with amp.autocast("cuda", enabled=False):  # switching off a device that is absent is harmless
-        assert STATE.autocast == {}
+def test_cuda_without_gpu_warns_and_disables_like_torch(monkeypatch):
+    monkeypatch.setattr(cn.backend, "cuda_available", lambda: False)
+    w, x = _weights()
+    with pytest.warns(UserWarning, match=r"^CUDA is not available\. Disabling autocast") as record:
+        region = amp.autocast("cuda")
+    assert record[0].filename == __file__  # NOTE: the warning points at the caller's line
+    assert "enabled=False" in repr(region)
+    with region:
+        assert STATE.autocast == {} and STATE.autocast_nesting == 1
+        assert not amp.is_autocast_enabled("cuda")
+        assert (x @ w).dtype == cn.float32
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with amp.autocast("cuda", enabled=False):  # switching off a device that is absent is silent
+            assert STATE.autocast == {}
+
+
+def test_torch_also_warns_and_disables_cuda_autocast_without_cuda():
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("the oracle has CUDA: its warning path cannot be taken")
+    with pytest.warns(UserWarning, match="CUDA is not available"):
+        region = torch.autocast("cuda")
+    assert region._enabled is False
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ The dict is replaced, never mutated, so a snapshot taken by an op
 from __future__ import annotations
 
 import functools
+import warnings
 
 from .. import backend, dtypes
 from ..autograd.state import STATE
@@ -67,15 +68,22 @@ def _check_dtype(dtype, device_type: str):
     return d
 
 
-def _check_device_usable(device_type: str, dtype):
+def _usable(device_type: str, dtype) -> bool:
+    """Whether an enabled region can run on ``device_type``: False (with PyTorch's warning) without CUDA.
+
+    NOTE: as ``torch.autocast("cuda")`` on a machine without CUDA: a warning, then a disabled region,
+    so one script runs on both kinds of machine. A GPU that cannot run ``dtype`` is still an error.
+    """
     if device_type != "cuda":
-        return
+        return True
     if not backend.cuda_available():
-        raise RuntimeError("autocast: device_type 'cuda' was requested but no CUDA device is usable (CuPy is not "
-                           "installed or cupy.cuda.is_available() is False); use device_type='cpu'")
+        warnings.warn("CUDA is not available. Disabling autocast (device_type 'cuda' was requested, but CuPy is "
+                      "not installed or cupy.cuda.is_available() is False).", UserWarning, stacklevel=3)
+        return False
     reason = support.unsupported_reason(device_type, dtype)
     if reason is not None:
         raise RuntimeError(f"autocast: {reason}")
+    return True
 
 
 class _Saved:
@@ -124,7 +132,8 @@ class autocast:  # noqa: N801 - PyTorch's name
     come back to fp32 parameters as fp32. State is per thread; regions nest.
 
     Args:
-        device_type: ``"cpu"`` or ``"cuda"`` (default: the default device's type).
+        device_type: ``"cpu"`` or ``"cuda"`` (default: the default device's type). ``"cuda"`` without a
+            usable GPU warns and disables the region, as in PyTorch.
         dtype: float16 or bfloat16 (default: float16 on cuda, bfloat16 on cpu).
         enabled: False opens a region with autocast off for this device (nested regions count too).
         cache_enabled: cache the cast of each fp32 weight for the outermost region (None: keep the current
@@ -140,7 +149,7 @@ class autocast:  # noqa: N801 - PyTorch's name
                             f"{cache_enabled!r}")
         fast_dtype = _check_dtype(dtype, device_type)
         if enabled:
-            _check_device_usable(device_type, fast_dtype)
+            enabled = _usable(device_type, fast_dtype)
         self.device = device_type
         self.fast_dtype = fast_dtype
         self._enabled = enabled
