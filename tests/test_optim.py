@@ -4,14 +4,27 @@ NOTE on the oracle: cupynet computes each operation in fp32 in the order of
 PyTorch's single-tensor code. PyTorch's SIMD CPU kernels fuse ``a + alpha * b``
 into one FMA (one rounding instead of two), so its results depend on the CPU.
 The oracle therefore runs in a subprocess with ``ATEN_CPU_CAPABILITY=default``
-(no SIMD): there SGD must match bit for bit. Adam and RMSprop still differ in
-the last bit now and then, because PyTorch's CPU ``sqrt`` is not always
-correctly rounded; rtol 1e-6 / atol 1e-7 after 20 steps bounds that.
+(no SIMD). On x86-64 that build has no FMA instructions at all, so SGD (only
+adds and multiplies) must match bit for bit there; other CPUs may contract.
+
+Adam and RMSprop also take a square root and divide, and neither PyTorch's CPU
+``sqrt`` nor the order of its scalar math is pinned down across CPUs and
+versions: the last bit of a step may differ, and 20 steps carry it forward.
+The tolerance is a forward error bound, not a number that happened to pass:
+each step rounds each quantity a few times, each rounding is at most half an
+ulp of the largest value that quantity (or the term added to it) held, and
+these optimizers' recurrences do not amplify old errors (their coefficients
+are at most 1). So an element may differ by ``ROUNDINGS_PER_STEP * STEPS``
+ulps of the largest magnitude it reached during the run, which the oracle
+records. The final value alone is not enough: a parameter that cancelled to
+near 0 has a tiny ulp but carries the rounding of the values of order 1 it was
+computed from.
 """
 
 import itertools
 import json
 import os
+import platform
 import subprocess
 import sys
 
@@ -23,7 +36,9 @@ from cupynet.tensor import Tensor
 
 torch = pytest.importorskip("torch")
 
-RTOL, ATOL, STEPS = 1e-6, 1e-7, 20
+STEPS = 20
+ROUNDINGS_PER_STEP = 4
+FMA_FREE_ORACLE = platform.machine().lower() in ("x86_64", "amd64")
 SHAPES = ((3, 4), (5,))
 
 _ORACLE = """
@@ -37,14 +52,28 @@ for i, case in enumerate(cases):
     if "betas" in kw:
         kw["betas"] = tuple(kw["betas"])
     opt = getattr(torch.optim, case["cls"])(params, foreach=False, **kw)
+    peak = {}  # the largest magnitude each element held during the run
+
+    def record():
+        for j, p in enumerate(params):
+            named = {"param": p.detach(), "grad": p.grad, **opt.state[p]}
+            for key, value in named.items():
+                if value is not None and key != "step":
+                    now = np.abs(value.numpy().astype(np.float64))
+                    peak[f"{j}/{key}"] = np.maximum(peak.get(f"{j}/{key}", now), now)
+
     for _ in range(case["steps"]):
         for p, s in zip(params, case["shapes"]):
             p.grad = torch.tensor(rng.standard_normal(s).astype(case["grad_dtype"]).astype(np.float32))
+        record()
         opt.step()
+        record()
     for j, p in enumerate(params):
         out[f"{i}/{j}/param"] = p.detach().numpy()
         for key, value in opt.state[p].items():
             out[f"{i}/{j}/{key}"] = value.numpy()
+    for key, value in peak.items():
+        out[f"peak:{i}/{key}"] = value
 np.savez(sys.argv[1], **out)
 """
 
@@ -85,8 +114,23 @@ def _compare(cases, expected, exact=False):
                 assert mine.dtype == np.float32 and mine.shape == theirs.shape, (case, key)
                 if exact:
                     np.testing.assert_array_equal(mine, theirs, err_msg=f"{case} {key}")
-                else:
-                    np.testing.assert_allclose(mine, theirs, rtol=RTOL, atol=ATOL, err_msg=f"{case} {key}")
+                    continue
+                allowed = forward_error_bound(expected, f"{i}/{j}", key)
+                off = np.abs(mine.astype(np.float64) - theirs)
+                assert np.all(off <= allowed), (f"{case} {key}: off by {off.max():.3g} where at most "
+                                                f"{allowed.ravel()[np.argmax(off - allowed)]:.3g} is allowed")
+
+
+def forward_error_bound(expected, prefix, key):
+    """``ROUNDINGS_PER_STEP * STEPS`` ulps of the largest magnitude the element (or what fed it) reached.
+
+    The gradient feeds every state and the parameter, and the parameter feeds
+    weight decay, so their peaks count for every key.
+    """
+    peaks = [expected[f"peak:{prefix}/{name}"] for name in {key, "param", "grad"} if f"peak:{prefix}/{name}" in
+             expected]
+    ulp = np.spacing(np.maximum.reduce(peaks).astype(np.float32)).astype(np.float64)
+    return ROUNDINGS_PER_STEP * STEPS * ulp
 
 
 SGD_CASES = [c for c in itertools.product([0.0, 0.9], [0.0, 0.1], [False, True], [0.0, 0.1], [False, True])
@@ -111,14 +155,23 @@ def oracle(tmp_path_factory):
     """torch.optim's results for every case, computed in one subprocess (one torch start-up)."""
     everything = _oracle(SGD_TORCH_CASES + OTHER_TORCH_CASES, tmp_path_factory.mktemp("oracle"))
     n_sgd = len(SGD_TORCH_CASES)
-    sgd = {k: v for k, v in everything.items() if int(k.split("/")[0]) < n_sgd}
-    other = {f"{int(k.split('/')[0]) - n_sgd}/{k.split('/', 1)[1]}": v for k, v in everything.items()
-             if int(k.split("/")[0]) >= n_sgd}
-    return sgd, other
+    return _cases_from(everything, 0, n_sgd), _cases_from(everything, n_sgd, None)
 
 
-def test_sgd_matches_torch_bit_for_bit(oracle):
-    _compare(SGD_TORCH_CASES, oracle[0], exact=True)
+def _cases_from(results, first, stop):
+    """The oracle's results for cases first..stop-1, renumbered from 0 (peaks keep their prefix)."""
+    out = {}
+    for key, value in results.items():
+        prefix, _, rest = key.rpartition(":")
+        index, _, tail = rest.partition("/")
+        if int(index) >= first and (stop is None or int(index) < stop):
+            out[f"{prefix + ':' if prefix else ''}{int(index) - first}/{tail}"] = value
+    return out
+
+
+def test_sgd_matches_torch(oracle):
+    """Bit for bit where the oracle has no FMA (x86-64 default build), else within the forward error bound."""
+    _compare(SGD_TORCH_CASES, oracle[0], exact=FMA_FREE_ORACLE)
 
 
 def test_adam_adamw_rmsprop_match_torch(oracle):
