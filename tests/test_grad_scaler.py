@@ -1,6 +1,7 @@
 """GradScaler: PyTorch's state machine and error texts, state dicts, pickling, bad inputs, host-sync counts."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -81,6 +82,48 @@ def test_defaults_and_lazy_init():
 
 def test_device_none_is_the_default_device():
     assert GradScaler()._device == backend.default_device().type
+
+
+@pytest.mark.parametrize("args, kwargs", [
+    ((1024.0,), {}),
+    ((1024,), {}),
+    ((512.0, 3.0, 0.25, 7, True), {}),
+    ((512.0,), {"growth_interval": 3, "enabled": False}),
+])
+def test_torch_cuda_amp_signature_scale_first_is_accepted(args, kwargs):
+    """``GradScaler(1024.)`` as ``torch.cuda.amp.GradScaler``; the same settings as torch's class of that form."""
+    torch = pytest.importorskip("torch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's own: deprecation, and no CUDA here
+        torch.cuda.amp.GradScaler(*args, **kwargs)  # the form is torch's: it constructs there too
+    ref = torch.amp.GradScaler("cpu", *args, **kwargs)  # what torch.cuda.amp forwards to, on a device we have
+    scaler = GradScaler(*args, **kwargs)
+    assert scaler._device == backend.default_device().type
+    assert scaler.is_enabled() == ref.is_enabled() == kwargs.get("enabled", True)
+    if ref.is_enabled():
+        assert (scaler._init_scale, scaler.get_growth_factor(), scaler.get_backoff_factor(),
+                scaler.get_growth_interval()) == (ref._init_scale, ref._growth_factor, ref._backoff_factor,
+                                                  ref._growth_interval)
+    else:
+        assert (scaler._init_scale, scaler.get_growth_interval()) == (args[0], kwargs["growth_interval"])
+
+
+def test_torch_amp_signature_device_first_still_works_positionally():
+    scaler = GradScaler("cpu", 8.0, 3.0, 0.25, 5, True)
+    assert scaler._device == "cpu" and scaler.get_scale() == 8.0
+    assert (scaler.get_growth_factor(), scaler.get_backoff_factor(), scaler.get_growth_interval()) == (3.0, 0.25, 5)
+    assert GradScaler(init_scale=16.0, device="cpu").get_scale() == 16.0
+
+
+@pytest.mark.parametrize("args, kwargs, text", [
+    ((1024.0,), {"init_scale": 2.0}, "GradScaler: multiple values for argument 'init_scale'"),
+    (("cpu",), {"scale": 2.0}, "GradScaler: got an unexpected keyword argument 'scale'"),
+    ((1024.0, 2.0, 0.5, 10, True, "extra"), {}, "GradScaler: too many positional arguments"),
+])
+def test_constructor_signature_errors_name_both_forms(args, kwargs, text):
+    with pytest.raises(TypeError) as info:
+        GradScaler(*args, **kwargs)
+    assert text in str(info.value) and "torch.cuda.amp's" in str(info.value)
 
 
 @pytest.mark.parametrize("kwargs, error, text", [

@@ -8,6 +8,7 @@ min/max scale, on_min_scale, history), so a default scaler's state loads into
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 
@@ -16,6 +17,7 @@ import numpy
 from cupynet.amp.diagnostics import OverflowLog, read_host
 
 __all__ = [
+    "constructor_arguments",
     "TORCH_KEYS", "EXTRA_SETTINGS", "EXTRA_COUNTERS", "EXTRA_KEYS", "DEFAULT_SETTINGS", "ON_MIN_SCALE_CHOICES",
     "check_growth_factor", "check_backoff_factor", "check_growth_interval", "check_init_scale", "check_settings",
     "parse_state_dict", "COUNTERS", "ScalerStateMixin",
@@ -49,6 +51,41 @@ def _int(where: str, name: str, value, low: int, high: int = _I32_MAX) -> int:
     if not low <= int(value) <= high:
         raise ValueError(f"{where}: {name} must be an integer in [{low}, {high}], got {value!r}")
     return int(value)
+
+
+def _torch_amp_form(device=None, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
+                    enabled=True):
+    """``torch.amp.GradScaler(device="cuda", init_scale=..., ...)``: the device first."""
+    return device, init_scale, growth_factor, backoff_factor, growth_interval, enabled
+
+
+def _torch_cuda_amp_form(init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
+                         enabled=True):
+    """``torch.cuda.amp.GradScaler(init_scale=..., ...)``: no device argument (cupynet: the default device)."""
+    return None, init_scale, growth_factor, backoff_factor, growth_interval, enabled
+
+
+def constructor_arguments(args: tuple, kwargs: dict) -> tuple:
+    """``(device, init_scale, growth_factor, backoff_factor, growth_interval, enabled)`` from either signature.
+
+    NOTE: PyTorch has two constructors, ``torch.amp.GradScaler(device, init_scale, ...)`` and the
+    older ``torch.cuda.amp.GradScaler(init_scale, ...)``; code written for the second passes the
+    scale first (``GradScaler(1024.)``). A number in first position can only mean that form (a
+    device is a string, a Device or None), so both are accepted.
+
+    Args:
+        args: the positional arguments given to ``GradScaler``.
+        kwargs: its keyword arguments other than cupynet's keyword-only options.
+    """
+    cuda_amp_form = bool(args) and isinstance(args[0], numbers.Real) and not isinstance(args[0], bool)
+    form = _torch_cuda_amp_form if cuda_amp_form else _torch_amp_form
+    try:
+        bound = inspect.signature(form).bind(*args, **kwargs)
+    except TypeError as error:
+        raise TypeError(f"GradScaler: {error} (the signatures are GradScaler(device=None, init_scale=2.0**16, "
+                        "growth_factor=2.0, backoff_factor=0.5, growth_interval=2000, enabled=True, *, options) "
+                        "and, torch.cuda.amp's, GradScaler(init_scale, growth_factor, ...))") from None
+    return form(*bound.args, **bound.kwargs)
 
 
 def check_growth_factor(where: str, value) -> float:

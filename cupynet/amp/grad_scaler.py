@@ -71,6 +71,10 @@ class _ParamSet:
 class GradScaler(ScalerStateMixin, ScalerDiagnosticsMixin):
     """Dynamic loss scaling for mixed-precision training (``torch.amp.GradScaler``, plus more).
 
+    Both of PyTorch's signatures are accepted: ``GradScaler(device, init_scale, ...)`` (``torch.amp``) and
+    ``GradScaler(init_scale, growth_factor, ...)`` (``torch.cuda.amp``, recognised by a number first; the
+    device is then cupynet's default device).
+
     Args:
         device: device type whose tensors are scaled ("cuda"/"cpu"; None: the default device). As in
             PyTorch, "cuda" without a usable GPU warns and disables the scaler.
@@ -90,10 +94,11 @@ class GradScaler(ScalerStateMixin, ScalerDiagnosticsMixin):
             ``optimizer.step`` is not called).
     """
 
-    def __init__(self, device=None, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
-                 enabled=True, *, hysteresis=1, min_scale=None, max_scale=None, on_min_scale="ignore",
-                 history_size=0, skip_on_device=True):
+    def __init__(self, *args, hysteresis=1, min_scale=None, max_scale=None, on_min_scale="ignore", history_size=0,
+                 skip_on_device=True, **kwargs):
         where = "GradScaler"
+        device, init_scale, growth_factor, backoff_factor, growth_interval, enabled = st.constructor_arguments(
+            args, kwargs)
         if not isinstance(enabled, (bool, numpy.bool_)):
             raise TypeError(f"{where}: enabled must be a bool, got {type(enabled).__name__} {enabled!r}")
         self._device = _device_type(device)
