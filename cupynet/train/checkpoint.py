@@ -9,6 +9,10 @@ A checkpoint file (``cupynet.save`` format, data only) holds::
 
 Restoring all of these (the RNG and the data loader's shuffling state
 included) makes the resumed run continue exactly as if it had never stopped.
+``epoch`` counts completed epochs: a checkpoint taken at the last batch of an
+epoch says that epoch is done, as its loader state does (next epoch, batch 0).
+``cupynet train`` keeps in ``extra`` what the scaler's PyTorch-shaped state
+does not carry: ``{"skipped_steps": int}``.
 Files are named ``step-00001234.ckpt``; ``latest()`` picks the highest step and
 ignores temporary files left by an interrupted save.
 """
@@ -142,10 +146,30 @@ def attach_checkpointing(trainer):
         if path is None and ckpt.latest() is None:
             print(f"resume: no checkpoint in {ckpt.directory} yet; starting from scratch")
             return
+        path = path or ckpt.latest()
         state = ckpt.restore(path)
-        trainer.step, trainer.epoch = state["step"], state["epoch"]
-        trainer.history = [tuple(p) for p in state["metrics"].get("history", [])]
-        print(f"resumed from {path or ckpt.latest()} at step {trainer.step} (epoch {trainer.epoch + 1})")
+        _check_position(state, trainer.steps_per_epoch, path)
+        trainer.continue_from(state["step"], state["metrics"].get("history", []),
+                              (state.get("extra") or {}).get("skipped_steps", 0))
+        trainer.checkpointer.last_saved = trainer.step  # NOTE: stopping right away does not rewrite the file
+        print(f"resumed from {path} at step {trainer.step} ({trainer.where()})")
+
+
+def _check_position(state, steps_per_epoch, path):
+    """Refuse a checkpoint whose step disagrees with its data loader's position (another batch size or data set).
+
+    NOTE: the trainer's epoch is ``step // steps_per_epoch``; with this check it is also the loader's epoch, so
+    a checkpoint taken at the last batch of an epoch resumes at the first batch of the next one (checkpoints
+    written before epochs were derived this way recorded that epoch as unfinished; they resume correctly too).
+    """
+    loader = state.get("loader")
+    if loader is None:
+        return
+    epochs, batches, step = loader["epoch"], loader["batches_done"], state["step"]
+    if step != epochs * steps_per_epoch + batches:
+        raise ValueError(f"resume: {path} is at step {step}, but its data loader had done {epochs} epoch(s) and "
+                         f"{batches} batch(es), which with {steps_per_epoch} batches per epoch is step "
+                         f"{epochs * steps_per_epoch + batches}; was it saved with another --batch-size or --dataset?")
 
 
 class _Checkpointer:
@@ -161,5 +185,6 @@ class _Checkpointer:
     def save_now(self, trainer):
         if self.every is None or self.last_saved == trainer.step:
             return
-        self.checkpoint.save(trainer.step, trainer.epoch, metrics={"history": [list(h) for h in trainer.history]})
+        self.checkpoint.save(trainer.step, trainer.epoch, metrics={"history": [list(h) for h in trainer.history]},
+                             extra={"skipped_steps": trainer.skipped_steps()})
         self.last_saved = trainer.step

@@ -45,6 +45,9 @@ class TrainConfig:
         resume: a checkpoint path, "auto", or None.
         keep: how many checkpoints to keep.
         progress: show the tqdm bar.
+        max_steps: stop once the global step (counted across resumes) reaches this, as Ctrl-C does:
+            a checkpoint is saved (with save_every) and ``resume`` continues later; None: no limit.
+            Not a command-line flag; set it on a config built by ``from_args`` or by hand.
     """
 
     model: str = "mlp"
@@ -64,6 +67,7 @@ class TrainConfig:
     resume: str | None = None
     keep: int = 3
     progress: bool = True
+    max_steps: int | None = None
 
     @classmethod
     def from_args(cls, args):
@@ -89,6 +93,9 @@ class TrainConfig:
             raise ValueError(f"unknown model {self.model!r}; expected mlp, cnn or transformer")
         if self.optimizer not in ("sgd", "adam", "adamw"):
             raise ValueError(f"unknown optimizer {self.optimizer!r}; expected sgd, adam or adamw")
+        if self.max_steps is not None and (isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int)
+                                           or self.max_steps < 1):
+            raise ValueError(f"max_steps must be a positive int or None, got {self.max_steps!r}")
 
 
 class _StopFlag:
@@ -124,13 +131,52 @@ class Trainer:
         self.loader = DataLoader(self.train_set, batch_size=config.batch_size, shuffle=True, seed=config.seed,
                                  device=self.device)
         self.test_loader = DataLoader(self.test_set, batch_size=512, device=self.device)
+        self.steps_per_epoch = len(self.loader)
+        if self.steps_per_epoch == 0:
+            raise ValueError(f"the training set of {config.dataset!r} is empty")
         self.scaler = _make_scaler(config, self.device)
         if self.scaler is not None:
             self.scaler.register_model(self.model)  # overflow reports name layers, not param[i]
         self._reported_skips = 0
-        self.step, self.epoch = 0, 0
+        self._skips_before = 0     # steps skipped before this process resumed the run
+        self.step = 0              # optimizer steps (batches) taken since the run began, across resumes
         self.history = []          # (step, loss) for the loss curve
         self.checkpointer = None
+
+    @property
+    def epoch(self) -> int:
+        """Completed epochs: ``step // steps_per_epoch``.
+
+        NOTE: derived from the step count rather than kept as a second counter, so it cannot lag the data
+        loader: the step that runs an epoch's last batch completes that epoch, for the loader's state and
+        for a checkpoint taken right there alike, and a resume from it starts the next epoch.
+        """
+        return self.step // self.steps_per_epoch
+
+    def where(self) -> str:
+        """Where the run stands, for messages: "epoch 2 of 3, batch 1 of 3" or "end of epoch 1 of 3".
+
+        Args:
+            None.
+        """
+        position, epochs = self._position_in_epoch(), self.config.epochs
+        if position:
+            return f"epoch {self.epoch + 1} of {epochs}, batch {position} of {self.steps_per_epoch}"
+        return f"end of epoch {self.epoch} of {epochs}" if self.epoch else f"start of epoch 1 of {epochs}"
+
+    def continue_from(self, step, history, skipped_steps=0):
+        """Take up a run at ``step`` after its model, optimizer, scaler, loader and RNG were restored.
+
+        Args:
+            step: the global step of the checkpoint.
+            history: its (step, loss) pairs.
+            skipped_steps: steps the GradScaler had skipped by then (its default state_dict, PyTorch's
+                five keys, does not carry that count).
+        """
+        self.step, self.history = int(step), [tuple(p) for p in history]
+        restored = int(self.scaler.skipped_steps()) if self.scaler is not None else 0
+        self._skips_before = max(0, int(skipped_steps) - restored)
+        self._reported_skips = self.skipped_steps()  # NOTE: old skips were reported by the run that took them
 
     # ---- one step ------------------------------------------------------------------------------
     def train_step(self, x, y):
@@ -179,13 +225,21 @@ class Trainer:
         return 100.0 * float(correct.item()) / max(total, 1)
 
     # ---- the loop ------------------------------------------------------------------------------
-    def fit(self, out=sys.stdout) -> float:
+    def fit(self, out=None) -> float:
         """Train for the configured epochs; print a summary per epoch and the final test accuracy.
 
+        A run that has nothing left to do (all epochs done, or ``max_steps`` reached) says so, trains
+        nothing and writes nothing; it only reports the test accuracy.
+
         Args:
-            out: where summary lines go.
+            out: where summary lines go (default: sys.stdout).
         """
+        out = sys.stdout if out is None else out
         cfg = self.config
+        idle = self._nothing_to_train()
+        if idle:
+            print(f"nothing to train: {idle}", file=out, flush=True)
+            return self._report_accuracy(out)
         metrics = _MetricsWriter(cfg.metrics, append=self.step > 0)
         self._t0 = time.perf_counter()
         stop = _StopFlag()
@@ -197,19 +251,34 @@ class Trainer:
             metrics.close()
             if previous_handler is not None:
                 signal.signal(signal.SIGINT, previous_handler)
-        if stop.requested:
-            print(f"stopped at step {self.step} (epoch {self.epoch + 1} of {cfg.epochs})", file=out, flush=True)
+        if stop.requested and self.epoch < cfg.epochs:  # NOTE: a stop at the very last step finished the run
+            print(f"stopped at step {self.step} ({self.where()})", file=out, flush=True)
         if self.checkpointer is not None:
             self.checkpointer.save_now(self)
-        accuracy = self.evaluate()
         _plot_loss(self.history, cfg.out)
+        return self._report_accuracy(out)
+
+    def _nothing_to_train(self):
+        """Why a (resumed) run has nothing left to train, or None."""
+        cfg = self.config
+        if self.epoch == cfg.epochs:
+            return f"the run already finished its {cfg.epochs} epochs (step {self.step})"
+        if self.epoch > cfg.epochs:
+            return f"the run is past --epochs {cfg.epochs} already ({self.epoch} epochs done, step {self.step})"
+        if cfg.max_steps is not None and self.step >= cfg.max_steps:
+            return f"step {self.step} already reaches max_steps {cfg.max_steps}"
+        return None
+
+    def _report_accuracy(self, out):
+        accuracy = self.evaluate()
         print(f"test accuracy: {accuracy:.1f}%", file=out, flush=True)
         return accuracy
 
     def _run_epoch(self, metrics, stop, out):
         cfg = self.config
+        number = self.epoch + 1  # 1-based, as printed and written to the metrics
         self.model.train()
-        bar = EpochBar(self.epoch, cfg.epochs, total=len(self.loader), enabled=cfg.progress,
+        bar = EpochBar(self.epoch, cfg.epochs, total=self.steps_per_epoch, enabled=cfg.progress,
                        start=self._position_in_epoch())
         started, seen, pending = time.perf_counter(), 0, []
         correct = None
@@ -222,41 +291,45 @@ class Trainer:
             correct = hits if correct is None else correct + hits
             pending.append((self.step, loss, self._lr(), time.perf_counter() - self._t0, self._scale_tensor(),
                             self._skipped_tensor()))
+            if cfg.max_steps is not None and self.step >= cfg.max_steps:
+                stop.requested = True  # NOTE: the same clean stop as Ctrl-C
             if bar.wants_refresh() or len(pending) >= 50:
-                self._flush(pending, metrics, bar, correct, seen, started)
+                self._flush(number, pending, metrics, bar, correct, seen, started)
                 pending = []
             if self.checkpointer is not None and self.checkpointer.due(self.step):
-                self._flush(pending, metrics, bar, correct, seen, started)  # the saved history is complete
+                self._flush(number, pending, metrics, bar, correct, seen, started)  # the saved history is complete
                 pending = []
                 self.checkpointer.save_now(self)
             if stop.requested:
                 break
-        self._flush(pending, metrics, bar, correct, seen, started)
+        self._flush(number, pending, metrics, bar, correct, seen, started)
         bar.close()
-        if self._position_in_epoch() < len(self.loader):
-            return  # NOTE: interrupted mid-epoch; an epoch whose last batch ran counts as done, as the loader does
-        self.epoch += 1
+        if self.epoch < number:
+            return  # interrupted mid-epoch
         elapsed = time.perf_counter() - started
         accuracy = 100.0 * float(correct.item()) / max(seen, 1) if correct is not None else 0.0
         loss = self.history[-1][1] if self.history else float("nan")
-        line = (f"epoch {self.epoch}/{cfg.epochs}: loss {loss:.4f}, train accuracy {accuracy:.1f}%, "
+        line = (f"epoch {number}/{cfg.epochs}: loss {loss:.4f}, train accuracy {accuracy:.1f}%, "
                 f"{seen / max(elapsed, 1e-9):.0f} samples/s")
         if self.scaler is not None:
-            line += f", scale {self.scaler.get_scale():g}, skipped steps {self._skipped()}"
+            line += f", scale {self.scaler.get_scale():g}, skipped steps {self.skipped_steps()}"
         print(line, file=out, flush=True)
 
     def _position_in_epoch(self) -> int:
-        return self.step - self.epoch * len(self.loader)
+        return self.step % self.steps_per_epoch
 
-    def _flush(self, pending, metrics, bar, correct, seen, started):
+    def _flush(self, number, pending, metrics, bar, correct, seen, started):
+        """Write the pending steps of epoch ``number`` (1-based) to the history, metrics and progress bar."""
         if not pending:
             return
         # NOTE: one transfer per kind of device scalar for all pending steps (losses, scales, skip counts)
         losses = _read_all([p[1] for p in pending])
         scales, skips = _read_all([p[4] for p in pending]), _read_all([p[5] for p in pending])
+        if skips is not None:
+            skips = skips + self._skips_before
         for i, (step, _, lr, when, _, _) in enumerate(pending):
             self.history.append((step, float(losses[i])))
-            metrics.write(step=step, epoch=self.epoch + 1, loss=float(losses[i]), lr=lr, time=when,
+            metrics.write(step=step, epoch=number, loss=float(losses[i]), lr=lr, time=when,
                           scale=None if scales is None else float(scales[i]),
                           skipped=None if skips is None else int(skips[i]))
         accuracy = 100.0 * float(correct.item()) / max(seen, 1)
@@ -265,7 +338,8 @@ class Trainer:
         if scales is not None:
             extra = {"scale": f"{scales[-1]:g}", "skipped": int(skips[-1])}
             self._report_overflow(int(skips[-1]), bar)
-        bar.update_to(self._position_in_epoch(), loss=float(losses[-1]), acc=accuracy, rate=rate, **extra)
+        position = pending[-1][0] - (number - 1) * self.steps_per_epoch  # the last batch: total, not 0
+        bar.update_to(position, loss=float(losses[-1]), acc=accuracy, rate=rate, **extra)
 
     def _report_overflow(self, skipped, bar):
         """Name the layers whose gradients overflowed, once per newly skipped step seen at a flush."""
@@ -290,8 +364,13 @@ class Trainer:
         counters = getattr(self.scaler, "_counters", None) if self.scaler is not None else None
         return None if not counters else counters["_skipped_steps"].copy()
 
-    def _skipped(self) -> int:
-        return int(self.scaler.skipped_steps()) if self.scaler is not None else 0
+    def skipped_steps(self) -> int:
+        """Steps the GradScaler skipped since the run began, across resumes (0 without AMP); a host read.
+
+        Args:
+            None.
+        """
+        return self._skips_before + int(self.scaler.skipped_steps()) if self.scaler is not None else 0
 
 
 def _read_all(values):
@@ -366,12 +445,12 @@ def _plot_loss(history, out_dir):
     plt.close(fig)
 
 
-def train(config: TrainConfig, out=sys.stdout) -> int:
+def train(config: TrainConfig, out=None) -> int:
     """Run ``cupynet train``: build everything from ``config``, resume if asked, fit; returns the exit status.
 
     Args:
         config: the settings.
-        out: where summary lines go.
+        out: where summary lines go (default: sys.stdout).
     """
     trainer = Trainer(config)
     if config.out or config.resume:

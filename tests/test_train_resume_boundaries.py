@@ -1,0 +1,200 @@
+"""Issue 12: `cupynet train --resume auto` ends exactly where an uninterrupted run ends, wherever it stopped.
+
+The run: digits, batch 512, 3 epochs of 3 batches = 9 steps, AMP float16 with an initial scale that
+overflows at steps 2 and 7 (so the scaler's scale and skip count move, across an epoch boundary).
+Stopping after step k covers every kind of boundary: mid-epoch (k = 1, 2, 4, 5, 7, 8), the last
+batch of an epoch (k = 3, 6) and the finished run (k = 9).
+
+Runs go through the command's own code in this process: ``cupynet.cli.main([...])``, or, to stop a run
+after step k, the same parser and ``train()`` with ``TrainConfig.max_steps = k`` (the one setting the
+command line does not expose). A run stops at step k in one of two ways:
+
+- "checkpoint": a run with ``--save-every 1`` writes ``step-k.ckpt`` from inside the training loop; a
+  fresh ``--out`` holding only that file is resumed, everything the run did later discarded (what a
+  killed process leaves behind).
+- "max-steps": ``max_steps=k`` stops the run after step k the way Ctrl-C does, and the checkpoint is
+  the one written when the loop stops (``--save-every`` larger than the run).
+
+Final weights, optimizer, scaler, loader and RNG states are compared bit for bit, and so are the
+per-step metrics rows (all but the wall-clock time).
+"""
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import cupynet as cn
+from cupynet.cli import build_parser, main
+from cupynet.train.loop import TrainConfig, train
+
+pytest.importorskip("sklearn")  # the digits data set
+# NOTE: steps 2 and 7 overflow in float16 on purpose (that is what makes the scaler skip them)
+pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
+
+EPOCHS, BATCHES = 3, 3  # digits' 1437 training samples in batches of 512
+TOTAL = EPOCHS * BATCHES
+COMMON = ["train", "--epochs", str(EPOCHS), "--batch-size", "512", "--no-progress", "--amp", "--amp-dtype",
+          "float16", "--init-scale", "4e6", "--keep", "100"]
+
+
+@pytest.fixture(autouse=True)
+def _cpu(monkeypatch):
+    monkeypatch.setenv("CUPYNET_DEVICE", "cpu")
+
+
+def cli(capsys, out_dir, *args, metrics=None, max_steps=None):
+    """Run ``cupynet train`` in this process; returns (exit status, stdout lines, stderr).
+
+    With ``max_steps``: what ``cupynet.cli.main`` does (parse, ``TrainConfig.from_args``, ``train``), plus
+    ``config.max_steps``.
+    """
+    argv = [*COMMON, "--out", str(out_dir), *(["--metrics", str(metrics)] if metrics else []), *args]
+    if max_steps is None:
+        status = main(argv)
+    else:
+        config = TrainConfig.from_args(build_parser().parse_args(argv))
+        config.max_steps = max_steps
+        status = train(config)
+    captured = capsys.readouterr()
+    return status, captured.out.splitlines(), captured.err
+
+
+def flat(tree, prefix=""):
+    """Every leaf of a nested state, as {path: bytes or value}, for exact comparison."""
+    if isinstance(tree, dict):
+        return {k: v for key, sub in tree.items() for k, v in flat(sub, f"{prefix}/{key}").items()}
+    if isinstance(tree, (list, tuple)):
+        return {k: v for i, sub in enumerate(tree) for k, v in flat(sub, f"{prefix}/{i}").items()}
+    if isinstance(tree, cn.Tensor):
+        return {prefix: (str(tree.dtype), tree.shape, tree.numpy().tobytes())}
+    if isinstance(tree, np.ndarray):
+        return {prefix: (str(tree.dtype), tree.shape, tree.tobytes())}
+    return {prefix: tree}
+
+
+def checkpoints(out_dir):
+    folder = os.path.join(out_dir, "checkpoints")
+    return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+
+
+def final_state(out_dir):
+    """The newest checkpoint of a run, flattened (it is written when a run ends)."""
+    return flat(cn.load(os.path.join(out_dir, "checkpoints", checkpoints(out_dir)[-1])))
+
+
+def rows(path):
+    """The metrics rows without the wall-clock time."""
+    return [{k: v for k, v in json.loads(line).items() if k != "time"} for line in open(path)]
+
+
+def snapshot(folder):
+    """{relative path: bytes} of every file under ``folder``."""
+    found = {}
+    for root, _, files in os.walk(folder):
+        for name in files:
+            path = os.path.join(root, name)
+            found[os.path.relpath(path, folder)] = open(path, "rb").read()
+    return found
+
+
+def epoch_lines(lines):
+    return [line.split(":")[0] for line in lines if line.startswith("epoch ")]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The uninterrupted run, with a checkpoint after every step."""
+    folder = tmp_path_factory.mktemp("reference")
+    status = main([*COMMON, "--out", str(folder / "out"), "--metrics", str(folder / "m.jsonl"), "--save-every", "1"])
+    assert status == 0
+    assert checkpoints(folder / "out") == [f"step-{k:08d}.ckpt" for k in range(1, TOTAL + 1)]
+    ref = {"dir": folder / "out", "state": final_state(folder / "out"), "rows": rows(folder / "m.jsonl")}
+    assert ref["state"]["/step"] == TOTAL and ref["state"]["/epoch"] == EPOCHS
+    assert [r["skipped"] for r in ref["rows"]] == [0, 1, 1, 1, 1, 1, 2, 2, 2]  # the scaler really moves
+    return ref
+
+
+def expected_after_resume(k):
+    """Epoch summary lines a run resumed after step k prints: one per epoch it finishes."""
+    return [f"epoch {e}/{EPOCHS}" for e in range(k // BATCHES + 1, EPOCHS + 1)]
+
+
+def check_resumed(k, lines, out_dir, metrics_rows, expected_rows, reference):
+    assert any(line.startswith("resumed from ") and f" at step {k} (" in line for line in lines), lines
+    assert epoch_lines(lines) == expected_after_resume(k), lines
+    assert ("nothing to train" in "\n".join(lines)) == (k == TOTAL), lines
+    assert final_state(out_dir) == reference["state"]  # weights, optimizer, scaler, loader, RNG, step, epoch
+    assert metrics_rows == expected_rows  # the same losses, learning rates, scales and skip counts
+    assert lines[-1].startswith("test accuracy: ")
+
+
+@pytest.mark.parametrize("k", range(1, TOTAL + 1))
+def test_resume_from_a_checkpoint_written_at_step_k_ends_like_the_uninterrupted_run(k, reference, tmp_path, capsys):
+    out_dir = tmp_path / "out"
+    os.makedirs(out_dir / "checkpoints")
+    shutil.copy(reference["dir"] / "checkpoints" / f"step-{k:08d}.ckpt", out_dir / "checkpoints")
+    status, lines, err = cli(capsys, out_dir, "--save-every", "1", "--resume", "auto", metrics=tmp_path / "m.jsonl")
+    assert status == 0, err
+    resumed_rows = rows(tmp_path / "m.jsonl") if (tmp_path / "m.jsonl").exists() else []
+    check_resumed(k, lines, out_dir, resumed_rows, reference["rows"][k:], reference)
+
+
+@pytest.mark.parametrize("k", range(1, TOTAL + 1))
+def test_run_stopped_by_max_steps_k_resumes_to_the_uninterrupted_end(k, reference, tmp_path, capsys):
+    out_dir, metrics = tmp_path / "out", tmp_path / "m.jsonl"
+    status, lines, err = cli(capsys, out_dir, "--save-every", "100", metrics=metrics, max_steps=k)
+    assert status == 0, err
+    assert checkpoints(out_dir) == [f"step-{k:08d}.ckpt"]  # written when the loop stopped
+    assert len(rows(metrics)) == k
+    stopped = [line for line in lines if line.startswith("stopped at step")]
+    if k < TOTAL:
+        assert stopped and stopped[0].startswith(f"stopped at step {k} ("), lines
+        where = "end of epoch" if k % BATCHES == 0 else f"batch {k % BATCHES} of {BATCHES}"
+        assert where in stopped[0]
+    else:
+        assert not stopped, lines  # the last step of the last epoch: the run is finished, not stopped
+    status, lines, err = cli(capsys, out_dir, "--save-every", "100", "--resume", "auto", metrics=metrics)
+    assert status == 0, err
+    check_resumed(k, lines, out_dir, rows(metrics), reference["rows"], reference)
+
+
+@pytest.mark.parametrize("save_every", ["1", "3", "4"])  # the last checkpoint written in the loop (1, 3) or after it
+def test_resuming_a_finished_run_does_nothing(save_every, tmp_path, capsys):
+    out_dir, metrics = tmp_path / "out", tmp_path / "m.jsonl"
+    status, first, err = cli(capsys, out_dir, "--save-every", save_every, metrics=metrics)
+    assert status == 0, err
+    assert epoch_lines(first) == expected_after_resume(0)
+    before = snapshot(tmp_path)
+    assert os.path.join("out", "checkpoints", f"step-{TOTAL:08d}.ckpt") in before and "m.jsonl" in before
+    status, lines, err = cli(capsys, out_dir, "--save-every", save_every, "--resume", "auto", metrics=metrics)
+    assert status == 0, err
+    assert epoch_lines(lines) == [], lines  # not one more epoch
+    assert f"nothing to train: the run already finished its {EPOCHS} epochs (step {TOTAL})" in lines, lines
+    assert snapshot(tmp_path) == before  # weights, checkpoints and metrics untouched
+    assert lines[-1] == first[-1]  # and it reports the same test accuracy
+
+
+def test_resuming_at_max_steps_does_nothing(tmp_path, capsys):
+    out_dir, metrics = tmp_path / "out", tmp_path / "m.jsonl"
+    status, _, err = cli(capsys, out_dir, "--save-every", "100", metrics=metrics, max_steps=4)
+    assert status == 0, err
+    before = snapshot(tmp_path)
+    status, lines, err = cli(capsys, out_dir, "--save-every", "100", "--resume", "auto", metrics=metrics,
+                             max_steps=4)
+    assert status == 0, err
+    assert "nothing to train: step 4 already reaches max_steps 4" in lines, lines
+    assert snapshot(tmp_path) == before
+
+
+def test_checkpoint_of_another_batch_size_is_refused(reference, tmp_path, capsys):
+    out_dir = tmp_path / "out"
+    os.makedirs(out_dir / "checkpoints")
+    shutil.copy(reference["dir"] / "checkpoints" / f"step-{BATCHES:08d}.ckpt", out_dir / "checkpoints")
+    status = main([*COMMON, "--batch-size", "256", "--out", str(out_dir), "--save-every", "1", "--resume", "auto"])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "at step 3" in err and "1 epoch(s) and 0 batch(es)" in err and "6 batches per epoch" in err, err
+    assert checkpoints(out_dir) == [f"step-{BATCHES:08d}.ckpt"]  # nothing written
