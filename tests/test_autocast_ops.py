@@ -322,3 +322,27 @@ def test_lower_op_with_float64_and_float32_inputs():
     with amp.autocast("cpu", dtype=cn.float16):
         with pytest.raises(RuntimeError, match="matmul"):
             a @ b
+
+
+@pytest.mark.parametrize("autocast_dtype", [cn.float16, cn.bfloat16])
+@pytest.mark.parametrize("number", [1.0, 3.0, 2])
+def test_number_divided_by_tensor_follows_reciprocal_policy(number, autocast_dtype):
+    """``number / x`` is PyTorch's ``x.reciprocal() * number``: fp32 under autocast, as reciprocal is."""
+    x = _pos(3, 4).to(autocast_dtype)
+    with amp.autocast("cpu", dtype=autocast_dtype):
+        out = number / x
+        assert out.dtype == x.reciprocal().dtype == cn.float32
+    np.testing.assert_array_equal(out.numpy(), (x.to(cn.float32).reciprocal() * number).numpy())
+
+
+@pytest.mark.parametrize("number", [1.0, 3.0, -7.0])
+def test_number_divided_by_tensor_rounds_and_differentiates_as_torch(number):
+    torch = pytest.importorskip("torch")
+    values = _rng.uniform(0.5, 9.0, size=64).astype(np.float32)
+    x = cn.tensor(values, requires_grad=True)
+    tx = torch.tensor(values, requires_grad=True)
+    out, tout = number / x, number / tx
+    out.sum().backward()
+    tout.sum().backward()
+    np.testing.assert_array_equal(out.detach().numpy(), tout.detach().numpy())
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())

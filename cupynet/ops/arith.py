@@ -272,10 +272,16 @@ def mul(input, other):  # noqa: A002
 def div(input, other):  # noqa: A002
     """Elementwise true division with broadcasting.
 
+    ``number / tensor`` (``Tensor.__rtruediv__``) is ``reciprocal(tensor) * number``, PyTorch's
+    ``Tensor.__rdiv__``: the same rounding as PyTorch, and fp32 under autocast (reciprocal's policy).
+
     Args:
         input: a Tensor or number.
         other: a Tensor or number.
     """
+    if isinstance(input, (int, float)) and isinstance(other, Tensor) and dtypes.is_floating(other.dtype):
+        from .unary import reciprocal  # noqa: PLC0415 - unary imports arith
+        return _binary(Mul, reciprocal(other), input)
     return _binary(Div, input, other)
 
 
