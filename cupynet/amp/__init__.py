@@ -1,6 +1,9 @@
 """Automatic mixed precision: ``autocast`` regions, ``GradScaler``, ``custom_fwd``/``custom_bwd``, ``trace``.
 
-See docs/autocast.md for what autocast does and docs/amp_ops.md for every op's cast policy.
+See docs/autocast.md for what autocast does and docs/amp_ops.md for every op's cast policy. Two older
+APIs run on the same core (docs/amp.md, "The same loop in three APIs"): the early torch.amp prototype
+(``add_amp_attributes``, ``enable_autocasting``, ``scale_outputs``; module ``prototype``) and netcl's
+(module ``netcl``).
 """
 
 from __future__ import annotations
@@ -34,3 +37,12 @@ if _grad_scaler is not None:
 functional = _optional("functional")
 if functional is not None:
     __all__.append("functional")
+
+prototype = _optional("prototype")
+if prototype is not None:
+    from .prototype import add_amp_attributes, enable_autocasting, scale_outputs
+    __all__ += ["prototype", "add_amp_attributes", "enable_autocasting", "scale_outputs"]
+
+netcl = _optional("netcl")
+if netcl is not None:
+    __all__.append("netcl")
