@@ -90,6 +90,8 @@ def _add_train(p):
                    help="save a checkpoint in --out every N steps (and at the end)")
     p.add_argument("--resume", nargs="?", const="auto", default=None, metavar="PATH|auto",
                    help="resume from a checkpoint file, or 'auto' for the latest in --out")
+    p.add_argument("--max-steps", type=_positive_int, default=None, metavar="N",
+                   help="stop after global step N (counted across resumes), as Ctrl-C would; resume continues")
     p.add_argument("--keep", type=_positive_int, default=3, help="checkpoints to keep in --out (default 3)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (summary lines only)")
 

@@ -27,8 +27,7 @@ import numpy as np
 import pytest
 
 import cupynet as cn
-from cupynet.cli import build_parser, main
-from cupynet.train.loop import TrainConfig, train
+from cupynet.cli import main
 
 pytest.importorskip("sklearn")  # the digits data set
 # NOTE: steps 2 and 7 overflow in float16 on purpose (that is what makes the scaler skip them)
@@ -46,18 +45,10 @@ def _cpu(monkeypatch):
 
 
 def cli(capsys, out_dir, *args, metrics=None, max_steps=None):
-    """Run ``cupynet train`` in this process; returns (exit status, stdout lines, stderr).
-
-    With ``max_steps``: what ``cupynet.cli.main`` does (parse, ``TrainConfig.from_args``, ``train``), plus
-    ``config.max_steps``.
-    """
-    argv = [*COMMON, "--out", str(out_dir), *(["--metrics", str(metrics)] if metrics else []), *args]
-    if max_steps is None:
-        status = main(argv)
-    else:
-        config = TrainConfig.from_args(build_parser().parse_args(argv))
-        config.max_steps = max_steps
-        status = train(config)
+    """Run ``cupynet train`` in this process (max_steps: ``--max-steps``); returns (status, stdout, stderr)."""
+    argv = [*COMMON, "--out", str(out_dir), *(["--metrics", str(metrics)] if metrics else []), *args,
+            *(["--max-steps", str(max_steps)] if max_steps is not None else [])]
+    status = main(argv)
     captured = capsys.readouterr()
     return status, captured.out.splitlines(), captured.err
 

@@ -47,7 +47,7 @@ class TrainConfig:
         progress: show the tqdm bar.
         max_steps: stop once the global step (counted across resumes) reaches this, as Ctrl-C does:
             a checkpoint is saved (with save_every) and ``resume`` continues later; None: no limit.
-            Not a command-line flag; set it on a config built by ``from_args`` or by hand.
+            ``cupynet train --max-steps N``.
     """
 
     model: str = "mlp"
