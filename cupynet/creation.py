@@ -64,7 +64,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         requires_grad: make it a leaf that records gradients.
     """
     if isinstance(data, Tensor):
-        data = data.data
+        data = data.array
     python_data = isinstance(data, (list, tuple, numbers.Number)) and not isinstance(data, numpy.generic)
     on_gpu = not (python_data or isinstance(data, (numpy.ndarray, numpy.generic)))
     try:

@@ -1,8 +1,9 @@
 """``Tensor``: an array (NumPy or CuPy) plus what autograd needs to know about it.
 
-* ``data`` is the raw array. NOTE: unlike PyTorch, where ``.data`` is a Tensor,
-  here it is the NumPy/CuPy array itself (as in Chainer and DeZero); use
-  ``detach()`` for a Tensor sharing memory.
+* ``array`` is the raw NumPy/CuPy array (as in Chainer); every internal use
+  goes through it. ``data`` is, for now, the same array: it is kept for code
+  written against earlier cupynet and will take PyTorch's meaning (a Tensor
+  sharing storage, without history) with the PyTorch drop-in work.
 * ``grad_fn`` is the graph node that made the tensor (None for leaves), and
   ``_output_nr`` which output of that node it is.
 * ``_version`` counts in-place changes; ``save_for_backward`` remembers it so a
@@ -55,15 +56,15 @@ class Tensor(TensorConversions):
     """An n-dimensional array that can record the ops applied to it for backward.
 
     Args:
-        data: a NumPy or CuPy array (taken as is, not copied).
+        data: a NumPy or CuPy array (taken as is, not copied); it becomes ``array``.
         requires_grad: whether gradients should be computed for this (leaf) tensor.
     """
 
-    __slots__ = ("data", "grad", "_requires_grad", "grad_fn", "_output_nr", "_vc", "_hooks", "__weakref__")
+    __slots__ = ("array", "grad", "_requires_grad", "grad_fn", "_output_nr", "_vc", "_hooks", "__weakref__")
     __array_priority__ = 1000  # NOTE: make numpy_array * tensor call Tensor.__rmul__
 
     def __init__(self, data, requires_grad=False):
-        self.data = data
+        self.array = data
         self.grad = None
         self.grad_fn = None
         self._output_nr = 0
@@ -72,6 +73,15 @@ class Tensor(TensorConversions):
         self._requires_grad = False
         if requires_grad:
             self.requires_grad = True
+
+    @property
+    def data(self):
+        """The raw NumPy/CuPy array, the same object as ``array`` (kept for earlier cupynet code)."""
+        return self.array
+
+    @data.setter
+    def data(self, value):
+        self.array = value
 
     # ---- autograd attributes -------------------------------------------------------------
     @property
@@ -85,7 +95,7 @@ class Tensor(TensorConversions):
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
                                "computed variable in a subgraph that doesn't require differentiation use "
                                "var_no_grad = var.detach().")
-        if value and not dtypes.is_floating(self.data.dtype):
+        if value and not dtypes.is_floating(self.array.dtype):
             raise RuntimeError(f"only Tensors of floating point dtype can require gradients, got {self.dtype}")
         self._requires_grad = bool(value)
 
@@ -116,7 +126,7 @@ class Tensor(TensorConversions):
         Args:
             None.
         """
-        t = Tensor(self.data)
+        t = Tensor(self.array)
         t._vc = self._vc
         return t
 
@@ -177,12 +187,12 @@ class Tensor(TensorConversions):
     @property
     def dtype(self):
         """The element dtype (a NumPy dtype; ``cupynet.float32`` is ``numpy.dtype('float32')``)."""
-        return self.data.dtype
+        return self.array.dtype
 
     @property
     def shape(self) -> tuple:
         """The shape as a tuple (PyTorch's ``torch.Size`` is a tuple too)."""
-        return self.data.shape
+        return self.array.shape
 
     def size(self, dim=None):
         """The shape, or the length of one dimension.
@@ -190,12 +200,12 @@ class Tensor(TensorConversions):
         Args:
             dim: a dimension index, or None for the whole shape.
         """
-        return self.data.shape if dim is None else self.data.shape[dim]
+        return self.array.shape if dim is None else self.array.shape[dim]
 
     @property
     def ndim(self) -> int:
         """Number of dimensions."""
-        return self.data.ndim
+        return self.array.ndim
 
     def dim(self) -> int:
         """Number of dimensions.
@@ -203,7 +213,7 @@ class Tensor(TensorConversions):
         Args:
             None.
         """
-        return self.data.ndim
+        return self.array.ndim
 
     def numel(self) -> int:
         """Number of elements.
@@ -211,26 +221,26 @@ class Tensor(TensorConversions):
         Args:
             None.
         """
-        return int(self.data.size)
+        return int(self.array.size)
 
     @property
     def device(self):
         """The ``Device`` the data lives on."""
-        return backend.device_of_array(self.data)
+        return backend.device_of_array(self.array)
 
     @property
     def is_cuda(self) -> bool:
         """True when the data is a CuPy array."""
-        return not isinstance(self.data, numpy.ndarray)
+        return not isinstance(self.array, numpy.ndarray)
 
     def __len__(self):
-        if self.data.ndim == 0:
+        if self.array.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.data.shape[0]
+        return self.array.shape[0]
 
     def __repr__(self):
-        body = numpy.array2string(backend.to_numpy(self.data).astype(numpy.float64)
-                                  if self.dtype == dtypes.bfloat16 else backend.to_numpy(self.data),
+        body = numpy.array2string(backend.to_numpy(self.array).astype(numpy.float64)
+                                  if self.dtype == dtypes.bfloat16 else backend.to_numpy(self.array),
                                   separator=", ", prefix="tensor(", threshold=200)
         extras = []
         if self.dtype not in (dtypes.float32, dtypes.int64, dtypes.bool_):
@@ -255,7 +265,7 @@ class Tensor(TensorConversions):
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                                "instead.")
-        return backend.to_numpy(self.data)
+        return backend.to_numpy(self.array)
 
     def item(self):
         """The single value as a Python number (a host sync on the GPU).
@@ -263,9 +273,9 @@ class Tensor(TensorConversions):
         Args:
             None.
         """
-        if self.data.size != 1:
-            raise RuntimeError(f"a Tensor with {self.data.size} elements cannot be converted to Scalar")
-        return backend.to_numpy(self.data).reshape(()).item()
+        if self.array.size != 1:
+            raise RuntimeError(f"a Tensor with {self.array.size} elements cannot be converted to Scalar")
+        return backend.to_numpy(self.array).reshape(()).item()
 
     def tolist(self):
         """The data as (nested) Python lists.
@@ -273,15 +283,15 @@ class Tensor(TensorConversions):
         Args:
             None.
         """
-        return backend.to_numpy(self.data).tolist()
+        return backend.to_numpy(self.array).tolist()
 
     def __array__(self, dtype=None, copy=None):
-        array = self.numpy() if not self._requires_grad else backend.to_numpy(self.data)
+        array = self.numpy() if not self._requires_grad else backend.to_numpy(self.array)
         return array if dtype is None else array.astype(dtype)
 
     def __bool__(self):
-        if self.data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with {self.data.size} values is ambiguous")
+        if self.array.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {self.array.size} values is ambiguous")
         return bool(self.item())
 
     def __float__(self):
@@ -291,7 +301,7 @@ class Tensor(TensorConversions):
         return int(self.item())
 
     def __index__(self):
-        if dtypes.is_floating(self.dtype) or self.data.size != 1:
+        if dtypes.is_floating(self.dtype) or self.array.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 
@@ -422,14 +432,14 @@ class Tensor(TensorConversions):
         return _ops.logical_or(self, other)
 
     def __iter__(self):
-        if self.data.ndim == 0:
+        if self.array.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self.data.shape[0]))
+        return (self[i] for i in range(self.array.shape[0]))
 
     @property
     def T(self):  # noqa: N802 - PyTorch's name
         """The tensor with its dimensions reversed."""
-        return _ops.permute(self, tuple(reversed(range(self.data.ndim))))
+        return _ops.permute(self, tuple(reversed(range(self.array.ndim))))
 
     @property
     def mT(self):  # noqa: N802 - PyTorch's name
