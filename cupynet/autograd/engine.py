@@ -16,6 +16,8 @@ from __future__ import annotations
 import heapq
 import itertools
 
+import numpy
+
 from ..backend import get_array_module
 from ..tensor import Tensor
 from .state import STATE
@@ -203,6 +205,9 @@ def _validate(node, i, edge, g):
     else:
         shape, dtype = target._output_meta[nr][:2]
     array = g.data
+    if type(array) is not numpy.ndarray and isinstance(array, numpy.generic):
+        # NOTE: NumPy returns scalars for 0-d results; a Tensor (and the next op's device check) wants an array
+        g = Tensor(numpy.asarray(array))
     if array.shape != shape and tuple(array.shape) != tuple(shape):  # NOTE: tuple() for shapes given as lists
         raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - got "
                            f"{list(g.shape)} but expected shape compatible with {list(shape)}")

@@ -225,7 +225,7 @@ def _scan_inputs(cls, args):
         if isinstance(a, Tensor):
             if kind is None:
                 kind, first = type(a.data), a
-            elif type(a.data) is not kind:
+            elif type(a.data) is not kind and _array_kind(a.data) is not _array_kind(first.data):
                 raise RuntimeError(
                     "Expected all tensors to be on the same device, but found at least two devices, "
                     f"{first.device} and {a.device}! (in op {cls.name()})"
@@ -234,6 +234,12 @@ def _scan_inputs(cls, args):
         else:
             needs.append(False)
     return tuple(needs)
+
+
+def _array_kind(array):
+    # NOTE: a NumPy scalar (what NumPy returns for a 0-d result) is on the CPU like an ndarray;
+    # comparing array types alone would call the two different devices
+    return numpy.ndarray if isinstance(array, numpy.generic) else type(array)
 
 
 def _wrap_outputs(cls, ctx, args, raw, needs_graph):
@@ -252,6 +258,8 @@ def _as_output_tensor(value):
     if type(value) is numpy.ndarray:
         return Tensor(value)
     if isinstance(value, Tensor):
+        if isinstance(value.data, numpy.generic):
+            return Tensor(numpy.asarray(value.data))
         return Tensor(value.data) if (value.grad_fn is not None or value.requires_grad) else value
     if isinstance(value, numpy.generic):
         value = numpy.asarray(value)  # NOTE: NumPy reductions return scalars; a Tensor always holds an array

@@ -95,6 +95,9 @@ def check_conv(op_name, nd, input, weight, bias, stride, padding, dilation, grou
     unbatched = check_input(op_name, nd, input)
     _check_weight_bias(op_name, nd, input, weight, bias, lambda w: w.shape[0])
     _check_groups(op_name, groups, weight.shape[0], f"out_channels (weight.shape[0]={weight.shape[0]})")
+    if weight.shape[0] < 1:
+        raise RuntimeError(f"{op_name}: Given groups={groups}, expected weight to be at least 1 at dimension 0, "
+                           f"but got weight of size {list(weight.shape)} instead")
     channels = input.shape[0 if unbatched else 1]
     if channels != weight.shape[1] * groups:
         raise RuntimeError(f"{op_name}: expected input with {weight.shape[1] * groups} channels (weight shape "

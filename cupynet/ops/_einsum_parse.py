@@ -71,7 +71,8 @@ def _letter_sizes(equation, expanded, shapes):
             if sizes.get(c, 1) not in (1, n) and n != 1:
                 raise ValueError(f"einsum: subscript '{c}' in '{equation}' has size {n} in one operand and "
                                  f"{sizes[c]} in another (shapes {list(shapes)})")
-            sizes[c] = max(sizes.get(c, 1), n)
+            if sizes.get(c, 1) == 1:  # NOTE: not max(): a size-1 letter broadcasts to 0 as to any size
+                sizes[c] = n
     return sizes
 
 

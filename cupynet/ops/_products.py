@@ -123,6 +123,7 @@ def _cumprod_grad_differentiable(x, g, dim):
 
 
 def _cumulative(cls, input, dim, dtype):  # noqa: A002
+    normalize_dim(cls.op_name, dim, input.ndim)  # NOTE: a 0-d tensor takes dim 0 or -1 only, as in PyTorch
     if input.ndim == 0:
         input = reshape(input, (1,))
         return reshape(cls.apply(input, dim=0, dtype=_dtype_arg(dtype)), ())
@@ -206,6 +207,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
         return Prod.apply(reshape(input, (-1,)), dim=0, keepdim=False, dtype=_dtype_arg(dtype))
     if not isinstance(dim, int):
         raise TypeError(f"prod: dim must be one int (PyTorch's prod reduces a single dimension), got {dim!r}")
+    normalize_dim("prod", dim, input.ndim)
     if input.ndim == 0:
         return reshape(Prod.apply(reshape(input, (1,)), dim=0, keepdim=False, dtype=_dtype_arg(dtype)), ())
     d = normalize_dim("prod", dim, input.ndim)

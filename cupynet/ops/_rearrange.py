@@ -144,7 +144,8 @@ def flip(input, dims):  # noqa: A002
         input: a Tensor.
         dims: a dimension or a sequence of distinct dimensions.
     """
-    return Flip.apply(input, dims=normalize_dims("flip", dims, input.ndim))
+    dims = normalize_dims("flip", dims, input.ndim)
+    return Flip.apply(input, dims=dims if input.ndim else ())  # NOTE: a 0-d tensor takes dim 0 and has no axis
 
 
 class Roll(Function):

@@ -12,6 +12,8 @@ def _axes(op_name, dim, ndim):
         return tuple(range(ndim))
     dims = dim if isinstance(dim, (tuple, list)) else (dim,)
     axes = tuple(sorted(normalize_dim(op_name, d, ndim) for d in dims))
+    if ndim == 0:
+        return ()  # NOTE: a 0-d tensor accepts dim 0 or -1 (as PyTorch) and has no axis to reduce
     if len(set(axes)) != len(axes):
         raise RuntimeError(f"{op_name}: dim {tuple(dims)} names the same dimension more than once")
     return axes

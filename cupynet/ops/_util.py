@@ -44,7 +44,8 @@ def zero_where_not(mask, grad, xp):
         xp: the array module of ``grad``.
     """
     uint = _UINT_OF_WIDTH.get(grad.dtype.itemsize)
-    if xp is not numpy or uint is None or mask.shape != grad.shape:
+    if xp is not numpy or uint is None or mask.shape != grad.shape or grad.ndim == 0:
+        # NOTE: 0-d: NumPy hands back scalars there, which the in-place bit trick below cannot write into
         return xp.where(mask, grad, grad.dtype.type(0))
     bits = mask.astype(uint)
     numpy.negative(bits, out=bits)  # 1 -> all ones (unsigned wrap-around), 0 -> 0
@@ -77,13 +78,23 @@ def data(value):
 
 
 def fix_float_dtype(result, *inputs):
-    """Undo NumPy's float64 for int-tensor-with-float-scalar math: PyTorch gives the default float32.
+    """Undo NumPy's widening where PyTorch keeps the tensors' dtype.
+
+    An int tensor with a float number gives NumPy's float64, PyTorch's default float32;
+    a bfloat16 tensor with a Python number gives float32 (ml_dtypes), PyTorch's bfloat16
+    (rounding the float32 result once, as PyTorch's bfloat16 kernels do).
 
     Args:
         result: the computed array.
         *inputs: the op's inputs (Tensors or scalars).
     """
-    if result.dtype != dtypes.float64 or any(isinstance(v, Tensor) and v.dtype == dtypes.float64 for v in inputs):
+    dtype = result.dtype
+    if dtype == dtypes.float32:
+        if any(isinstance(v, Tensor) and v.dtype == dtypes.bfloat16 for v in inputs) and \
+                all(not isinstance(v, Tensor) or v.dtype == dtypes.bfloat16 for v in inputs):
+            return result.astype(dtypes.bfloat16)
+        return result
+    if dtype != dtypes.float64 or any(isinstance(v, Tensor) and v.dtype == dtypes.float64 for v in inputs):
         return result
     return result.astype(dtypes.float32)
 

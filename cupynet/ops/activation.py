@@ -180,6 +180,8 @@ class Softmax(Function):
     @staticmethod
     def forward(ctx, a, dim=-1):
         ctx.axis = dim if a.ndim else None
+        if a.data.size == 0:
+            return a.data.copy()  # NOTE: an empty tensor has no row max to take
         x = compute_in_fp32(a.data)
         # NOTE: subtracting the row max makes every exponent <= 0: no overflow, same result
         e = xp_of(a).exp(x - x.max(axis=ctx.axis, keepdims=True))
@@ -200,6 +202,8 @@ class LogSoftmax(Function):
     @staticmethod
     def forward(ctx, a, dim=-1):
         ctx.axis = dim if a.ndim else None
+        if a.data.size == 0:
+            return a.data.copy()  # NOTE: an empty tensor has no row max to take
         xp, x = xp_of(a), compute_in_fp32(a.data)
         shifted = x - x.max(axis=ctx.axis, keepdims=True)
         return (shifted - xp.log(xp.exp(shifted).sum(axis=ctx.axis, keepdims=True))).astype(a.dtype, copy=False)

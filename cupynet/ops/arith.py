@@ -349,7 +349,7 @@ class Clone(Function):
 
     @staticmethod
     def forward(ctx, a):
-        return xp_of(a).ascontiguousarray(a.data).copy()
+        return a.data.copy(order="C")  # NOTE: not ascontiguousarray, which turns a 0-d array into shape (1,)
 
     @staticmethod
     def backward(ctx, grad):

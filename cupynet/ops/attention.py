@@ -8,7 +8,8 @@ masked gives zero attention (PyTorch's ``_safe_softmax``), not NaN.
 
 AMP: ``lower`` (PyTorch's CUDA lower list): under autocast q, k and v run in
 float16/bfloat16 and the output has that dtype. A float ``attn_mask`` is added
-in fp32 and is not cast; it gets no gradient.
+in fp32 and is not cast, unless it requires a gradient: then it is a differentiable
+input (its gradient is that of the scores), which autocast casts as PyTorch does.
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ class ScaledDotProductAttention(Function):
     @staticmethod
     def forward(ctx, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
         xp, ctx.work = xp_of(q), dtypes.compute_dtype(q.dtype)
+        if attn_mask is not None:
+            ctx.mask_shape, ctx.mask_dtype = attn_mask.shape, attn_mask.dtype
         ctx.scale = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
         ctx.bias = _mask_bias(xp, attn_mask, is_causal, q.shape[-2], k.shape[-2], ctx.work)
         scores = matmul_arrays(q.data, xp.swapaxes(k.data, -1, -2)).astype(ctx.work) * ctx.scale
@@ -84,19 +87,24 @@ class ScaledDotProductAttention(Function):
         q, k, v = ctx.saved_tensors
         probs = _probs_ops(ctx, q, k)
         kept = probs * Tensor(ctx.keep) if ctx.keep is not None else probs
-        gq = gk = gv = None
-        if ctx.needs_input_grad[2]:
+        gq = gk = gv = gm = None
+        need = ctx.needs_input_grad
+        if need[2]:
             gv = sum_to(matmul(cast(kept, v.dtype).mT, grad), v.shape)
-        if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
+        if need[0] or need[1] or (len(need) > 3 and need[3]):
             d_probs = cast(matmul(grad, v.mT), ctx.work)
             d_probs = d_probs * Tensor(ctx.keep) if ctx.keep is not None else d_probs
-            # NOTE: softmax backward in fp32: dS = P * (dP - sum(dP * P)), then the scale of the scores
-            d_scores = probs * (d_probs - sum_(d_probs * probs, dim=-1, keepdim=True)) * ctx.scale
-            if ctx.needs_input_grad[0]:
+            # NOTE: softmax backward in fp32: dS = P * (dP - sum(dP * P)); a float mask is added to the
+            # scores, so its gradient is dS itself; q and k see dS times the scale
+            d_bias = probs * (d_probs - sum_(d_probs * probs, dim=-1, keepdim=True))
+            if len(need) > 3 and need[3]:
+                gm = cast(sum_to(d_bias, ctx.mask_shape), ctx.mask_dtype)
+            d_scores = d_bias * ctx.scale
+            if need[0]:
                 gq = sum_to(matmul(cast(d_scores, q.dtype), k), q.shape)
-            if ctx.needs_input_grad[1]:
+            if need[1]:
                 gk = sum_to(matmul(cast(d_scores, k.dtype).mT, q), k.shape)
-        return gq, gk, gv
+        return (gq, gk, gv, gm) if len(need) > 3 else (gq, gk, gv)
 
 
 def _probs_ops(ctx, q, k):
@@ -177,8 +185,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if scale is not None and (isinstance(scale, bool) or not isinstance(scale, numbers.Real)
                               or not math.isfinite(scale)):
         raise ValueError(f"{op}: scale must be a finite number or None, got {scale!r}")
-    return ScaledDotProductAttention.apply(query, key, value, attn_mask=attn_mask, dropout_p=float(dropout_p),
-                                           is_causal=bool(is_causal), scale=None if scale is None else float(scale))
+    options = {"dropout_p": float(dropout_p), "is_causal": bool(is_causal),
+               "scale": None if scale is None else float(scale)}
+    if attn_mask is not None and attn_mask.requires_grad:  # NOTE: a differentiable float mask: a positional input
+        return ScaledDotProductAttention.apply(query, key, value, attn_mask, **options)
+    return ScaledDotProductAttention.apply(query, key, value, attn_mask=attn_mask, **options)
 
 
 METHODS = {}

@@ -42,7 +42,9 @@ def _cols(x, geoms, groups):
     win = windows(x, geoms)
     win = win.reshape((n, groups, c // groups) + win.shape[2:])
     perm = (1, 0) + tuple(range(3, 3 + nd)) + (2,) + tuple(range(3 + nd, 3 + 2 * nd))
-    return win.transpose(perm).reshape(groups, n * math.prod(g.out for g in geoms), -1)
+    # NOTE: explicit sizes, never -1: NumPy cannot infer a dimension of an empty array (an empty batch)
+    k = c // groups * math.prod(g.kernel for g in geoms)
+    return win.transpose(perm).reshape(groups, n * math.prod(g.out for g in geoms), k)
 
 
 def _channels_last(g, groups, nd):
@@ -50,7 +52,7 @@ def _channels_last(g, groups, nd):
     n, o = g.shape[:2]
     spatial = g.shape[2:]
     g = g.reshape((n, groups, o // groups) + spatial)
-    return g.transpose((1, 0) + tuple(range(3, 3 + nd)) + (2,)).reshape(groups, n * math.prod(spatial), -1)
+    return g.transpose((1, 0) + tuple(range(3, 3 + nd)) + (2,)).reshape(groups, n * math.prod(spatial), o // groups)
 
 
 def _add_bias(y, bias, channel_axis, dtype):
@@ -72,7 +74,7 @@ def conv_arrays(x, w, bias, geoms, groups):
         groups: number of groups.
     """
     n, o, nd = x.shape[0], w.shape[0], len(geoms)
-    wmat = w.reshape(groups, o // groups, -1).transpose(0, 2, 1)
+    wmat = w.reshape(groups, o // groups, math.prod(w.shape[1:])).transpose(0, 2, 1)
     y = _gemm(_cols(x, geoms, groups), wmat, fp32_out=bias is not None)
     out = tuple(g.out for g in geoms)
     y = y.reshape((groups, n) + out + (o // groups,)).transpose((1, 0, nd + 2) + tuple(range(2, 2 + nd)))
@@ -92,7 +94,7 @@ def conv_transpose_arrays(g, w, bias, geoms, groups):
     """
     n, nd, cg = g.shape[0], len(geoms), w.shape[1]
     out, kernel = tuple(gm.out for gm in geoms), tuple(gm.kernel for gm in geoms)
-    wmat = w.reshape(groups, w.shape[0] // groups, -1)
+    wmat = w.reshape(groups, w.shape[0] // groups, math.prod(w.shape[1:]))
     cols = _gemm(_channels_last(g, groups, nd), wmat, fp32_out=True)
     cols = cols.reshape((groups, n) + out + (cg,) + kernel)
     perm = (1, 0, 2 + nd) + tuple(range(2, 2 + nd)) + tuple(range(3 + nd, 3 + 2 * nd))

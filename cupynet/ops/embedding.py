@@ -71,7 +71,7 @@ class EmbeddingBackward(Function):
     @staticmethod
     def forward(ctx, grad, indices=None, num_weights=0, padding_idx=None, scale_grad_by_freq=False):
         xp, flat = xp_of(grad), indices.reshape(-1)
-        rows = compute_in_fp32(grad.data).reshape(flat.size, -1)
+        rows = compute_in_fp32(grad.data).reshape(flat.size, grad.shape[-1])  # NOTE: not -1: empty indices
         ctx.scale = _position_scale(xp, flat, num_weights, padding_idx, scale_grad_by_freq, rows.dtype)
         ctx.indices, ctx.grad_shape = indices, grad.shape
         out = xp.zeros((num_weights, rows.shape[1]), dtype=rows.dtype)
@@ -154,7 +154,9 @@ def one_hot(tensor, num_classes=-1):
     if values.size and int(values.min()) < 0:
         raise ValueError("one_hot: Class values must be non-negative.")
     if num_classes == -1:
-        num_classes = int(values.max()) + 1 if values.size else 0
+        if not values.size:
+            raise RuntimeError("one_hot: Can not infer total number of classes from empty tensor.")
+        num_classes = int(values.max()) + 1
     elif values.size and int(values.max()) >= num_classes:
         raise ValueError(f"one_hot: Class values must be smaller than num_classes ({num_classes}).")
     return Tensor((values[..., None] == xp.arange(num_classes)).astype(numpy.int64))

@@ -37,7 +37,7 @@ from ._index_util import (
 )
 from ._util import data, lift, normalize_dim, xp_of
 from .inplace import _check_inplace  # NOTE: the in-place rules, one definition
-from .shape import sum_to
+from .shape import reshape, sum_to
 
 __all__ = ["getitem", "setitem_", "gather", "scatter_add", "index_select", "where", "masked_fill", "masked_fill_",
            "cat", "concat", "stack", "split", "chunk", "unbind", "tril", "triu", "tile", "flip", "roll"]
@@ -148,6 +148,10 @@ def index_select(input, dim, index):  # noqa: A002
     check_index_tensor("index_select", index, (0, 1))
     _check_index_device("index_select", input, index)
     d = normalize_dim("index_select", dim, input.ndim)
+    if input.ndim == 0:  # NOTE: as PyTorch: a 0-d input takes one index (which must be 0) and stays 0-d
+        if index.numel() != 1:
+            raise IndexError(f"index_select(): Index to scalar can have only 1 value, got {index.numel()} value(s)")
+        return reshape(IndexSelect.apply(reshape(input, (1,)), index=(index.data.reshape(-1),)), ())
     return IndexSelect.apply(input, index=(slice(None),) * d + (index.data.reshape(-1),))
 
 
@@ -262,6 +266,10 @@ def _broadcast_shape(op_name, named_shapes):
 
 
 def _promote(values):
+    if not any(isinstance(v, Tensor) for v in values):  # NOTE: two numbers: PyTorch's dtypes for numbers
+        if any(isinstance(v, float) for v in values):
+            return dtypes.get_default_dtype()
+        return dtypes.bool_ if all(isinstance(v, bool) for v in values) else dtypes.int64
     out = dtypes.result_type(*(v.dtype for v in values if isinstance(v, Tensor)))
     scalars = [v for v in values if not isinstance(v, Tensor)]
     if any(isinstance(s, float) for s in scalars) and not dtypes.is_floating(out):
@@ -283,9 +291,6 @@ def where(condition, input=None, other=None):  # noqa: A002
     if input is None and other is None:
         return tuple(Tensor(a) for a in condition.data.nonzero())
     values = (input, other)
-    if not any(isinstance(v, Tensor) for v in values):
-        raise TypeError(f"where: expected input or other to be a Tensor, got {type(input).__name__} and "
-                        f"{type(other).__name__}")
     for name, v in zip(("input", "other"), values):
         if not isinstance(v, (Tensor, numbers.Number)):
             raise TypeError(f"where: expected {name} to be a Tensor or a number, got {type(v).__name__}")

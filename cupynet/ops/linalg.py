@@ -12,6 +12,8 @@ this module, in conv.py and in pool.py goes through it (or through
 
 from __future__ import annotations
 
+import math
+
 import numpy
 
 from .. import dtypes
@@ -53,7 +55,7 @@ def matmul_arrays(a, b, fp32_out=False):
         return out if fp32_out else out.astype(a.dtype)
     if low and a.ndim > 2 and b.ndim == 2:
         lead = a.shape[:-1]
-        out = xp.matmul(a.reshape(-1, a.shape[-1]), b).reshape(lead + (b.shape[-1],))
+        out = xp.matmul(a.reshape(_rows(a.shape), a.shape[-1]), b).reshape(lead + (b.shape[-1],))
     else:
         out = xp.matmul(a, b)
     return out.astype(dtypes.float32) if (low and fp32_out) else out
@@ -77,10 +79,10 @@ class Matmul(Function):
         a2 = unsqueeze(a, 0) if a.ndim == 1 else a
         b2 = unsqueeze(b, -1) if b.ndim == 1 else b
         g = grad
+        if b.ndim == 1:  # NOTE: this order also serves 1-D @ 1-D, whose gradient is 0-d
+            g = unsqueeze(g, -1)
         if a.ndim == 1:
             g = unsqueeze(g, -2)
-        if b.ndim == 1:
-            g = unsqueeze(g, -1)
         ga = gb = None
         if ctx.needs_input_grad[0]:
             ga = sum_to(matmul(g, b2.mT), a2.shape)
@@ -118,13 +120,21 @@ def linear_array(x, weight, bias=None):
         weight: array of shape ``(out_features, in_features)``, same dtype.
         bias: optional array of shape ``(out_features,)``.
     """
-    x2 = x.reshape(-1, x.shape[-1])
+    x2 = x.reshape(_rows(x.shape), x.shape[-1])
     # NOTE: with a bias, the fp32 GEMM result gets the bias before the one rounding to half
     y = matmul_arrays(x2, weight.T, fp32_out=bias is not None)
     if bias is not None:
         y += bias  # NOTE: y is a fresh array; a half bias widens exactly
         y = y.astype(x.dtype, copy=False)
     return y.reshape(x.shape[:-1] + (weight.shape[0],))
+
+
+def _rows(shape):
+    """The number of rows of ``shape`` seen as a matrix ``(rows, shape[-1])``.
+
+    NOTE: explicit, never -1 in a reshape: NumPy cannot infer a dimension when the array is empty.
+    """
+    return math.prod(shape[:-1])
 
 
 def linear_backward(ctx, grad, x, weight):
@@ -142,7 +152,8 @@ def linear_backward(ctx, grad, x, weight):
     gx = matmul(grad, weight) if ctx.needs_input_grad[0] else None
     gw = gb = None
     if ctx.needs_input_grad[1]:
-        gw = matmul(reshape(grad, (-1, out_features)).mT, reshape(x, (-1, in_features)))
+        rows = _rows(x.shape)
+        gw = matmul(reshape(grad, (rows, out_features)).mT, reshape(x, (rows, in_features)))
     if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2]:
         gb = sum_to(grad, (out_features,))
     return gx, gw, gb
@@ -152,10 +163,11 @@ def _linear_backward_arrays(ctx, grad, x, weight):
     # NOTE: no graph of the backward is being recorded (create_graph=False), so the
     # same three formulas run on raw arrays: two GEMMs and a column sum, no op dispatch.
     out_features, in_features = weight.shape
-    g2 = grad.data.reshape(-1, out_features)
+    rows = _rows(x.shape)
+    g2 = grad.data.reshape(rows, out_features)
     need = ctx.needs_input_grad
     gx = Tensor(matmul_arrays(g2, weight.data).reshape(x.shape)) if need[0] else None
-    gw = Tensor(matmul_arrays(g2.T, x.data.reshape(-1, in_features))) if need[1] else None
+    gw = Tensor(matmul_arrays(g2.T, x.data.reshape(rows, in_features))) if need[1] else None
     gb = None
     if len(need) > 2 and need[2]:
         acc = dtypes.float32 if g2.dtype in dtypes.LOW_PRECISION else None  # NOTE: fp32 accumulation for halves
@@ -307,8 +319,10 @@ def linear(input, weight, bias=None):  # noqa: A002
     Args:
         input: a Tensor of shape ``(*, in_features)``.
         weight: a Tensor of shape ``(out_features, in_features)``.
-        bias: an optional Tensor of shape ``(out_features,)``.
+        bias: an optional Tensor of shape ``(out_features,)`` or ``()`` (one value added to every output).
     """
+    if isinstance(bias, Tensor) and bias.ndim == 0:
+        return Linear.apply(input, weight) + bias  # NOTE: PyTorch documents a 0-d bias too
     return Linear.apply(input, weight, bias) if bias is not None else Linear.apply(input, weight)
 
 

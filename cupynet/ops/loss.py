@@ -152,7 +152,7 @@ class CrossEntropy(Function):
             if not is_grad_enabled():
                 return CrossEntropy._plain_backward(ctx, grad, x), None
             ctx.q = CrossEntropy._plain_q(ctx)
-        divisor = Tensor(ctx.divisor) if ctx.divisor is not None else max(1, numel(ctx.elem_shape))
+        divisor = Tensor(_grad_divisor(ctx.divisor)) if ctx.divisor is not None else max(1, numel(ctx.elem_shape))
         g = unsqueeze(expand_grad(fp32(grad), ctx.reduction, ctx.elem_shape, divisor), ctx.cdim)
         if target is not None:
             return CrossEntropy._probability_backward(ctx, g, x, target)
@@ -171,7 +171,7 @@ class CrossEntropy(Function):
         rows, safe, valid = ctx.plain
         g = grad.data.astype(ctx.prob.dtype, copy=False)
         if ctx.reduction == "mean":
-            g = g / ctx.divisor
+            g = g / _grad_divisor(ctx.divisor)
         scale = g[:, None] if ctx.reduction == "none" else g.reshape(1, 1)
         if valid is not None:
             scale = scale * valid[:, None]
@@ -210,7 +210,8 @@ class NLLLoss(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        g = unsqueeze(expand_grad(fp32(grad), ctx.reduction, ctx.elem_shape, Tensor(ctx.divisor)), ctx.cdim)
+        g = unsqueeze(expand_grad(fp32(grad), ctx.reduction, ctx.elem_shape, Tensor(_grad_divisor(ctx.divisor))),
+                      ctx.cdim)
         return back_to(-g * Tensor(ctx.q), ctx.dtype), None
 
 
@@ -387,11 +388,24 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                               reduction=reduction)
 
 
+def _grad_divisor(divisor):
+    """The total weight a 'mean' gradient divides by, with 0 replaced by 1.
+
+    NOTE: a zero total weight (every target ignored, or an empty batch) makes the loss
+    0 / 0 = nan, but then every element's weight is 0 too: PyTorch's gradient is 0, which
+    dividing by 1 gives, where dividing by 0 would give 0 * inf = nan.
+    """
+    return xp_of(divisor).where(divisor == 0, 1, divisor).astype(divisor.dtype, copy=False)
+
+
 def _divisor(reduction, elem_shape, batch):
-    """What 'mean' / 'batchmean' divide by (None for 'sum' and 'none')."""
+    """What 'mean' / 'batchmean' divide by (None for 'sum' and 'none').
+
+    NOTE: an empty input divides by NaN: PyTorch's 0 / 0 = nan, without NumPy's divide-by-zero warning.
+    """
     if reduction == "batchmean":
-        return batch
-    return max(1, numel(elem_shape)) if reduction == "mean" else None
+        return batch or float("nan")
+    return (numel(elem_shape) or float("nan")) if reduction == "mean" else None
 
 
 class KLDiv(Function):

@@ -258,6 +258,13 @@ class BatchNorm(Function):
         ctx.save_for_backward(x, weight)
         _remember_bias(ctx, bias)
         xf = compute_in_fp32(x.data)
+        if training and xf.size == 0:
+            # NOTE: an empty batch has no statistics: as PyTorch, an empty result, running stats untouched,
+            # zero gradients for weight and bias (the affine path below with mean 0, rstd 1)
+            ctx.training = training = False
+            ctx.mean = xp_of(x).zeros(ctx.param_shape, dtype=xf.dtype)
+            ctx.rstd = xp_of(x).ones(ctx.param_shape, dtype=xf.dtype)
+            return _affine_array(xf, weight, bias, ctx.param_shape, x.dtype)
         if training:
             xhat, mu, var = _standardize_array(xf, axes, eps)
             _update_running_stats(running_mean, running_var, mu, var, x.data.size // x.shape[1], momentum)
@@ -304,7 +311,7 @@ def _check_batch_args(op, input, weight, bias, momentum, eps, training):
     if not isinstance(momentum, (int, float)) or isinstance(momentum, bool) or not 0.0 <= momentum <= 1.0:
         raise ValueError(f"{op}: momentum must be a number in [0, 1], got {momentum!r} (the BatchNorm layer "
                          "passes 1 / num_batches_tracked for a cumulative average)")
-    if training and input.data.size // max(input.shape[1], 1) <= 1:
+    if training and input.data.size // max(input.shape[1], 1) == 1:
         raise ValueError(f"{op}: Expected more than 1 value per channel when training, got input size "
                          f"{tuple(input.shape)}")
 

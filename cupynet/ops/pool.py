@@ -30,7 +30,8 @@ __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
 
 def _flat_windows(x, geoms, value):
     win = windows(x, geoms, value)
-    return win.reshape(win.shape[:2 + len(geoms)] + (-1,))
+    lead = win.shape[:2 + len(geoms)]
+    return win.reshape(lead + (math.prod(win.shape[len(lead):]),))  # NOTE: not -1: an empty batch has no size to infer
 
 
 def _gather(x, geoms, arg):

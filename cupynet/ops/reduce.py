@@ -20,7 +20,7 @@ from ..tensor import Tensor
 from ._index_util import along_dim_index
 from ._reduce_util import _acc_dtype, _axes, _check_reduced_nonempty, _count, _keep, _keepdim_shape, _reduced_shape
 from ._util import compute_in_fp32, normalize_dim, require_floating, xp_of
-from .indexing import IndexAddZeros
+from .indexing import IndexAddZeros, where
 from .shape import broadcast_to, reshape, unsqueeze
 
 __all__ = ["sum", "mean", "var", "std", "max", "min", "amax", "amin", "argmax", "argmin",
@@ -146,13 +146,16 @@ class Std(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        # NOTE: d std = d var / (2 std); a constant input (std 0) gives nan, as in PyTorch
+        # NOTE: d std = d var / (2 std). Where std is 0 (a constant slice) PyTorch gives a 0 gradient,
+        # unless there are no degrees of freedom (divisor 0), which gives nan
         (a,) = ctx.saved_tensors
         centered = a - mean(a, dim=ctx.axes, keepdim=True)
         g = _keep(grad, a.shape, ctx.axes, ctx.keepdim)
         if not ctx.divisor:
             return g * centered * float("inf")
-        return g * centered / (_keep(ctx.output(0), a.shape, ctx.axes, ctx.keepdim) * ctx.divisor)
+        out = _keep(ctx.output(0), a.shape, ctx.axes, ctx.keepdim)
+        zero = Tensor(out.data == 0)
+        return where(zero, 0.0, g * centered / (where(zero, 1.0, out) * ctx.divisor))
 
 
 def _correction(op_name, unbiased, correction):

@@ -163,8 +163,11 @@ def movedim(input, source, destination):  # noqa: A002
     """
     dims = list(range(input.ndim))
     s = normalize_dim("movedim", source, input.ndim)
+    d = normalize_dim("movedim", destination, input.ndim)
+    if input.ndim == 0:
+        return Permute.apply(input, dims=())  # NOTE: dim 0 of a 0-d tensor, as PyTorch: nothing to move
     dims.pop(s)
-    dims.insert(normalize_dim("movedim", destination, input.ndim), s)
+    dims.insert(d, s)
     return Permute.apply(input, dims=tuple(dims))
 
 
