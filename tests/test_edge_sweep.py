@@ -208,7 +208,7 @@ def run_case(c, dtype):
         want_dtype = _expected_dtype(t_typed[i], dtype) if t_typed is not None else (
             _np_dtype(dtype) if t.is_floating_point() else _expected_dtype(t, dtype))
         assert o.dtype == want_dtype, f"output {i}: dtype {o.dtype}, torch {want_dtype}"
-        _close(_host(o), _torch_np(t), c.fwd, dtype, f"output {i} forward")
+        _close(_host(o), _torch_np(t), c.fwd, dtype, f"output {i} forward", floor=c.oracle_eps)
     _check_grads(c, dtype, rng, leaves, out, t_leaves, t_out)
     return None
 
@@ -329,7 +329,7 @@ for _name, _kw, _f, _b in (
         ("hardsigmoid", {}, 2, 2), ("hardswish", {}, 4, 4), ("softplus", {"beta": 2.0, "threshold": 3.0}, 8, 16),
         ("tanh", {}, 8, 16)):
     # NOTE: PyTorch's CPU hardsigmoid backward multiplies by 1/6 held in float32 even for float64 inputs:
-    # the oracle itself is good to ~1 float32 ulp there
+    # the oracle itself is good to ~1 float32 ulp there (a floor on the forward and gradient tolerances)
     _elementwise(_name, _F(_name, **_kw), fwd=_f, bwd=_b, oracle_eps=EPS["float32"] if _name == "hardsigmoid" else 0.0)
 for _name in ("softmax", "log_softmax"):
     # NOTE: exp, a sum of n terms and a division/log: ~n + 3 roundings in half precision
@@ -384,6 +384,26 @@ for _name in ("vector_norm", "linalg_vector_norm"):
                ({}, {"ord": 1, "dim": 0}, {"ord": float("inf"), "dim": -1}, {"dim": (0, 2)}, {"ord": 3.0},
                 {"ord": -math.inf, "dim": 0},
                 {"dim": 1, "keepdim": True}), fwd=16, bwd=32)
+
+
+
+def _dt(lib, name):
+    """A dtype argument in lib's spelling."""
+    return TORCH_DTYPES[name] if lib is torch else name
+
+
+# NOTE: an explicit dtype= casts first and computes in it: the result has that dtype whatever the input's,
+# and is only as precise as that dtype (oracle_eps). The norms refuse a narrowing dtype (in torch too, where
+# the float64 oracle would refuse every float32 row): only float64 for them, and test_norm_dtype_must_not_narrow
+for _name, _extra in (("sum", {}), ("mean", {}), ("cumsum", {"dim": 0}), ("cumprod", {"dim": -1}), ("prod", {}),
+                      ("softmax", {"dim": 0}), ("log_softmax", {"dim": -1}), ("vector_norm", {}), ("norm", {})):
+    for _to in ("float32", "float64") if "norm" not in _name else ("float64",):
+        for _label, _spec in (("0d", X(dom="pos")), ("T", X(3, 4, dom="pos", lay="T")), ("empty", X(0, 3, dom="pos"))):
+            _call = {"softmax": lambda lib: nnf(lib).softmax, "log_softmax": lambda lib: nnf(lib).log_softmax,
+                     "vector_norm": lambda lib: torch.linalg.vector_norm if lib is torch else lib.vector_norm}.get(
+                _name, lambda lib, n=_name: getattr(lib, n))
+            case(_name, f"dtype-{_to}-{_label}", lambda lib, x, c=_call, kw=_extra, to=_to: c(lib)(
+                x, **kw, dtype=_dt(lib, to)), _spec, fwd=8, bwd=16, oracle_eps=16 * EPS[_to])
 
 # --- shape
 for _label, _spec, _shape in (("0d", X(), (1,)), ("0d-0d", X(), ()), ("0d-neg", X(), (-1,)), ("empty", X(0, 3), (3, 0)),
@@ -476,6 +496,11 @@ for _name in ("cat", "concat"):
 for _label, _specs, _dim in (("0d", (X(), X()), 0), ("empty", (X(0, 3), X(0, 3)), 1),
                              ("views", (X(3, 4, lay="T"), X(3, 4, lay="flip")), -1), ("npT", (X(2, 3, lay="npT"),), 0)):
     case("stack", _label, lambda lib, *xs, d=_dim: lib.stack(list(xs), dim=d), *_specs)
+# NOTE: PyTorch's legacy rule: a 1-D empty tensor may be concatenated with a tensor of any shape
+case("cat", "legacy-empty", lambda lib, a, b: lib.cat([a, b, a], dim=1), X(0), X(2, 3, lay="T"))
+case("chunk", "more-chunks", lambda lib, x: lib.chunk(x, 5, dim=0), X(3, 2, lay="flip"))
+case("split", "zero-size", lambda lib, x: lib.split(x, 0, dim=0), X(0, 2))
+case("split", "bigger", lambda lib, x: lib.split(x, 5, dim=1), X(2, 3, lay="T"))
 for _label, _spec, _arg, _dim in (("int", X(5, 3, lay="flip"), 2, 0), ("sections", X(3, 6, lay="T"), [1, 0, 5], 1),
                                   ("empty", X(0, 3), 2, 0), ("empty-dim1", X(0, 4), 2, 1), ("npT", X(2, 4, lay="npT"),
                                                                                             3, 1)):
@@ -809,6 +834,15 @@ def test_every_op_family_module_is_swept():
     # NOTE: a new family module (or a new name in one) shows up here before it ships unswept
     for module in ops._modules:
         assert set(module.__all__) <= {c.name for c in CASES} | set(EXCLUDED), module.__name__
+
+
+@pytest.mark.parametrize("name", ["norm", "vector_norm"])
+def test_norm_dtype_must_not_narrow(name):
+    x64 = cn.tensor(np.ones(3), dtype="float64")
+    with pytest.raises(RuntimeError, match="should be convertible without narrowing"):
+        getattr(cn, name)(x64, dtype="float32")
+    with pytest.raises(RuntimeError, match="should be convertible without narrowing"):
+        getattr(cn, name)(cn.tensor(np.ones(3), dtype="bfloat16"), dtype="float16")
 
 
 @pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "soft_margin_loss",

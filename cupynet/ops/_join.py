@@ -12,6 +12,7 @@ from .. import dtypes
 from ..autograd.function import Function
 from ._index_util import check_same_shapes, check_tensor_list, share_version
 from ._util import normalize_dim, xp_of
+from .arith import cast
 
 __all__ = ["cat", "concat", "stack", "split", "chunk", "unbind"]
 
@@ -93,6 +94,12 @@ def cat(tensors, dim=0):
         dim: the dimension to join along.
     """
     tensors = check_tensor_list("cat", tensors)
+    shaped = [t for t in tensors if tuple(t.shape) != (0,)]
+    if shaped and len(shaped) < len(tensors) and any(t.ndim != 1 for t in shaped):
+        # NOTE: PyTorch's legacy rule: a 1-D empty tensor is skipped, whatever the others' shapes (it gets no
+        # gradient, and its dtype still takes part in the promotion)
+        dtype = dtypes.result_type(*(t.dtype for t in tensors))
+        tensors = [t if t.dtype == dtype else cast(t, dtype) for t in shaped]
     d = normalize_dim("cat", dim, tensors[0].ndim)
     check_same_shapes("cat", tensors, skip_dim=d)
     return Cat.apply(*tensors, dim=d)

@@ -285,6 +285,9 @@ def _vector_norm(cls, input, ord, dim, keepdim, dtype):  # noqa: A002
         raise TypeError(f"{cls.op_name}: expected a Tensor, got {type(input).__name__}")
     require_floating(cls.op_name, input)
     if dtype is not None:
+        if dtypes.result_type(input.dtype, dtypes.as_dtype(dtype)) != dtypes.as_dtype(dtype):
+            raise RuntimeError(f"{cls.op_name}: the dtype of the input ({input.dtype}) should be convertible "
+                               f"without narrowing to the specified dtype ({dtypes.as_dtype(dtype)})")
         input = cast(input, dtype)
     axes = _axes(cls.op_name, dim, input.ndim)
     if math.isinf(ord):
