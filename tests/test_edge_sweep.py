@@ -540,6 +540,22 @@ for _name in ("add_", "sub_", "mul_", "div_"):
         case(_name, _label, _inplace(_name), X(*_specs[0].shape, lay=_specs[0].lay, grad=False),
              X(*_specs[1].shape, lay=_specs[1].lay, grad=False))
     case(_name, "scalar", lambda lib, x, n=_name: getattr(x.clone(), n)(1.5), X(3, 4, lay="T", grad=False))
+
+
+def _through_view(name, *args):
+    """In place on a transposed slice of a copy: the copy must change too (a view writes through, as in torch)."""
+    def run(lib, x, *ys):
+        base = x.clone()
+        getattr(base[1:].transpose(0, 1), name)(*ys, *args)
+        return base
+    return run
+
+
+for _name, _args, _others in (("add_", (), (X(2, grad=False),)), ("sub_", (), (X(grad=False),)),
+                              ("mul_", (), (X(3, 1, grad=False),)), ("div_", (2.0,), ()), ("zero_", (), ()),
+                              ("fill_", (0.25,), ()), ("copy_", (), (X(3, 2, grad=False),)),
+                              ("masked_fill_", (-1.0,), (Mask(3, 2),))):
+    case(_name, "through-view", _through_view(_name, *_args), X(3, 3, grad=False), *_others)
 for _label, _spec in (("0d", X(grad=False)), ("empty", X(0, 3, grad=False)), ("T", X(3, 4, lay="T", grad=False))):
     case("zero_", _label, lambda lib, x: x.clone().zero_(), _spec)
     case("fill_", _label, lambda lib, x: x.clone().fill_(-0.75), _spec)
