@@ -596,9 +596,8 @@ for _name in ("addmm", "addmv", "addr", "baddbmm", "addbmm"):
          fwd=8, bwd=8)
     case(_name, "beta0", lambda lib, *xs, n=_name: getattr(lib, n)(*xs, beta=0), *_first.inputs, fwd=8, bwd=8)
 for _label, _eq, _specs in (("matmul", "ij,jk->ik", (X(3, 4, lay="T"), X(4, 2, lay="flip"))),
-                            # NOTE: a repeated letter's gradient is refused (tests/test_ops_linalg.py): forward only
-                            ("trace", "ii->", (X(3, 3, lay="npT", grad=False),)),
-                            ("diag", "ii->i", (X(3, 3, lay="T", grad=False),)),
+                            ("trace", "ii->", (X(3, 3, lay="npT"),)),
+                            ("diag", "ii->i", (X(3, 3, lay="T"),)),
                             ("0d", ",->", (X(), X())), ("0d-scale", "ij,->ji", (X(2, 3), X())),
                             ("empty", "bij,bjk->bik", (X(0, 2, 3), X(0, 3, 2))), ("empty-k", "ij,jk->ik",
                                                                                   (X(2, 0), X(0, 3))),

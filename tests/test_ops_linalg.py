@@ -59,8 +59,13 @@ def test_einsum_list_form_and_diagonal_forward():
     a = cn.tensor(np.arange(9.0).reshape(3, 3))
     assert ops.einsum("ii->i", a).numpy().tolist() == [0.0, 4.0, 8.0]
     assert ops.einsum("ij,jk->ik", [a, a]).shape == (3, 3)
-    with pytest.raises(NotImplementedError, match="einsum: the gradient of an operand with a repeated subscript"):
-        ops.einsum("ii->i", cn.tensor(np.eye(3), requires_grad=True))
+
+
+
+@pytest.mark.parametrize("eq, shapes", [("ii->i", [(3, 3)]), ("ii->", [(3, 3)]), ("iij->ij", [(2, 2, 3)]),
+                                        ("ii,i->i", [(3, 3), (3,)]), ("bii->bi", [(2, 3, 3)])])
+def test_einsum_gradient_through_a_repeated_subscript(eq, shapes):
+    check_op(shapes, lambda *xs: ops.einsum(eq, *xs), lambda *xs: torch.einsum(eq, *xs))
 
 
 @pytest.mark.parametrize("dims, shapes", [

@@ -6,7 +6,10 @@ other operands, so double backward works.
 
 from __future__ import annotations
 
+import string
+
 from ..autograd.function import Function
+from ..tensor import Tensor
 from ._einsum_parse import einsum_equation_for_tensordot, parse_einsum
 from ._linalg_checks import _same_dtype
 from ._util import compute_in_fp32, xp_of
@@ -58,15 +61,38 @@ class Tensordot(Einsum):
 
 def _einsum_grad(ctx, operands, i, grad):
     """Gradient of operand ``i``: an einsum of the output gradient with the other operands."""
-    term = ctx.terms[i]
     others = [(grad, ctx.out_term)] + [(t, s) for j, (t, s) in enumerate(zip(operands, ctx.terms)) if j != i]
+    term, sizes = _split_repeats(ctx, i, grad, others)
     seen = set("".join(s for _, s in others))
     target = "".join(c for c in term if c in seen)
-    g = _einsum_apply([t for t, _ in others], [s for _, s in others], target, ctx.sizes)
+    g = _einsum_apply([t for t, _ in others], [s for _, s in others], target, sizes)
     if target != term:  # NOTE: a letter only operand i has was summed in forward: its gradient is broadcast
-        g = reshape(g, tuple(ctx.sizes[c] if c in seen else 1 for c in term))
-        g = broadcast_to(g, tuple(ctx.sizes[c] for c in term))
+        g = reshape(g, tuple(sizes[c] if c in seen else 1 for c in term))
+        g = broadcast_to(g, tuple(sizes[c] for c in term))
     return sum_to(g, operands[i].shape)
+
+
+def _split_repeats(ctx, i, grad, others):
+    """Operand ``i``'s letters with each repeat renamed, adding an identity matrix per repeat to ``others``.
+
+    NOTE: forward read a diagonal (``"ii"``); its gradient is zero off the diagonal:
+    ``d/dx[i, j] = g[i] * delta(i, j)``, an einsum with ``eye`` (so double backward works too).
+    """
+    term, sizes = ctx.terms[i], dict(ctx.sizes)
+    if len(set(term)) == len(term):
+        return term, sizes
+    used = set("".join(ctx.terms) + ctx.out_term)
+    fresh = iter(c for c in string.ascii_letters if c not in used)
+    renamed, kept = "", set()
+    for c in term:
+        if c not in kept:
+            kept.add(c)
+            renamed += c
+            continue
+        d = next(fresh)
+        renamed, sizes[d] = renamed + d, sizes[c]
+        others.append((Tensor(xp_of(grad).eye(sizes[c], dtype=grad.dtype)), c + d))
+    return renamed, sizes
 
 
 def _einsum_apply(operands, terms, out_term, sizes):
@@ -77,8 +103,8 @@ def _einsum_apply(operands, terms, out_term, sizes):
 def einsum(equation, *operands):
     """Einstein summation, e.g. ``einsum("bij,bjk->bik", a, b)``; ellipsis and implicit output are supported.
 
-    Gradients are einsums themselves, so double backward works. A letter repeated inside one operand
-    (a diagonal, ``"ii->i"``) runs forward but is not differentiable here: asking for its gradient raises.
+    Gradients are einsums themselves, so double backward works, also for a letter repeated inside one
+    operand (a diagonal or trace, ``"ii->i"``, ``"ii->"``).
 
     Args:
         equation: the subscripts, ``"ij,jk->ik"`` style.
@@ -87,10 +113,6 @@ def einsum(equation, *operands):
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     terms, out_term, sizes = parse_einsum(equation, [tuple(t.shape) for t in operands])
-    for t, term in zip(operands, terms):
-        if t.requires_grad and len(set(term)) != len(term):
-            raise NotImplementedError(f"einsum: the gradient of an operand with a repeated subscript ('{term}' in "
-                                      f"'{equation}') is not supported; pass a detached tensor or use diagonal ops")
     return Einsum.apply(*operands, terms=tuple(terms), out_term=out_term, sizes=sizes)
 
 
