@@ -6,7 +6,7 @@ from op_harness import check_op, host
 
 import cupynet as cn
 import cupynet.ops.loss as loss_ops
-import cupynet.ops.loss_pointwise as loss_pointwise
+import cupynet.ops.loss as loss_pointwise
 from cupynet import amp
 
 RNG = np.random.default_rng(0)
@@ -41,7 +41,7 @@ def test_cross_entropy_without_ignored_targets(reduction):
 
 @pytest.mark.parametrize("classes", [3, 64, 65, 200])
 def test_cross_entropy_both_softmax_layouts_match_torch(classes):
-    # NOTE: up to 64 classes the CPU softmax runs class-major (_class_loss_util._CLASS_MAJOR_MAX), above it row-major
+    # NOTE: up to 64 classes the CPU softmax runs class-major (loss._CLASS_MAJOR_MAX), above it row-major
     torch = pytest.importorskip("torch")
     target = np.arange(5) * 7 % classes
     check_op([(5, classes)], lambda x: cn.cross_entropy(x, cn.tensor(target)),

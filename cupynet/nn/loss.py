@@ -6,7 +6,7 @@ buffers, so they move with ``.to()`` and appear in ``state_dict()`` when given.
 
 from __future__ import annotations
 
-from ..ops._loss_util import no_legacy
+from ..ops.loss import no_legacy
 from ..tensor import Tensor
 from . import functional as F
 from .module import Module

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy
 
@@ -137,3 +138,52 @@ def compute_in_fp32(array):
         array: a NumPy or CuPy array.
     """
     return array.astype(dtypes.float32) if array.dtype in dtypes.LOW_PRECISION else array
+
+
+def check_same_device(op, **tensors):
+    """Raise when option tensors (weights, masks, indices) live on another device than the first one.
+
+    Args:
+        op: the op, for the message.
+        **tensors: name -> Tensor or None; the first non-None one sets the device.
+    """
+    given = [(name, t) for name, t in tensors.items() if isinstance(t, Tensor)]
+    for name, t in given[1:]:
+        if type(t.data) is not type(given[0][1].data):
+            raise RuntimeError(f"{op}: Expected all tensors to be on the same device, but {given[0][0]} is on "
+                               f"{given[0][1].device} and {name} is on {t.device}")
+
+
+def host_check_range(op, values, low, high, what, ignore=None):
+    """Raise when an integer array has a value outside ``[low, high]`` (``ignore`` excepted).
+
+    NOTE: this reads two numbers back to the host (one sync on a GPU); out-of-range
+    class indices would otherwise read memory they should not or silently wrap.
+
+    Args:
+        op: the op, for the message.
+        values: an integer array.
+        low: the smallest valid value.
+        high: the largest valid value.
+        what: a phrase describing valid values, for the message (or a callable making it, called on error).
+        ignore: a value that is allowed anyway (ignore_index).
+    """
+    if values.size == 0:
+        return
+    xp = xp_of(values)
+    if xp is not numpy and not os.environ.get("CUPYNET_CHECK_INDICES"):
+        # NOTE: on the GPU the check would cost a host sync in every training step,
+        # so (like PyTorch's asynchronous device asserts) it is opt-in there:
+        # CUPYNET_CHECK_INDICES=1. On the CPU it is cheap and always on.
+        return
+    lowest, highest = ((numpy.minimum.reduce(values, axis=None), numpy.maximum.reduce(values, axis=None))
+                       if xp is numpy else (values.min(), values.max()))
+    if low <= lowest and highest <= high:  # NOTE: two reductions settle the common case
+        return
+    what = what() if callable(what) else what
+    bad = (values < low) | (values > high)
+    if ignore is not None:
+        bad &= values != ignore
+    if bad.any():  # NOTE: on the CPU a plain read; on the GPU only with CUPYNET_CHECK_INDICES=1 (see above)
+        value = int(backend.to_numpy(values.reshape(-1)[int(bad.reshape(-1).argmax())]))
+        raise IndexError(f"{op}: Target {value} is out of bounds ({what})")

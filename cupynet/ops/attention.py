@@ -21,8 +21,7 @@ from .. import dtypes
 from ..autograd.function import Function
 from ..random import generator_for
 from ..tensor import Tensor
-from ._loss_util import check_same_device
-from ._util import require_floating, xp_of
+from ._util import check_same_device, require_floating, xp_of
 from .arith import cast
 from .linalg import matmul, matmul_arrays
 from .reduce import sum as sum_

@@ -19,8 +19,7 @@ import numpy
 from .. import dtypes
 from ..autograd.function import Function
 from ..tensor import Tensor
-from ._loss_util import check_same_device, host_check_range
-from ._util import compute_in_fp32, xp_of
+from ._util import check_same_device, compute_in_fp32, host_check_range, xp_of
 
 __all__ = ["embedding", "one_hot"]
 

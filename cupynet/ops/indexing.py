@@ -1,4 +1,12 @@
-"""Indexing ops: ``x[...]``, setitem, gather/scatter_add/index_select, where and masked_fill.
+"""Indexing ops: ``x[...]``, setitem, gather/scatter_add/index_select, where and
+masked_fill; joining and splitting (cat, stack, split, chunk, unbind); and
+rearranging (tril/triu, repeat/tile, flip, roll). (``one_hot`` lives in embedding.py.)
+
+The file reads top-down: how an index reaches NumPy/CuPy (one canonical form: a
+tuple whose items are ints, slices, None, Ellipsis, Python bools or integer
+arrays on the tensor's device; boolean masks become their ``nonzero()`` integer
+arrays, as NumPy does internally, so the backward scatter sees plain integers),
+then the ops.
 
 Every "read at an index" op (``x[...]``, ``index_select``, ``gather``) is
 ``GetItem`` with a canonical NumPy index, and its backward is one op,
@@ -6,10 +14,8 @@ Every "read at an index" op (``x[...]``, ``index_select``, ``gather``) is
 add-at semantics, so an index named k times receives all k contributions
 (``numpy.add.at`` / ``cupyx.scatter_add``). The backward of ``IndexAddZeros`` is
 a read at the same index again, so the pair gives double backward for free.
-
-The rest of the family (cat/stack/split/chunk/unbind in ``_join.py``,
-tril/triu/repeat/tile/flip/roll in ``_rearrange.py``) is re-exported here.
-(``one_hot`` lives in embedding.py.)
+Joining ops are each other's backward: cat's gradient is split, split's is cat,
+stack's is unbind and unbind's is stack.
 
 NOTE (CUDA): index values are not bounds-checked on the GPU (that would need a
 host sync per op); on the CPU an out-of-range index raises an IndexError that
@@ -22,25 +28,239 @@ import numbers
 
 import numpy
 
-from .. import dtypes
+from .. import backend, dtypes
 from ..autograd.function import Function
 from ..tensor import Tensor
-from ._index_util import (
-    along_dim_index,
-    check_gather_shapes,
-    check_index_tensor,
-    index_add,
-    is_basic,
-    normalize_index,
-    read,
-    share_version,
-)
-from ._util import data, lift, normalize_dim, xp_of
+from ._util import compute_in_fp32, data, lift, normalize_dim, xp_of
+from .arith import cast
 from .inplace import _check_inplace  # NOTE: the in-place rules, one definition
 from .shape import reshape, sum_to
 
-__all__ = ["getitem", "setitem_", "gather", "scatter_add", "index_select", "where", "masked_fill", "masked_fill_",
-           "cat", "concat", "stack", "split", "chunk", "unbind", "tril", "triu", "tile", "flip", "roll"]
+__all__ = [
+    "getitem", "setitem_", "gather", "scatter_add", "index_select", "where", "masked_fill", "masked_fill_", "cat",
+    "concat", "stack", "split", "chunk", "unbind", "tril", "triu", "tile", "flip", "roll",
+]
+
+
+
+_BASIC = (slice, type(None), type(Ellipsis), bool, numbers.Integral)
+
+
+def normalize_index(op_name, x, index):
+    """The index as a tuple NumPy/CuPy index with: Tensors, lists and foreign arrays become arrays on x's device.
+
+    Args:
+        op_name: the op, for error messages.
+        x: the Tensor being indexed.
+        index: anything Python's ``x[...]`` accepts.
+    """
+    xp = backend.get_array_module(x.data)
+    items = index if isinstance(index, tuple) else (index,)
+    out = []
+    for item in items:
+        if isinstance(item, _BASIC) and not isinstance(item, Tensor):
+            out.append(item)
+            continue
+        array = _index_array(op_name, xp, x, item)
+        if array.dtype == dtypes.bool_ and array.ndim > 0:
+            out.extend(array.nonzero())  # NOTE: a host sync on the GPU: the result size depends on the data
+        else:
+            out.append(array)
+    return tuple(out)
+
+
+def _index_array(op_name, xp, x, item):
+    if isinstance(item, Tensor):
+        if type(item.data) is not type(x.data):
+            raise IndexError(f"{op_name}: the index tensor is on {item.device} but the indexed tensor is on "
+                             f"{x.device}; expected both on the same device")
+        array = item.data
+    elif isinstance(item, (list, range)) or (isinstance(item, tuple) and len(item) > 0):
+        array = xp.asarray(backend.to_numpy(numpy.asarray(_plain(item))))
+    elif isinstance(item, (numpy.ndarray, numpy.generic)) or hasattr(item, "__cuda_array_interface__"):
+        array = numpy.asarray(backend.to_numpy(item)) if xp is numpy else xp.asarray(item)
+    else:
+        raise IndexError(f"{op_name}: only integers, slices, None, Ellipsis and integer or bool tensors/arrays "
+                         f"are valid indices, got {type(item).__name__} {item!r}")
+    if array.size == 0 and array.dtype.kind == "f":
+        array = array.astype(dtypes.int64)  # NOTE: x[[]] selects nothing; NumPy would read [] as float64
+    if array.dtype.kind not in "iub":
+        raise IndexError(f"{op_name}: tensors used as indices must be long, int, byte or bool tensors, "
+                         f"got an index of dtype {array.dtype}")
+    return array
+
+
+def _plain(item):
+    return [_plain(v) if isinstance(v, (list, tuple)) else (v.item() if isinstance(v, Tensor) else v) for v in item]
+
+
+def is_basic(index) -> bool:
+    """True when ``index`` (a normalised tuple) has no arrays: the result is a view and hits no element twice.
+
+    Args:
+        index: a normalised index tuple.
+    """
+    return all(isinstance(item, _BASIC) for item in index)
+
+
+def read(op_name, array, index):
+    """``array[index]`` with NumPy's IndexError re-raised naming the op and the shape.
+
+    Args:
+        op_name: the op, for the message.
+        array: a NumPy/CuPy array.
+        index: a normalised index tuple.
+    """
+    try:
+        return array[index]
+    except IndexError as error:
+        raise IndexError(f"{op_name}: {error} (indexing a tensor of shape {tuple(array.shape)})") from None
+
+
+def index_add(out, index, values):
+    """``out[index] += values`` where a repeated index accumulates every contribution; returns the result.
+
+    NOTE: half-precision values accumulate in fp32 and are rounded once, so a
+    row hit many times (an embedding, a gather backward) does not lose mass.
+
+    Args:
+        out: the array to add into (may be modified; use the returned array).
+        index: a normalised index tuple.
+        values: an array broadcastable to ``out[index]``.
+    """
+    if is_basic(index):
+        out[index] += values  # NOTE: basic indexing never names an element twice
+        return out
+    acc = compute_in_fp32(out)
+    values = values.astype(acc.dtype, copy=False)
+    if backend.get_array_module(out) is numpy:
+        numpy.add.at(acc, index, values)
+    else:
+        import cupyx  # noqa: PLC0415 - only on the GPU path
+        cupyx.scatter_add(acc, index, values)
+    return acc.astype(out.dtype, copy=False)
+
+
+def along_dim_index(xp, index, dim):
+    """The advanced index that reads ``a[..., index[i, j, k], ...]`` at ``dim`` and position elsewhere.
+
+    ``a[along_dim_index(xp, idx, d)]`` is ``torch.gather(a, d, idx)``; its shape is ``idx.shape``.
+
+    Args:
+        xp: numpy or cupy.
+        index: an integer array with as many dimensions as the tensor.
+        dim: the gathered dimension (non-negative).
+    """
+    out = []
+    for axis, size in enumerate(index.shape):
+        if axis == dim:
+            out.append(index)
+        else:
+            shape = [1] * index.ndim
+            shape[axis] = size
+            out.append(xp.arange(size).reshape(shape))
+    return tuple(out)
+
+
+def check_index_tensor(op_name, index, allowed_ndims=None):
+    """Raise when an index argument is not an integer Tensor (of an allowed rank).
+
+    Args:
+        op_name: the op, for the message.
+        index: the value passed as index.
+        allowed_ndims: accepted numbers of dimensions, or None for any.
+    """
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{op_name}: expected index to be a Tensor, got {type(index).__name__}")
+    if index.dtype.kind not in "iu":
+        raise RuntimeError(f"{op_name}: expected index to be an int32 or int64 tensor, got {index.dtype}")
+    if allowed_ndims is not None and index.ndim not in allowed_ndims:
+        raise IndexError(f"{op_name}: expected index with {' or '.join(map(str, allowed_ndims))} dimensions, "
+                         f"got shape {tuple(index.shape)}")
+
+
+def check_gather_shapes(op_name, dim, index, *others):
+    """Raise unless ``index`` has the rank of each other tensor and is no larger outside ``dim``.
+
+    Args:
+        op_name: the op, for the message.
+        dim: the gathered/scattered dimension (non-negative).
+        index: the index Tensor.
+        *others: (name, Tensor, check_dim) for each tensor the index must fit into.
+    """
+    for name, t, include_dim in others:
+        if t.ndim != index.ndim:
+            raise RuntimeError(f"{op_name}: Index tensor must have the same number of dimensions as {name} tensor "
+                               f"(index shape {tuple(index.shape)}, {name} shape {tuple(t.shape)})")
+        for d, (i, s) in enumerate(zip(index.shape, t.shape)):
+            if i > s and (include_dim or d != dim):
+                raise RuntimeError(f"{op_name}: Size does not match at dimension {d}: expected index "
+                                   f"{tuple(index.shape)} to be no larger than {name} {tuple(t.shape)}"
+                                   + ("" if include_dim else f" apart from dimension {dim}"))
+
+
+def check_same_shapes(op_name, tensors, skip_dim=None):
+    """Raise naming both tensors when shapes differ (outside ``skip_dim``), as cat/stack need.
+
+    Args:
+        op_name: the op, for the message.
+        tensors: the Tensors.
+        skip_dim: a dimension allowed to differ (cat), or None (stack).
+    """
+    first = tensors[0]
+    for k, t in enumerate(tensors[1:], start=1):
+        if t.ndim != first.ndim:
+            raise RuntimeError(f"{op_name}: Tensors must have same number of dimensions: tensors[0] has shape "
+                               f"{tuple(first.shape)} but tensors[{k}] has shape {tuple(t.shape)}")
+        same = all(a == b for d, (a, b) in enumerate(zip(first.shape, t.shape)) if d != skip_dim)
+        if not same:
+            rule = "equal size" if skip_dim is None else f"matching sizes except in dimension {skip_dim}"
+            raise RuntimeError(f"{op_name}: expects each tensor to have {rule}, but tensors[0] has shape "
+                               f"{tuple(first.shape)} and tensors[{k}] has shape {tuple(t.shape)}")
+
+
+def check_tensor_list(op_name, tensors):
+    """Raise unless ``tensors`` is a non-empty sequence of Tensors; return it as a tuple.
+
+    Args:
+        op_name: the op, for the message.
+        tensors: the value passed as the list of tensors.
+    """
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{op_name}: expected a list or tuple of Tensors, got {type(tensors).__name__}")
+    if len(tensors) == 0:
+        raise RuntimeError(f"{op_name}: expected a non-empty list of Tensors")
+    for k, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op_name}: expected Tensors, but tensors[{k}] is {type(t).__name__}")
+    return tuple(tensors)
+
+
+def normalize_dims(op_name, dims, ndim):
+    """A tuple of distinct non-negative dims from an int or a sequence, with clear errors.
+
+    Args:
+        op_name: the op, for the message.
+        dims: an int or a sequence of ints.
+        ndim: the number of dimensions of the tensor.
+    """
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    out = tuple(normalize_dim(op_name, d, ndim) for d in dims)
+    if len(set(out)) != len(out):
+        raise RuntimeError(f"{op_name}: dims {dims} name the same dimension more than once")
+    return out
+
+
+def share_version(out, base):
+    """Give a view the version counter of its base, so an in-place change of either is seen by both (as PyTorch).
+
+    Args:
+        out: the Tensor holding a view.
+        base: the Tensor it views.
+    """
+    out._vc = base._vc
+    return out
+
 
 
 # ---- reading at an index and its backward -------------------------------------------------------
@@ -343,12 +563,332 @@ def masked_fill_(input, mask, value):  # noqa: A002
     return input
 
 
-# ---- the rest of the family, kept in their own files for size ---------------------------------------
-from ._join import Cat, Split, Stack, Unbind, cat, chunk, concat, split, stack, unbind  # noqa: E402
-from ._rearrange import Flip, Repeat, Roll, Tile, Tril, Triu, flip, repeat, roll, tile, tril, triu  # noqa: E402
 
-for _cls in (Cat, Split, Stack, Unbind, Flip, Repeat, Roll, Tile, Tril, Triu):
-    _cls.__module__ = __name__  # NOTE: so cupynet.ops.OP_CLASSES (which reads this module) lists them
+class Cat(Function):
+    """Concatenation along an existing dimension; promote under autocast."""
+
+    op_name = "cat"
+    amp_policy = "promote"
+
+    @staticmethod
+    def forward(ctx, *tensors, dim=0):
+        ctx.dim, ctx.sizes = dim, tuple(t.shape[dim] for t in tensors)
+        dtype = dtypes.result_type(*(t.dtype for t in tensors))
+        return xp_of(*tensors).concatenate([t.data.astype(dtype, copy=False) for t in tensors], axis=dim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        parts = Split.apply(grad, sizes=ctx.sizes, dim=ctx.dim)
+        return tuple(p if need else None for p, need in zip(parts, ctx.needs_input_grad))
+
+
+class Stack(Function):
+    """Join equal-shaped tensors along a new dimension; promote under autocast."""
+
+    op_name = "stack"
+    amp_policy = "promote"
+
+    @staticmethod
+    def forward(ctx, *tensors, dim=0):
+        ctx.dim = dim
+        dtype = dtypes.result_type(*(t.dtype for t in tensors))
+        return xp_of(*tensors).stack([t.data.astype(dtype, copy=False) for t in tensors], axis=dim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        parts = Unbind.apply(grad, dim=ctx.dim)
+        return tuple(p if need else None for p, need in zip(parts, ctx.needs_input_grad))
+
+
+class Split(Function):
+    """Consecutive pieces of ``sizes`` along ``dim`` (views); backward concatenates the gradients."""
+
+    op_name = "split"
+
+    @staticmethod
+    def forward(ctx, a, sizes=(), dim=0):
+        ctx.dim, start, pieces = dim, 0, []
+        for size in sizes:
+            pieces.append(a.data[(slice(None),) * dim + (slice(start, start + size),)])
+            start += size
+        return tuple(pieces)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return Cat.apply(*grads, dim=ctx.dim)
+
+
+class Unbind(Function):
+    """Every slice along ``dim`` with that dimension removed (views); backward stacks the gradients."""
+
+    op_name = "unbind"
+
+    @staticmethod
+    def forward(ctx, a, dim=0):
+        ctx.dim = dim
+        return tuple(a.data[(slice(None),) * dim + (i,)] for i in range(a.shape[dim]))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return Stack.apply(*grads, dim=ctx.dim)
+
+
+def cat(tensors, dim=0):
+    """Concatenate tensors along an existing dimension (dtypes promote).
+
+    Args:
+        tensors: a non-empty list or tuple of Tensors whose shapes match except in ``dim``.
+        dim: the dimension to join along.
+    """
+    tensors = check_tensor_list("cat", tensors)
+    shaped = [t for t in tensors if tuple(t.shape) != (0,)]
+    if shaped and len(shaped) < len(tensors) and any(t.ndim != 1 for t in shaped):
+        # NOTE: PyTorch's legacy rule: a 1-D empty tensor is skipped, whatever the others' shapes (it gets no
+        # gradient, and its dtype still takes part in the promotion)
+        dtype = dtypes.result_type(*(t.dtype for t in tensors))
+        tensors = [t if t.dtype == dtype else cast(t, dtype) for t in shaped]
+    d = normalize_dim("cat", dim, tensors[0].ndim)
+    check_same_shapes("cat", tensors, skip_dim=d)
+    return Cat.apply(*tensors, dim=d)
+
+
+concat = cat
+
+
+def stack(tensors, dim=0):
+    """Join equal-shaped tensors along a new dimension ``dim`` (dtypes promote).
+
+    Args:
+        tensors: a non-empty list or tuple of Tensors of one shape.
+        dim: where the new dimension goes, in ``[-(ndim + 1), ndim]``.
+    """
+    tensors = check_tensor_list("stack", tensors)
+    d = normalize_dim("stack", dim, tensors[0].ndim + 1)
+    check_same_shapes("stack", tensors)
+    return Stack.apply(*tensors, dim=d)
+
+
+def _split_sizes(n, split_size_or_sections, dim):
+    if isinstance(split_size_or_sections, int):
+        size = split_size_or_sections
+        if size < 0 or (size == 0 and n > 0):
+            raise RuntimeError(f"split: split_size must be a positive integer (dimension {dim} has size {n}), "
+                               f"got {size}")
+        return (size,) * (n // size) + ((n % size,) if n % size else ()) if n else (0,)
+    sizes = tuple(split_size_or_sections)
+    if any(not isinstance(s, int) or s < 0 for s in sizes) or sum(sizes) != n:
+        raise RuntimeError(f"split: split_sizes must be non-negative ints that sum exactly to {n} (the size of "
+                           f"dimension {dim}), but got split_sizes={list(sizes)}")
+    return sizes
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    """Split into pieces of ``split_size`` (the last may be smaller) or of the listed sizes (views).
+
+    Args:
+        tensor: a Tensor.
+        split_size_or_sections: an int piece size, or a list of sizes summing to the dimension's size.
+        dim: the dimension to split.
+    """
+    d = normalize_dim("split", dim, tensor.ndim)
+    sizes = _split_sizes(tensor.shape[d], split_size_or_sections, d)
+    return tuple(share_version(p, tensor) for p in Split.apply(tensor, sizes=sizes, dim=d))
+
+
+def chunk(input, chunks, dim=0):  # noqa: A002
+    """Split into ``chunks`` pieces of size ``ceil(n / chunks)`` (possibly fewer pieces), as PyTorch.
+
+    Args:
+        input: a Tensor.
+        chunks: the number of pieces, a positive int.
+        dim: the dimension to split.
+    """
+    if not isinstance(chunks, int) or chunks <= 0:
+        raise RuntimeError(f"chunk: expects `chunks` to be a positive int, got {chunks!r}")
+    d = normalize_dim("chunk", dim, input.ndim)
+    return split(input, max(-(-input.shape[d] // chunks), 1), d)
+
+
+def unbind(input, dim=0):  # noqa: A002
+    """All slices along ``dim``, with that dimension removed (views).
+
+    Args:
+        input: a Tensor.
+        dim: the dimension to remove.
+    """
+    d = normalize_dim("unbind", dim, input.ndim)
+    return tuple(share_version(p, input) for p in Unbind.apply(input, dim=d))
+
+
+
+class Tril(Function):
+    """Lower triangle of the last two dimensions (the rest set to zero)."""
+
+    op_name = "tril"
+
+    @classmethod
+    def forward(cls, ctx, a, diagonal=0):
+        ctx.diagonal = diagonal
+        return getattr(xp_of(a), cls.op_name)(a.data, k=diagonal)
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        return cls.apply(grad, diagonal=ctx.diagonal)
+
+
+class Triu(Tril):
+    """Upper triangle of the last two dimensions (the rest set to zero)."""
+
+    op_name = "triu"
+
+
+def _triangle(cls, input, diagonal):
+    if input.ndim < 2:
+        raise RuntimeError(f"{cls.op_name}: input tensor must have at least 2 dimensions, got shape "
+                           f"{tuple(input.shape)}")
+    if not isinstance(diagonal, int):
+        raise TypeError(f"{cls.op_name}: expected diagonal to be an int, got {type(diagonal).__name__}")
+    return cls.apply(input, diagonal=diagonal)
+
+
+def tril(input, diagonal=0):  # noqa: A002
+    """Keep the lower triangle (on and below ``diagonal``) of the last two dimensions.
+
+    Args:
+        input: a Tensor with at least 2 dimensions.
+        diagonal: 0 is the main diagonal, positive above it, negative below.
+    """
+    return _triangle(Tril, input, diagonal)
+
+
+def triu(input, diagonal=0):  # noqa: A002
+    """Keep the upper triangle (on and above ``diagonal``) of the last two dimensions.
+
+    Args:
+        input: a Tensor with at least 2 dimensions.
+        diagonal: 0 is the main diagonal, positive above it, negative below.
+    """
+    return _triangle(Triu, input, diagonal)
+
+
+class Repeat(Function):
+    """Tile the tensor ``repeats[i]`` times along each dimension; backward sums the copies."""
+
+    op_name = "repeat"
+
+    @staticmethod
+    def forward(ctx, a, repeats=()):
+        ctx.in_shape, ctx.repeats = a.shape, repeats
+        return xp_of(a).tile(a.data, repeats)
+
+    @staticmethod
+    def backward(ctx, grad):
+        padded = (1,) * (len(ctx.repeats) - len(ctx.in_shape)) + tuple(ctx.in_shape)
+        # NOTE: view the gradient as (r0, s0, r1, s1, ...) and sum every r axis down to 1
+        pairs = tuple(v for pair in zip(ctx.repeats, padded) for v in pair)
+        summed = sum_to(reshape(grad, pairs), tuple(v for pair in zip((1,) * len(padded), padded) for v in pair))
+        return reshape(summed, ctx.in_shape)
+
+
+class Tile(Repeat):
+    """``repeat`` with missing leading repeat counts taken as 1."""
+
+    op_name = "tile"
+
+
+def _repeat_counts(op_name, sizes):
+    sizes = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+    if any(not isinstance(s, int) or s < 0 for s in sizes):
+        raise RuntimeError(f"{op_name}: repeat counts must be non-negative ints, got {tuple(sizes)}")
+    return tuple(sizes)
+
+
+def repeat(input, *sizes):  # noqa: A002
+    """Tile ``input`` ``sizes[i]`` times along each dimension (``Tensor.repeat``).
+
+    Args:
+        input: a Tensor.
+        *sizes: one count per dimension (at least ``input.ndim`` of them), as ints or one tuple.
+    """
+    sizes = _repeat_counts("repeat", sizes)
+    if len(sizes) < input.ndim:
+        raise RuntimeError(f"repeat: Number of dimensions of repeat dims ({len(sizes)}) can not be smaller than "
+                           f"number of dimensions of tensor ({input.ndim}, shape {tuple(input.shape)})")
+    return Repeat.apply(input, repeats=sizes)
+
+
+def tile(input, dims):  # noqa: A002
+    """Tile ``input``; fewer counts than dimensions are padded with leading 1s.
+
+    Args:
+        input: a Tensor.
+        dims: the repeat counts, a tuple of ints.
+    """
+    dims = _repeat_counts("tile", (dims,) if isinstance(dims, int) else (tuple(dims),))
+    return Tile.apply(input, repeats=(1,) * (input.ndim - len(dims)) + dims)
+
+
+class Flip(Function):
+    """Reverse the order of elements along ``dims``."""
+
+    op_name = "flip"
+
+    @staticmethod
+    def forward(ctx, a, dims=()):
+        ctx.dims = dims
+        return xp_of(a).flip(a.data, axis=dims)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return Flip.apply(grad, dims=ctx.dims)
+
+
+def flip(input, dims):  # noqa: A002
+    """Reverse the order of elements along ``dims``.
+
+    Args:
+        input: a Tensor.
+        dims: a dimension or a sequence of distinct dimensions.
+    """
+    dims = normalize_dims("flip", dims, input.ndim)
+    return Flip.apply(input, dims=dims if input.ndim else ())  # NOTE: a 0-d tensor takes dim 0 and has no axis
+
+
+class Roll(Function):
+    """Shift elements cyclically along dims (the flattened tensor when dims is None)."""
+
+    op_name = "roll"
+
+    @staticmethod
+    def forward(ctx, a, shifts=0, dims=None):
+        ctx.shifts, ctx.dims = shifts, dims
+        return xp_of(a).roll(a.data, shifts, axis=dims)
+
+    @staticmethod
+    def backward(ctx, grad):
+        back = tuple(-s for s in ctx.shifts) if isinstance(ctx.shifts, tuple) else -ctx.shifts
+        return Roll.apply(grad, shifts=back, dims=ctx.dims)
+
+
+def roll(input, shifts, dims=None):  # noqa: A002
+    """Shift elements cyclically by ``shifts`` along ``dims`` (the flattened tensor when dims is None).
+
+    Args:
+        input: a Tensor.
+        shifts: an int, or a tuple with one shift per dim.
+        dims: a dimension, a tuple of dimensions, or None.
+    """
+    if dims is None:
+        if not isinstance(shifts, int):
+            raise RuntimeError(f"roll: with dims=None, shifts must be one int, got {shifts!r}")
+        return Roll.apply(input, shifts=shifts, dims=None)
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"roll: shifts and dimensions must align, got shifts={shifts} and dims={dims}")
+    dims = tuple(normalize_dim("roll", d, input.ndim) for d in dims)
+    return Roll.apply(input, shifts=shifts, dims=dims)
+
 
 METHODS = {name: globals()[name] for name in __all__ if name not in ("cat", "concat", "stack", "getitem",
                                                                       "setitem_")}

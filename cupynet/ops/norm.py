@@ -26,8 +26,7 @@ import ml_dtypes
 from .. import dtypes
 from ..autograd.function import Function
 from ..tensor import Tensor
-from ._loss_util import check_same_device
-from ._util import compute_in_fp32, normalize_dim, require_floating, xp_of
+from ._util import check_same_device, compute_in_fp32, normalize_dim, require_floating, xp_of
 from .arith import cast, maximum
 from .reduce import mean
 from .reduce import sum as sum_
