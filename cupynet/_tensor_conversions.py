@@ -13,11 +13,7 @@ class TensorConversions:
     __slots__ = ()
 
     def cpu(self):
-        """A copy on the CPU (self if already there).
-
-        Args:
-            None.
-        """
+        """A copy on the CPU (self if already there)."""
         return self.to("cpu")
 
     def cuda(self, device=None):
@@ -29,59 +25,31 @@ class TensorConversions:
         return self.to(f"cuda:{device}" if isinstance(device, int) else (device or "cuda"))
 
     def half(self):
-        """Cast to float16.
-
-        Args:
-            None.
-        """
+        """Cast to float16."""
         return self.to(dtypes.float16)
 
     def float(self):
-        """Cast to float32.
-
-        Args:
-            None.
-        """
+        """Cast to float32."""
         return self.to(dtypes.float32)
 
     def double(self):
-        """Cast to float64.
-
-        Args:
-            None.
-        """
+        """Cast to float64."""
         return self.to(dtypes.float64)
 
     def bfloat16(self):
-        """Cast to bfloat16.
-
-        Args:
-            None.
-        """
+        """Cast to bfloat16."""
         return self.to(dtypes.bfloat16)
 
     def long(self):
-        """Cast to int64.
-
-        Args:
-            None.
-        """
+        """Cast to int64."""
         return self.to(dtypes.int64)
 
     def int(self):
-        """Cast to int32.
-
-        Args:
-            None.
-        """
+        """Cast to int32."""
         return self.to(dtypes.int32)
 
     def bool(self):
-        """Cast to bool.
-
-        Args:
-            None.
-        """
+        """Cast to bool."""
         return self.to(dtypes.bool_)
 
     def type(self, dtype=None):

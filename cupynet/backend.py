@@ -27,11 +27,7 @@ __all__ = [
 
 @functools.lru_cache(maxsize=1)
 def cupy_or_none():
-    """Return the ``cupy`` module when it imports and a device is usable, else None.
-
-    Args:
-        None.
-    """
+    """Return the ``cupy`` module when it imports and a device is usable, else None."""
     try:
         import cupy  # noqa: PLC0415 - optional dependency, imported lazily
     except Exception:  # ImportError, or a broken CUDA install raising at import
@@ -45,11 +41,7 @@ def cupy_or_none():
 
 
 def cuda_available() -> bool:
-    """True when CuPy imports and at least one CUDA device is usable.
-
-    Args:
-        None.
-    """
+    """True when CuPy imports and at least one CUDA device is usable."""
     return cupy_or_none() is not None
 
 
@@ -121,11 +113,7 @@ def device(spec="cpu") -> Device:
 
 
 def default_device() -> Device:
-    """The device new tensors go to: ``CUPYNET_DEVICE`` if set, else cuda when usable, else cpu.
-
-    Args:
-        None.
-    """
+    """The device new tensors go to: ``CUPYNET_DEVICE`` if set, else cuda when usable, else cpu."""
     forced = os.environ.get("CUPYNET_DEVICE", "").strip()
     if forced:
         if forced not in ("cpu", "cuda") and not forced.startswith("cuda:"):

@@ -24,11 +24,7 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``cupynet`` command.
-
-    Args:
-        None.
-    """
+    """The argument parser of the ``cupynet`` command."""
     parser = _OneLineParser(prog="cupynet", description="cupynet: deep learning on CuPy/NumPy with AMP")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
     _add_train(sub.add_parser("train", help="train a model end to end",

@@ -46,20 +46,12 @@ seed = manual_seed
 
 
 def initial_seed() -> int:
-    """The last seed given to ``manual_seed``.
-
-    Args:
-        None.
-    """
+    """The last seed given to ``manual_seed``."""
     return _GENERATORS.seed
 
 
 def cpu_generator():
-    """The NumPy ``Generator`` behind random CPU tensors.
-
-    Args:
-        None.
-    """
+    """The NumPy ``Generator`` behind random CPU tensors."""
     return _GENERATORS.cpu
 
 
@@ -82,11 +74,7 @@ def generator_for(device):
 
 
 def get_rng_state() -> dict:
-    """The generators' states as plain data (JSON-able), for checkpoints.
-
-    Args:
-        None.
-    """
+    """The generators' states as plain data (JSON-able), for checkpoints."""
     # NOTE: only the CPU stream is captured exactly. CuPy's generators keep their
     # state on the device with no public way to save it, so set_rng_state re-creates
     # them from the seed: a resumed GPU run is deterministic, but its dropout masks

@@ -43,11 +43,7 @@ class _RemovableHandle:
         self._hooks, self._hook = hooks, hook
 
     def remove(self):
-        """Remove the hook.
-
-        Args:
-            None.
-        """
+        """Remove the hook."""
         if self._hook in self._hooks:
             self._hooks.remove(self._hook)
 
@@ -121,30 +117,18 @@ class Tensor(TensorConversions):
         return self
 
     def detach(self) -> Tensor:
-        """A new leaf Tensor sharing this one's memory (and version counter), outside the graph.
-
-        Args:
-            None.
-        """
+        """A new leaf Tensor sharing this one's memory (and version counter), outside the graph."""
         t = Tensor(self.array)
         t._vc = self._vc
         return t
 
     def detach_(self):
-        """Cut this tensor from the graph in place.
-
-        Args:
-            None.
-        """
+        """Cut this tensor from the graph in place."""
         self.grad_fn, self._requires_grad = None, False
         return self
 
     def retain_grad(self):
-        """Keep ``.grad`` for this non-leaf tensor after backward.
-
-        Args:
-            None.
-        """
+        """Keep ``.grad`` for this non-leaf tensor after backward."""
         if self.grad_fn is None:
             if not self._requires_grad:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
@@ -208,19 +192,11 @@ class Tensor(TensorConversions):
         return self.array.ndim
 
     def dim(self) -> int:
-        """Number of dimensions.
-
-        Args:
-            None.
-        """
+        """Number of dimensions."""
         return self.array.ndim
 
     def numel(self) -> int:
-        """Number of elements.
-
-        Args:
-            None.
-        """
+        """Number of elements."""
         return int(self.array.size)
 
     @property
@@ -257,32 +233,20 @@ class Tensor(TensorConversions):
 
     # ---- conversion ----------------------------------------------------------------------
     def numpy(self):
-        """The data as a NumPy array (copied from the GPU; shared memory on the CPU).
-
-        Args:
-            None.
-        """
+        """The data as a NumPy array (copied from the GPU; shared memory on the CPU)."""
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                                "instead.")
         return backend.to_numpy(self.array)
 
     def item(self):
-        """The single value as a Python number (a host sync on the GPU).
-
-        Args:
-            None.
-        """
+        """The single value as a Python number (a host sync on the GPU)."""
         if self.array.size != 1:
             raise RuntimeError(f"a Tensor with {self.array.size} elements cannot be converted to Scalar")
         return backend.to_numpy(self.array).reshape(()).item()
 
     def tolist(self):
-        """The data as (nested) Python lists.
-
-        Args:
-            None.
-        """
+        """The data as (nested) Python lists."""
         return backend.to_numpy(self.array).tolist()
 
     def __array__(self, dtype=None, copy=None):

@@ -65,11 +65,7 @@ class Node:
         self.needs_input_grad = needs_input_grad
 
     def name(self) -> str:
-        """PyTorch-style node name, e.g. ``MulBackward``.
-
-        Args:
-            None.
-        """
+        """PyTorch-style node name, e.g. ``MulBackward``."""
         return f"{self.fn.__name__.lstrip('_')}Backward"
 
     __repr__ = name
@@ -136,11 +132,7 @@ class Node:
         return t
 
     def free(self):
-        """Drop everything saved for backward (called after backward unless retain_graph).
-
-        Args:
-            None.
-        """
+        """Drop everything saved for backward (called after backward unless retain_graph)."""
         self._saved = ()
         if self.fn.save_outputs:
             self._output_meta = tuple((s, d, None) for s, d, _ in self._output_meta)
@@ -186,11 +178,7 @@ class Function:
 
     @classmethod
     def name(cls) -> str:
-        """The op's public name (``op_name`` or the lowercased class name).
-
-        Args:
-            None.
-        """
+        """The op's public name (``op_name`` or the lowercased class name)."""
         return cls.op_name or cls.__name__.lower()
 
     @classmethod

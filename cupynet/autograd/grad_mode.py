@@ -36,21 +36,13 @@ class _GradMode:
 
 
 class no_grad(_GradMode):  # noqa: N801 - PyTorch's name
-    """Context manager / decorator: ops inside record no graph.
-
-    Args:
-        None.
-    """
+    """Context manager / decorator: ops inside record no graph."""
 
     _mode = False
 
 
 class enable_grad(_GradMode):  # noqa: N801 - PyTorch's name
-    """Context manager / decorator: ops inside record the graph again.
-
-    Args:
-        None.
-    """
+    """Context manager / decorator: ops inside record the graph again."""
 
     _mode = True
 

@@ -29,9 +29,5 @@ STATE = _ThreadState()
 
 
 def is_grad_enabled() -> bool:
-    """True when ops record the graph for backward in this thread.
-
-    Args:
-        None.
-    """
+    """True when ops record the graph for backward in this thread."""
     return STATE.grad_enabled

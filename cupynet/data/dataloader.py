@@ -191,9 +191,6 @@ class DataLoader:
 
     def state_dict(self) -> dict:
         """``{"seed", "epoch", "batches_done"}``: where the data order stands (plain ints).
-
-        Args:
-            None.
         """
         if self._position is not None and self._position[1] < len(self):
             return {"seed": self.seed, "epoch": self._position[0], "batches_done": self._position[1]}

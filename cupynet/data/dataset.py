@@ -21,11 +21,7 @@ __all__ = ["Dataset", "TensorDataset", "ArrayDataset", "Subset", "random_split"]
 
 
 class Dataset:
-    """Base class: subclasses implement ``__getitem__`` and ``__len__``.
-
-    Args:
-        None.
-    """
+    """Base class: subclasses implement ``__getitem__`` and ``__len__``."""
 
     def __getitem__(self, index):
         raise NotImplementedError(f"{type(self).__name__} must implement __getitem__")

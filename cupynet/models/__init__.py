@@ -26,11 +26,7 @@ def register_model(name: str):
 
 
 def available_models() -> list:
-    """The registered model names.
-
-    Args:
-        None.
-    """
+    """The registered model names."""
     return sorted(_REGISTRY)
 
 

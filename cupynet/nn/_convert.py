@@ -112,11 +112,7 @@ def convert(module, device, dtype):
 
 
 class ConversionMixin:
-    """``to`` / ``cuda`` / ``cpu`` / ``half`` / ``float`` / ... for ``Module`` (kept here to keep module.py short).
-
-    Args:
-        None.
-    """
+    """``to`` / ``cuda`` / ``cpu`` / ``half`` / ``float`` / ... for ``Module`` (kept here to keep module.py short)."""
 
     def to(self, *args, **kwargs):
         """Move and/or cast parameters and buffers in place (Parameter objects keep their identity).
@@ -140,41 +136,21 @@ class ConversionMixin:
         return self.to(f"cuda:{device}" if isinstance(device, int) else (device or "cuda"))
 
     def cpu(self):
-        """Move every parameter and buffer to the CPU.
-
-        Args:
-            None.
-        """
+        """Move every parameter and buffer to the CPU."""
         return self.to("cpu")
 
     def half(self):
-        """Cast floating parameters and buffers to float16.
-
-        Args:
-            None.
-        """
+        """Cast floating parameters and buffers to float16."""
         return self.to("float16")
 
     def bfloat16(self):
-        """Cast floating parameters and buffers to bfloat16.
-
-        Args:
-            None.
-        """
+        """Cast floating parameters and buffers to bfloat16."""
         return self.to("bfloat16")
 
     def float(self):
-        """Cast floating parameters and buffers to float32.
-
-        Args:
-            None.
-        """
+        """Cast floating parameters and buffers to float32."""
         return self.to("float32")
 
     def double(self):
-        """Cast floating parameters and buffers to float64.
-
-        Args:
-            None.
-        """
+        """Cast floating parameters and buffers to float64."""
         return self.to("float64")

@@ -38,11 +38,7 @@ class ReLU(Module):
         return F.relu(input)
 
     def extra_repr(self) -> str:
-        """``inplace=True`` when set.
-
-        Args:
-            None.
-        """
+        """``inplace=True`` when set."""
         return "inplace=True" if self.inplace else ""
 
 
@@ -70,11 +66,7 @@ class LeakyReLU(Module):
         return F.leaky_relu(input, self.negative_slope)
 
     def extra_repr(self) -> str:
-        """``negative_slope=..``.
-
-        Args:
-            None.
-        """
+        """``negative_slope=..``."""
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
 
 
@@ -101,11 +93,7 @@ class GELU(Module):
         return F.gelu(input, approximate=self.approximate)
 
     def extra_repr(self) -> str:
-        """``approximate='none'``.
-
-        Args:
-            None.
-        """
+        """``approximate='none'``."""
         return f"approximate={self.approximate!r}"
 
 
@@ -130,20 +118,12 @@ class SiLU(Module):
         return F.silu(input)
 
     def extra_repr(self) -> str:
-        """``inplace=True`` when set.
-
-        Args:
-            None.
-        """
+        """``inplace=True`` when set."""
         return "inplace=True" if self.inplace else ""
 
 
 class Tanh(Module):
-    """Hyperbolic tangent.
-
-    Args:
-        None.
-    """
+    """Hyperbolic tangent."""
 
     def forward(self, input):  # noqa: A002
         """Apply.
@@ -156,11 +136,7 @@ class Tanh(Module):
 
 
 class Sigmoid(Module):
-    """1 / (1 + exp(-x)).
-
-    Args:
-        None.
-    """
+    """1 / (1 + exp(-x))."""
 
     def forward(self, input):  # noqa: A002
         """Apply.
@@ -198,11 +174,7 @@ class _AlongDim(Module):
         return getattr(F, self._function)(input, dim)
 
     def extra_repr(self) -> str:
-        """``dim=..``.
-
-        Args:
-            None.
-        """
+        """``dim=..``."""
         return f"dim={self.dim}"
 
 
@@ -250,9 +222,5 @@ class Dropout(Module):
         return F.dropout(input, self.p, self.training)
 
     def extra_repr(self) -> str:
-        """``p=.., inplace=..``.
-
-        Args:
-            None.
-        """
+        """``p=.., inplace=..``."""
         return f"p={self.p}, inplace={self.inplace}"

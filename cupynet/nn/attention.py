@@ -192,9 +192,5 @@ class MultiheadAttention(Module):
         return out, weights
 
     def extra_repr(self) -> str:
-        """Nothing extra (PyTorch prints only out_proj).
-
-        Args:
-            None.
-        """
+        """Nothing extra (PyTorch prints only out_proj)."""
         return ""

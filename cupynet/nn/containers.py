@@ -249,27 +249,15 @@ class ModuleDict(Module):
         return key in self._modules
 
     def keys(self):
-        """The keys.
-
-        Args:
-            None.
-        """
+        """The keys."""
         return self._modules.keys()
 
     def items(self):
-        """(key, Module) pairs.
-
-        Args:
-            None.
-        """
+        """(key, Module) pairs."""
         return self._modules.items()
 
     def values(self):
-        """The Modules.
-
-        Args:
-            None.
-        """
+        """The Modules."""
         return self._modules.values()
 
     def pop(self, key):
@@ -283,11 +271,7 @@ class ModuleDict(Module):
         return module
 
     def clear(self):
-        """Remove every module.
-
-        Args:
-            None.
-        """
+        """Remove every module."""
         self._modules.clear()
 
     def update(self, modules):

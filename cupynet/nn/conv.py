@@ -57,11 +57,7 @@ class _ConvNd(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        """PyTorch's default: weight kaiming_uniform_(a=sqrt(5)), bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
-
-        Args:
-            None.
-        """
+        """PyTorch's default: weight kaiming_uniform_(a=sqrt(5)), bias U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
             fan_in = self.weight.shape[1] * math.prod(self.kernel_size)
@@ -80,11 +76,7 @@ class _ConvNd(Module):
                              f"got shape {tuple(input.shape)}")
 
     def extra_repr(self) -> str:
-        """PyTorch's text: ``1, 6, kernel_size=(5, 5), stride=(1, 1)`` plus the non-default options.
-
-        Args:
-            None.
-        """
+        """PyTorch's text: ``1, 6, kernel_size=(5, 5), stride=(1, 1)`` plus the non-default options."""
         n = self._dims
         text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
         if self.padding != (0,) * n:

@@ -38,10 +38,6 @@ def __getattr__(name):
 
 
 def missing() -> list:
-    """The required functional names that ``cupynet.ops`` does not provide (yet).
-
-    Args:
-        None.
-    """
+    """The required functional names that ``cupynet.ops`` does not provide (yet)."""
     ops = _ops()
     return [name for name in EXPECTED if name not in OPTIONAL and not callable(getattr(ops, name, None))]

@@ -91,11 +91,7 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        """Re-draw weight and bias with PyTorch's default scheme.
-
-        Args:
-            None.
-        """
+        """Re-draw weight and bias with PyTorch's default scheme."""
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
             bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0
@@ -131,11 +127,7 @@ class Linear(Module):
         return weight, bias
 
     def extra_repr(self) -> str:
-        """``in_features=.., out_features=.., bias=..``.
-
-        Args:
-            None.
-        """
+        """``in_features=.., out_features=.., bias=..``."""
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
@@ -162,11 +154,7 @@ class Flatten(Module):
         return flatten(input, self.start_dim, self.end_dim)
 
     def extra_repr(self) -> str:
-        """``start_dim=.., end_dim=..``.
-
-        Args:
-            None.
-        """
+        """``start_dim=.., end_dim=..``."""
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
@@ -195,9 +183,5 @@ class Unflatten(Module):
         return unflatten(input, self.dim, self.unflattened_size)
 
     def extra_repr(self) -> str:
-        """``dim=.., unflattened_size=..``.
-
-        Args:
-            None.
-        """
+        """``dim=.., unflattened_size=..``."""
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

@@ -29,11 +29,7 @@ class RemovableHandle:
         self._hooks, self._key = hooks, key
 
     def remove(self):
-        """Remove the hook (a no-op when already removed).
-
-        Args:
-            None.
-        """
+        """Remove the hook (a no-op when already removed)."""
         self._hooks.pop(self._key, None)
 
 
@@ -209,20 +205,12 @@ class Module(_convert.ConversionMixin):
                 yield from module.named_modules(memo, prefix + ("." if prefix else "") + name, remove_duplicate)
 
     def modules(self):
-        """Yield this module and every descendant.
-
-        Args:
-            None.
-        """
+        """Yield this module and every descendant."""
         for _, module in self.named_modules():
             yield module
 
     def named_children(self):
-        """Yield ``(name, module)`` for the direct submodules.
-
-        Args:
-            None.
-        """
+        """Yield ``(name, module)`` for the direct submodules."""
         seen = set()
         for name, module in self._modules.items():
             if module is not None and module not in seen:
@@ -230,11 +218,7 @@ class Module(_convert.ConversionMixin):
                 yield name, module
 
     def children(self):
-        """Yield the direct submodules.
-
-        Args:
-            None.
-        """
+        """Yield the direct submodules."""
         for _, module in self.named_children():
             yield module
 
@@ -315,11 +299,7 @@ class Module(_convert.ConversionMixin):
         return self
 
     def eval(self):
-        """Set evaluation mode (same as ``train(False)``).
-
-        Args:
-            None.
-        """
+        """Set evaluation mode (same as ``train(False)``)."""
         return self.train(False)
 
     def requires_grad_(self, requires_grad: bool = True):
@@ -419,11 +399,7 @@ class Module(_convert.ConversionMixin):
         return _state.load_state_dict(self, state_dict, strict)
 
     def extra_repr(self) -> str:
-        """The text inside the parentheses of ``repr`` (e.g. ``in_features=4, out_features=2, bias=True``).
-
-        Args:
-            None.
-        """
+        """The text inside the parentheses of ``repr`` (e.g. ``in_features=4, out_features=2, bias=True``)."""
         return ""
 
     def __repr__(self):

@@ -82,11 +82,7 @@ class LayerNorm(Module):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        """``(4,), eps=1e-05, elementwise_affine=True``.
-
-        Args:
-            None.
-        """
+        """``(4,), eps=1e-05, elementwise_affine=True``."""
         return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
                 f"bias={self.bias is not None}")
 
@@ -128,11 +124,7 @@ class GroupNorm(Module):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        """``2, 4, eps=1e-05, affine=True``.
-
-        Args:
-            None.
-        """
+        """``2, 4, eps=1e-05, affine=True``."""
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
                 f"bias={self.bias is not None}")
 
@@ -163,11 +155,7 @@ class _BatchNorm(Module):
                 self.register_buffer(buffer, None)
 
     def reset_running_stats(self):
-        """Zero running_mean and num_batches_tracked, set running_var to ones.
-
-        Args:
-            None.
-        """
+        """Zero running_mean and num_batches_tracked, set running_var to ones."""
         if self.track_running_stats:
             init.zeros_(self.running_mean)
             init.ones_(self.running_var)
@@ -207,11 +195,7 @@ class _BatchNorm(Module):
                             self.weight, self.bias, use_batch_stats, factor, self.eps)
 
     def extra_repr(self) -> str:
-        """PyTorch's text.
-
-        Args:
-            None.
-        """
+        """PyTorch's text."""
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
                 f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
@@ -299,11 +283,7 @@ class Embedding(Module):
         copy_into(self.weight, array)
 
     def reset_parameters(self):
-        """Draw the weight from N(0, 1) and zero the padding row.
-
-        Args:
-            None.
-        """
+        """Draw the weight from N(0, 1) and zero the padding row."""
         init.normal_(self.weight)
         if self.padding_idx is not None:
             self.weight.data[self.padding_idx] = 0
@@ -320,10 +300,6 @@ class Embedding(Module):
         return F.embedding(input, self.weight, self.padding_idx)
 
     def extra_repr(self) -> str:
-        """``10, 3`` plus padding_idx when set.
-
-        Args:
-            None.
-        """
+        """``10, 3`` plus padding_idx when set."""
         text = f"{self.num_embeddings}, {self.embedding_dim}"
         return text + (f", padding_idx={self.padding_idx}" if self.padding_idx is not None else "")

@@ -47,11 +47,7 @@ class MaxPool2d(Module):
                             ceil_mode=self.ceil_mode)
 
     def extra_repr(self) -> str:
-        """PyTorch's text.
-
-        Args:
-            None.
-        """
+        """PyTorch's text."""
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
@@ -92,11 +88,7 @@ class AvgPool2d(Module):
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, **options)
 
     def extra_repr(self) -> str:
-        """PyTorch's text.
-
-        Args:
-            None.
-        """
+        """PyTorch's text."""
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
@@ -121,9 +113,5 @@ class AdaptiveAvgPool2d(Module):
         return F.adaptive_avg_pool2d(input, self.output_size)
 
     def extra_repr(self) -> str:
-        """PyTorch's text.
-
-        Args:
-            None.
-        """
+        """PyTorch's text."""
         return f"output_size={self.output_size}"

@@ -58,19 +58,11 @@ class LRScheduler:
             self._is_initial = False
 
     def get_lr(self) -> list:
-        """The learning rates for ``last_epoch`` (recursive form; subclasses implement it).
-
-        Args:
-            None.
-        """
+        """The learning rates for ``last_epoch`` (recursive form; subclasses implement it)."""
         raise NotImplementedError
 
     def get_last_lr(self) -> list:
-        """The learning rates the last ``step()`` set, one per param group.
-
-        Args:
-            None.
-        """
+        """The learning rates the last ``step()`` set, one per param group."""
         return self._last_lr
 
     def step(self, epoch=None):
@@ -97,11 +89,7 @@ class LRScheduler:
         return [group["lr"] for group in self.optimizer.param_groups]
 
     def state_dict(self) -> dict:
-        """Every attribute except the optimizer.
-
-        Args:
-            None.
-        """
+        """Every attribute except the optimizer."""
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
 
     def load_state_dict(self, state_dict) -> None:
@@ -138,11 +126,7 @@ class StepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        """The learning rates for ``last_epoch`` (PyTorch's recursive form).
-
-        Args:
-            None.
-        """
+        """The learning rates for ``last_epoch`` (PyTorch's recursive form)."""
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return self._group_lrs()
         return [lr * self.gamma for lr in self._group_lrs()]
@@ -167,11 +151,7 @@ class MultiStepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        """The learning rates for ``last_epoch`` (PyTorch's recursive form).
-
-        Args:
-            None.
-        """
+        """The learning rates for ``last_epoch`` (PyTorch's recursive form)."""
         if self.last_epoch not in self.milestones:
             return self._group_lrs()
         return [lr * self.gamma ** self.milestones[self.last_epoch] for lr in self._group_lrs()]
@@ -195,11 +175,7 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        """The learning rates for ``last_epoch`` (PyTorch's recursive form).
-
-        Args:
-            None.
-        """
+        """The learning rates for ``last_epoch`` (PyTorch's recursive form)."""
         if self._is_initial:
             return self._group_lrs()
         return [lr * self.gamma for lr in self._group_lrs()]
@@ -224,11 +200,7 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        """The learning rates for ``last_epoch`` (PyTorch's recursive form).
-
-        Args:
-            None.
-        """
+        """The learning rates for ``last_epoch`` (PyTorch's recursive form)."""
         t, t_max, eta = self.last_epoch, self.T_max, self.eta_min
         if self._is_initial:
             return self._group_lrs()
@@ -269,11 +241,7 @@ class LinearLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        """The learning rates for ``last_epoch`` (PyTorch's recursive form).
-
-        Args:
-            None.
-        """
+        """The learning rates for ``last_epoch`` (PyTorch's recursive form)."""
         if self.last_epoch == 0:
             return [lr * self.start_factor for lr in self._group_lrs()]
         if self._is_initial or self.last_epoch > self.total_iters:
@@ -312,19 +280,11 @@ class LambdaLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        """The learning rates for ``last_epoch`` (PyTorch's recursive form).
-
-        Args:
-            None.
-        """
+        """The learning rates for ``last_epoch`` (PyTorch's recursive form)."""
         return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
 
     def state_dict(self):
-        """Every attribute except the optimizer and the lambdas (a callable object's ``__dict__`` is kept).
-
-        Args:
-            None.
-        """
+        """Every attribute except the optimizer and the lambdas (a callable object's ``__dict__`` is kept)."""
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
         state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else dict(fn.__dict__)
                                for fn in self.lr_lambdas]
@@ -384,11 +344,7 @@ class SequentialLR(LRScheduler):
             scheduler.last_epoch -= 1
 
     def step(self):
-        """Advance one epoch with the scheduler in charge (restarted at its milestone).
-
-        Args:
-            None.
-        """
+        """Advance one epoch with the scheduler in charge (restarted at its milestone)."""
         self.last_epoch += 1
         index = bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[index]
@@ -399,11 +355,7 @@ class SequentialLR(LRScheduler):
         self._last_lr = scheduler.get_last_lr()
 
     def state_dict(self):
-        """Own attributes plus each inner scheduler's state dict.
-
-        Args:
-            None.
-        """
+        """Own attributes plus each inner scheduler's state dict."""
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
         state["_schedulers"] = [s.state_dict() for s in self._schedulers]
         return state
@@ -536,11 +488,7 @@ class OneCycleLR(LRScheduler):
         return (end - start) * pct + start
 
     def get_lr(self):
-        """The learning rates for ``last_epoch`` (PyTorch's recursive form).
-
-        Args:
-            None.
-        """
+        """The learning rates for ``last_epoch`` (PyTorch's recursive form)."""
         step = self.last_epoch
         if step > self.total_steps:
             raise ValueError(f"OneCycleLR: Tried to step {step} times. The specified number of total steps is "

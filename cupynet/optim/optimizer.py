@@ -183,9 +183,6 @@ class Optimizer:
 
         State values are cupynet Tensors: the big buffers are the live ones (as PyTorch); scalar state
         (``step``) is copied, since parameters may share it.
-
-        Args:
-            None.
         """
         return pack_state_dict(self)
 

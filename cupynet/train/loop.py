@@ -82,11 +82,7 @@ class TrainConfig:
         return cls(**values)
 
     def validate(self):
-        """Raise ValueError naming the first inconsistent setting.
-
-        Args:
-            None.
-        """
+        """Raise ValueError naming the first inconsistent setting."""
         if (self.save_every or (self.resume == "auto")) and not self.out:
             raise ValueError("--save-every and --resume auto need --out DIR")
         if self.model not in ("mlp", "cnn", "transformer"):
@@ -155,9 +151,6 @@ class Trainer:
 
     def where(self) -> str:
         """Where the run stands, for messages: "epoch 2 of 3, batch 1 of 3" or "end of epoch 1 of 3".
-
-        Args:
-            None.
         """
         position, epochs = self._position_in_epoch(), self.config.epochs
         if position:
@@ -209,11 +202,7 @@ class Trainer:
 
     # ---- evaluation ----------------------------------------------------------------------------
     def evaluate(self) -> float:
-        """Accuracy on the test set, in percent.
-
-        Args:
-            None.
-        """
+        """Accuracy on the test set, in percent."""
         self.model.eval()
         correct, total = None, 0
         with cn.no_grad(), self._autocast():
@@ -365,11 +354,7 @@ class Trainer:
         return None if not counters else counters["_skipped_steps"].copy()
 
     def skipped_steps(self) -> int:
-        """Steps the GradScaler skipped since the run began, across resumes (0 without AMP); a host read.
-
-        Args:
-            None.
-        """
+        """Steps the GradScaler skipped since the run began, across resumes (0 without AMP); a host read."""
         return self._skips_before + int(self.scaler.skipped_steps()) if self.scaler is not None else 0
 
 

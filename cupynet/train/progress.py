@@ -29,11 +29,7 @@ class EpochBar:
                             leave=False, file=sys.stderr, dynamic_ncols=True)
 
     def wants_refresh(self) -> bool:
-        """True when enough time passed since the last refresh (so the loop reads losses only then).
-
-        Args:
-            None.
-        """
+        """True when enough time passed since the last refresh (so the loop reads losses only then)."""
         return self.bar is not None and time.monotonic() - self.last >= self.interval
 
     def update_to(self, position, loss, acc, rate, **extra):
@@ -64,10 +60,6 @@ class EpochBar:
             print(message, file=sys.stderr, flush=True)
 
     def close(self):
-        """Remove the bar (the epoch's summary line follows).
-
-        Args:
-            None.
-        """
+        """Remove the bar (the epoch's summary line follows)."""
         if self.bar is not None:
             self.bar.close()
