@@ -3,18 +3,249 @@
 Assigning a ``Parameter``, a ``Module`` or (after ``register_buffer``) a Tensor
 as an attribute registers it; ``state_dict()`` keys are the dotted attribute
 paths, exactly as PyTorch names them (``0.weight``, ``self_attn.in_proj_bias``).
-Saving/loading lives in ``_state.py``, device/dtype moves in ``_convert.py``.
+
+The file reads top-down: how ``Module.to`` moves and casts (the helpers), how
+state is saved, loaded and printed (the helpers), then the class itself.
+
+``Module.to`` moves/casts parameters, their grads and buffers in place.
+Parameters keep their identity (the array inside is replaced), so an optimizer
+built before ``model.to(...)`` still holds the right objects, as in PyTorch.
+NOTE: buffers named in a layer's ``_fp32_buffers`` (BatchNorm's running_mean /
+running_var) stay float32 under ``.half()`` / ``.bfloat16()`` (``.double()`` makes them float64): running
+statistics accumulated in half precision lose the small momentum updates
+(0.1 * x rounds away next to a large mean). PyTorch casts them; cupynet does not.
+
+Loading is all-or-nothing: every key, type and shape is checked first, and only
+when all is well are values copied (cast to the destination's dtype and moved to
+its device). PyTorch copies what fits before raising; cupynet changes nothing.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
+from collections.abc import Mapping
 
+from .. import backend, dtypes
 from ..tensor import Tensor
-from . import _convert, _state
 from .parameter import Parameter
 
 __all__ = ["Module", "RemovableHandle"]
+
+
+# ---- moving and casting -------------------------------------------------------------------------------
+def _is_dtype_like(value) -> bool:
+    if isinstance(value, backend.Device):
+        return False
+    try:
+        dtypes.as_dtype(value)
+        return True
+    except TypeError:
+        return False
+
+
+def parse_to_args(owner: str, args, kwargs):
+    """Split ``to()``'s arguments into (device or None, dtype or None), with clear errors.
+
+    Args:
+        owner: the module's class name, for messages.
+        args: positional arguments (device, dtype, or a Tensor to match).
+        kwargs: ``device=``, ``dtype=``, ``non_blocking=``.
+    """
+    device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
+    kwargs.pop("non_blocking", None)
+    if kwargs:
+        raise TypeError(f"{owner}.to() got unexpected keyword arguments {sorted(kwargs)}")
+    for arg in args:
+        if isinstance(arg, Tensor):
+            device, dtype = arg.device, arg.dtype
+        elif isinstance(arg, (str, backend.Device)) and not _is_dtype_like(arg):
+            device = arg
+        elif _is_dtype_like(arg):
+            dtype = arg
+        else:
+            raise TypeError(f"{owner}.to(): expected a device, a dtype or a Tensor, got {arg!r}")
+    device = backend.device(device) if device is not None else None
+    if dtype is not None:
+        dtype = dtypes.as_dtype(dtype)
+        if not dtypes.is_floating(dtype):
+            raise TypeError(f"{owner}.to() only accepts floating point dtypes, but got desired dtype={dtype}")
+    return device, dtype
+
+
+def move_array(array, device):
+    """A copy of ``array`` on ``device`` (the array itself when already there).
+
+    Args:
+        array: a NumPy or CuPy array.
+        device: the target Device.
+    """
+    if backend.device_of_array(array) == device:
+        return array
+    host = backend.to_numpy(array)
+    if device.type == "cpu":
+        return host
+    cupy = device.xp
+    with cupy.cuda.Device(device.index):
+        return cupy.asarray(host)
+
+
+def _converted(array, device, dtype):
+    if dtype is not None and dtypes.is_floating(array.dtype) and array.dtype != dtype:
+        array = array.astype(dtype)
+    return move_array(array, device) if device is not None else array
+
+
+def _convert_tensor(t, device, dtype):
+    new = _converted(t.data, device, dtype)
+    if new is not t.data:
+        t.data = new
+        t._bump_version()
+    if t.grad is not None:
+        t.grad.data = _converted(t.grad.data, device, dtype)
+
+
+def _buffer_dtype(keep_fp32, dtype):
+    # NOTE: "at least fp32": half/bfloat16 casts leave these buffers float32; float64 is honoured.
+    return dtypes.float32 if keep_fp32 and dtype in dtypes.LOW_PRECISION else dtype
+
+
+def convert(module, device, dtype):
+    """Apply a device move and/or floating cast to every parameter, grad and buffer of ``module``.
+
+    Args:
+        module: the root Module.
+        device: a Device or None.
+        dtype: a floating dtype or None.
+    """
+    for sub in module.modules():
+        for param in sub._parameters.values():
+            if param is not None:
+                _convert_tensor(param, device, dtype)
+        keep_fp32 = getattr(sub, "_fp32_buffers", ())
+        for name, buf in sub._buffers.items():
+            if buf is not None:
+                _convert_tensor(buf, device, _buffer_dtype(name in keep_fp32, dtype))
+    return module
+
+
+# ---- state_dict, load_state_dict and repr -------------------------------------------------------------
+IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+def collect_state(module, destination=None, prefix="", keep_vars=False):
+    """Fill ``destination`` with ``prefix + name -> tensor`` for every parameter and persistent buffer.
+
+    Args:
+        module: the Module.
+        destination: a dict, or None for a new OrderedDict.
+        prefix: prepended to every key.
+        keep_vars: store the Parameters/buffers themselves instead of detached views.
+    """
+    destination = OrderedDict() if destination is None else destination
+    for name, param in module._parameters.items():
+        if param is not None:
+            destination[prefix + name] = param if keep_vars else param.detach()
+    for name, buf in module._buffers.items():
+        if buf is not None and name not in module._non_persistent_buffers_set:
+            destination[prefix + name] = buf if keep_vars else buf.detach()
+    for name, child in module._modules.items():
+        if child is not None:
+            collect_state(child, destination, prefix + name + ".", keep_vars)
+    return destination
+
+def _shape_text(shape) -> str:
+    return "(" + ", ".join(str(int(s)) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+def _read_value(key, value):
+    from .parameter import as_array  # noqa: PLC0415 - parameter imports tensor only; keep import order flat
+    try:
+        return as_array(value, f"load_state_dict: value of key '{key}'"), None
+    except TypeError as error:
+        return None, str(error)
+
+def _check_entries(own, state):
+    """Collect (missing, unexpected, errors, arrays) without changing anything."""
+    missing = [k for k in own if k not in state]
+    unexpected = [k for k in state if k not in own]
+    errors, arrays = [], {}
+    for key, target in own.items():
+        if key not in state:
+            continue
+        array, error = _read_value(key, state[key])
+        if error is not None:
+            errors.append(error)
+        elif tuple(array.shape) != tuple(target.shape):
+            errors.append(f"size mismatch for {key}: copying a param with shape {_shape_text(array.shape)} from "
+                          f"checkpoint, the shape in current model is {_shape_text(target.shape)}.")
+        elif array.dtype.kind not in "biuf" and array.dtype.name != "bfloat16":
+            errors.append(f"load_state_dict: key '{key}' holds values of dtype {array.dtype}; expected numbers")
+        else:
+            arrays[key] = array
+    return missing, unexpected, errors, arrays
+
+def copy_into(target, array):
+    """Copy ``array`` into ``target`` in place, moving it to target's device and casting to its dtype.
+
+    Args:
+        target: the Tensor to overwrite.
+        array: a NumPy/CuPy array of the same shape.
+    """
+    if backend.device_of_array(array) != target.device:
+        array = backend.to_numpy(array)
+        if target.is_cuda:
+            cupy = target.device.xp
+            with cupy.cuda.Device(target.device.index):
+                array = cupy.asarray(array)
+    xp = backend.get_array_module(target.data)
+    xp.copyto(target.data, array.astype(target.dtype, copy=False), casting="unsafe")
+    target._bump_version()
+
+def load_state(module, state, strict=True):
+    """Validate ``state`` against ``module``'s own keys, then copy every value in place.
+
+    Args:
+        module: the Module to load into.
+        state: a mapping of key -> Tensor / array.
+        strict: missing or unexpected keys raise (listed all at once).
+    """
+    name = type(module).__name__
+    if not isinstance(state, Mapping):
+        raise TypeError(f"Expected state_dict to be dict-like, got {type(state).__name__}.")
+    own = collect_state(module, keep_vars=True)
+    missing, unexpected, errors, arrays = _check_entries(own, state)
+    if strict:
+        if unexpected:
+            errors.insert(0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ". ")
+        if missing:
+            errors.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
+    if errors:
+        raise RuntimeError(f"Error(s) in loading state_dict for {name}:\n\t" + "\n\t".join(errors))
+    for key, array in arrays.items():
+        copy_into(own[key], array)
+    return IncompatibleKeys(missing, unexpected)
+
+def _add_indent(text: str, spaces: int) -> str:
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return text
+    return lines[0] + "\n" + "\n".join(" " * spaces + line for line in lines[1:])
+
+def module_repr(module) -> str:
+    """PyTorch's module repr: ``Name(extra)`` or ``Name(\\n  (child): ...\\n)``.
+
+    Args:
+        module: the Module.
+    """
+    extra = module.extra_repr()
+    extra_lines = extra.split("\n") if extra else []
+    child_lines = [f"({key}): " + _add_indent(repr(child), 2) for key, child in module._modules.items()]
+    lines = extra_lines + child_lines
+    text = type(module).__name__ + "("
+    if lines:
+        if len(extra_lines) == 1 and not child_lines:
+            text += extra_lines[0]
+        else:
+            text += "\n  " + "\n  ".join(lines) + "\n"
+    return text + ")"
 
 
 class RemovableHandle:
@@ -32,7 +263,6 @@ class RemovableHandle:
         """Remove the hook (a no-op when already removed)."""
         self._hooks.pop(self._key, None)
 
-
 def _check_name(kind: str, owner, name):
     if not isinstance(name, str):
         raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
@@ -44,8 +274,7 @@ def _check_name(kind: str, owner, name):
             and name not in owner._modules:
         raise KeyError(f"attribute '{name}' already exists")
 
-
-class Module(_convert.ConversionMixin):
+class Module:
     """Base class of every layer and model: holds parameters, buffers and submodules.
 
     Args:
@@ -377,7 +606,50 @@ class Module(_convert.ConversionMixin):
                 output = result
         return output
 
-    # ---- state, conversion and printing (see _state.py and _convert.py) --------------------------
+    # ---- device and dtype (parameters keep their identity; see convert above) -------------------------
+
+    def to(self, *args, **kwargs):
+        """Move and/or cast parameters and buffers in place (Parameter objects keep their identity).
+
+        NOTE: a dtype applies only to floating parameters/buffers; buffers a layer
+        lists in ``_fp32_buffers`` (BatchNorm's running stats) always stay float32.
+
+        Args:
+            *args: a device (``"cpu"``, ``"cuda"``, ``Device``) and/or a floating dtype.
+            **kwargs: ``device=``, ``dtype=``, ``non_blocking=`` (ignored).
+        """
+        device, dtype = parse_to_args(type(self).__name__, args, kwargs)
+        return convert(self, device, dtype)
+
+    def cuda(self, device=None):
+        """Move every parameter and buffer to the GPU.
+
+        Args:
+            device: GPU index or name; default cuda:0.
+        """
+        return self.to(f"cuda:{device}" if isinstance(device, int) else (device or "cuda"))
+
+    def cpu(self):
+        """Move every parameter and buffer to the CPU."""
+        return self.to("cpu")
+
+    def half(self):
+        """Cast floating parameters and buffers to float16."""
+        return self.to("float16")
+
+    def bfloat16(self):
+        """Cast floating parameters and buffers to bfloat16."""
+        return self.to("bfloat16")
+
+    def float(self):
+        """Cast floating parameters and buffers to float32."""
+        return self.to("float32")
+
+    def double(self):
+        """Cast floating parameters and buffers to float64."""
+        return self.to("float64")
+
+    # ---- state and printing -----------------------------------------------------------------------
     def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False):
         """An ordered dict of every parameter and persistent buffer, keyed as PyTorch keys them.
 
@@ -386,7 +658,7 @@ class Module(_convert.ConversionMixin):
             prefix: prepended to every key.
             keep_vars: keep the Parameters themselves instead of detached Tensors sharing memory.
         """
-        return _state.state_dict(self, destination, prefix, keep_vars)
+        return collect_state(self, destination, prefix, keep_vars)
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         """Copy values into parameters and buffers; validates everything first and changes nothing on error.
@@ -396,11 +668,11 @@ class Module(_convert.ConversionMixin):
             strict: missing or unexpected keys are an error (else reported in the result).
             assign: accepted for PyTorch compatibility; values are always copied into the existing tensors.
         """
-        return _state.load_state_dict(self, state_dict, strict)
+        return load_state(self, state_dict, strict)
 
     def extra_repr(self) -> str:
         """The text inside the parentheses of ``repr`` (e.g. ``in_features=4, out_features=2, bias=True``)."""
         return ""
 
     def __repr__(self):
-        return _state.module_repr(self)
+        return module_repr(self)

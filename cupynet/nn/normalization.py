@@ -2,7 +2,7 @@
 
 NOTE (BatchNorm, AMP): ``running_mean`` / ``running_var`` are float32 whatever
 the layer's parameters are cast to (``.half()`` keeps them fp32; see
-``_convert.py``), and ``F.batch_norm`` updates them in place from fp32 batch
+``nn/module.py``), and ``F.batch_norm`` updates them in place from fp32 batch
 statistics. ``num_batches_tracked`` is an int64 buffer, as in PyTorch.
 """
 
@@ -14,9 +14,8 @@ from .. import creation, dtypes
 from ..autograd import no_grad
 from . import functional as F
 from . import init
-from ._state import copy_into
 from .linear import check_input, new_parameter
-from .module import Module
+from .module import Module, copy_into
 from .parameter import as_array
 
 __all__ = ["LayerNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "Embedding"]

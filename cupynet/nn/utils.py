@@ -14,7 +14,7 @@ import numpy
 
 from .. import backend, dtypes
 from ..tensor import Tensor
-from ._convert import move_array
+from .module import move_array
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "parameters_to_vector",
            "vector_to_parameters"]
