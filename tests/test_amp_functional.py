@@ -229,3 +229,35 @@ def test_module_exposes_only_its_api():
     assert public == set(F.__all__)
     assert all(callable(getattr(F, name)) for name in F.__all__)
     assert not {"abc", "numbers", "backend", "kernels", "Tensor", "annotations"} & public
+
+
+def test_unscale_and_step_options():
+    p = _grad_param([8.0, np.inf])
+    opt = optim.SGD([p], lr=1.0)
+    scale = Tensor(np.array(8.0, np.float32))
+    with pytest.raises(ValueError, match=r"^Closure use is not currently supported"):
+        F.unscale_and_step(opt, scale, closure=lambda: 1.0)
+    np.testing.assert_array_equal(p.grad.numpy(), [8.0, np.inf])  # refused before unscaling
+    assert F.unscale_and_step(opt, scale, scaling_enabled=False, closure=lambda: 2.0) == (2.0, None, None)
+    assert p.grad.numpy()[0] == 8.0 and p.detach().numpy()[0] == -8.0  # a plain step, nothing unscaled
+
+    q = _grad_param([8.0, 16.0])
+    opt = optim.SGD([q], lr=1.0)
+    _, found, new_scale = F.unscale_and_step(opt, scale, skip_if_inf=False, found_inf=Tensor(np.array(
+        1.0, np.float32)))
+    assert found.item() == 1.0 and new_scale.item() == np.float32(8.0 * 1.001)  # recommended from the grads
+    np.testing.assert_array_equal(q.detach().numpy(), [-1.0, -2.0])  # skip_if_inf=False: stepped anyway
+
+
+def test_recommend_scale_rule_scheduler_and_bad_inputs():
+    scale = Tensor(np.array(2.0**20, np.float32))
+    clean, inf = Tensor(np.array(0.0, np.float32)), Tensor(np.array(1.0, np.float32))
+    assert F.recommend_scale(scale, clean).item() == np.float32(2.0**20 * 1.001)
+    assert F.recommend_scale(scale, inf).item() == 2.0**19
+    assert F.recommend_scale(3.0e38, clean, growth_factor=2.0).item() == np.float32(3.0e38)  # never to inf
+    assert F.recommend_scale(scale, clean, scale_scheduler=lambda s, f: s * 0.25).item() == 2.0**18
+    assert scale.item() == 2.0**20
+    with pytest.raises(ValueError, match="the scale_scheduler's result must hold one float32 value"):
+        F.recommend_scale(scale, clean, scale_scheduler=lambda s, f: Tensor(np.ones(2, np.float32)))
+    with pytest.raises(ValueError, match="found_inf must hold one float32 value"):
+        F.recommend_scale(scale, Tensor(np.zeros(2, np.float32)))

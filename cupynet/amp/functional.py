@@ -7,7 +7,12 @@ also usable on their own (easy to checkpoint, easy to teach)::
     scaled.backward()
     found_inf = unscale(model.parameters(), scale)   # grads *= 1/scale, found_inf = any inf/NaN
     step_after_unscale(optimizer, found_inf)      # skipped on the device when found_inf != 0
-    update_scale(scale, growth_tracker, found_inf, 2.0, 0.5, 2000)
+    update_scale(scale, growth_tracker, found_inf, 2.0, 0.5, 2000)   # GradScaler's rule, IN PLACE
+
+or, the early torch.amp prototype's style, where each call returns a NEW recommended
+scale and never changes the one it was given (so optimizers can share it)::
+
+    _, found_inf, scale = unscale_and_step(optimizer, scale)   # recommend_scale: * 1.001 or * 0.5
 
 Every value that lives on the device (scale, growth tracker, found_inf) stays
 there: the functions return device scalars (cupynet Tensors of shape ``()``)
