@@ -4,6 +4,9 @@ Every example of the prototype's documentation runs here as written (CUDA adapte
 device) and is compared with the same loop written with the torch-style ``GradScaler``.
 """
 
+import pathlib
+import re
+
 import numpy as np
 import pytest
 
@@ -635,3 +638,30 @@ def test_the_prototype_names_are_in_cupynet_amp():
     assert amp.scale_outputs is prototype.scale_outputs
     assert {"add_amp_attributes", "enable_autocasting", "scale_outputs", "prototype"} <= set(amp.__all__)
     assert {n for n in dir(prototype) if not n.startswith("_")} == set(prototype.__all__)
+
+
+def _doc_blocks(title):
+    path = pathlib.Path(__file__).resolve().parent.parent / "docs" / "amp.md"
+    text = path.read_text()
+    section = text[text.index(title):]
+    section = section[:section.find("\n## ", 1)] if "\n## " in section[1:] else section
+    return re.findall(r"```python\n(.*?)```", section, flags=re.S)
+
+
+def test_docs_three_apis_agree():
+    """docs/amp.md, "The same loop in three APIs": the three blocks, run as printed, end bit for bit equal."""
+    blocks = _doc_blocks("## 10. The same loop in three APIs")
+    assert len(blocks) == 3
+    results = []
+    for block in blocks:
+        model, optimizer, data = _setup()
+        namespace = {"cupynet": cn, "model": model, "optimizer": optimizer, "data": data, "loss_fn": loss_fn,
+                     "params": list(model.parameters())}
+        exec(compile(block, "docs/amp.md", "exec"), namespace)  # noqa: S102 - the documentation's own code
+        results.append((namespace["final_scale"], [p.detach().numpy() for p in model.parameters()]))
+    (scale0, params0), *others = results
+    assert scale0 != 2.0**24  # the loop overflowed and recovered
+    for scale, params in others:
+        assert scale == scale0
+        for a, b in zip(params, params0):
+            np.testing.assert_array_equal(a, b)
