@@ -140,6 +140,19 @@ def compute_in_fp32(array):
     return array.astype(dtypes.float32) if array.dtype in dtypes.LOW_PRECISION else array
 
 
+def round_from_fp32(result, dtype):
+    """The other half of ``compute_in_fp32``: ``result`` rounded once to ``dtype`` when that is float16/bfloat16.
+
+    NOTE: an elementwise op on a half tensor computes in float32 and rounds once at
+    the end, as CUDA's ``opmath`` does in PyTorch; other dtypes pass through untouched.
+
+    Args:
+        result: the array computed from ``compute_in_fp32(input)``.
+        dtype: the input's dtype, which the output keeps.
+    """
+    return result.astype(dtype) if dtype in dtypes.LOW_PRECISION else result
+
+
 def check_same_device(op, **tensors):
     """Raise when option tensors (weights, masks, indices) live on another device than the first one.
 

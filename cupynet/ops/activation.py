@@ -1,8 +1,11 @@
 """Activation functions: relu family, elu, gelu, silu, mish, sigmoid, hard*, softplus, softmax, prelu, glu.
 
-Each forward is one fused pass over the array (float16/bfloat16 computed in
-float32 and rounded once); each backward is written with cupynet ops, so
-second derivatives work. Masks (``x > 0``) are constants for autograd.
+Each op is written out in full: a ``Function`` whose ``forward`` is one fused
+pass over the array (float16/bfloat16 computed in float32 and rounded once,
+under ``numpy.errstate(all="ignore")`` as in unary.py) and whose ``backward``
+is written with cupynet ops, so second derivatives work; then its public
+function (``def relu(input, inplace=False)``). Masks (``x > 0``) are constants
+for autograd.
 
 ``inplace=True`` (the argument nn layers pass) updates the input in place when
 autograd is not recording it. NOTE: when the input is part of a graph (it
@@ -22,10 +25,11 @@ from ..autograd.function import Function
 from ..autograd.state import STATE
 from ..tensor import Tensor
 from ._special import erf_kernel
-from ._util import compute_in_fp32, normalize_dim, require_floating, xp_of, zero_where_not
+from ._util import compute_in_fp32, normalize_dim, require_floating, round_from_fp32, xp_of, zero_where_not
+from .indexing import cat, chunk
 from .reduce import sum as reduce_sum
 from .shape import reshape, sum_to
-from .unary import _Elementwise, clamp, erf, exp, tanh
+from .unary import clamp, erf, exp, tanh
 
 __all__ = ["relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "mish", "sigmoid", "hardtanh", "hardsigmoid",
            "hardswish", "softplus", "softmax", "log_softmax", "prelu", "glu"]
@@ -52,124 +56,441 @@ def _float(mask, like):
     return mask.to(like.dtype)
 
 
-def _gelu_kernel(xp, x, approximate="none"):
-    if approximate == "tanh":
-        return 0.5 * x * (1.0 + xp.tanh(_TANH_GELU_K * (x + _TANH_GELU_C * x * x * x)))
-    return 0.5 * x * (1.0 + erf_kernel(xp, x * _INV_SQRT2))
+def _check(op_name, input, what="input"):  # noqa: A002
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op_name}: expected a Tensor as {what}, got {type(input).__name__}")
+    require_floating(op_name, input, what)
 
 
-def _gelu_derivative(x, y, approximate="none"):
-    if approximate == "tanh":
-        t = tanh(_TANH_GELU_K * (x + _TANH_GELU_C * x * x * x))
-        return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * (_TANH_GELU_K * (1.0 + 3.0 * _TANH_GELU_C * x * x))
-    return 0.5 * (1.0 + erf(x * _INV_SQRT2)) + x * exp(-0.5 * x * x) * _INV_SQRT_2PI
+def _check_number(op_name, label, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float, numpy.number)) or not math.isfinite(value):
+        raise ValueError(f"{op_name}: {label} must be a finite number, got {value!r}")
 
 
-def _elu_derivative(x, y, alpha=1.0):
-    positive = _float(x > 0, x)
-    # NOTE: exp of min(x, 0): exp of a large positive x overflows, and 0 * inf would be nan
-    return positive + (1.0 - positive) * (alpha * exp(clamp(x, max=0.0)))
+def _maybe_inplace(input, inplace, compute):  # noqa: A002
+    """Run ``compute()``; with ``inplace`` and no graph to record, write the result into ``input``."""
+    result = compute()
+    if not inplace or (STATE.grad_enabled and input.requires_grad):
+        return result
+    xp_of(input).copyto(input.data, result.data)
+    input._bump_version()
+    return input
 
 
-def _mish_derivative(x, y):
-    t = tanh(softplus(x))
-    return t + x * (1.0 - t * t) * sigmoid(x)
-
-
-def _softplus_derivative(x, y, beta=1.0, threshold=20.0):
-    linear = _float(x * beta > threshold, x)
-    return linear + (1.0 - linear) * sigmoid(x * beta)
-
-
-class Relu(_Elementwise, Function):
+# ---- the relu family -------------------------------------------------------------------------
+class Relu(Function):
     """``max(x, 0)``; gradient 1 where the output is positive."""
 
-    op_name, save_outputs, can_warn = "relu", True, False  # NOTE: maximum(nan, 0) is nan, silently
-    kernel = staticmethod(lambda xp, x: xp.maximum(x, 0))
-    derivative = staticmethod(lambda x, y: _float(y > 0, y))
-    array_backward = staticmethod(lambda xp, g, x, y: zero_where_not(y > 0, g, xp))  # NOTE: no inf*0 = nan
+    op_name, save_outputs = "relu", True
+
+    @staticmethod
+    def forward(ctx, a):
+        # NOTE: no errstate: maximum(nan, 0) is nan, silently
+        return round_from_fp32(xp_of(a).maximum(compute_in_fp32(a.data), 0), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        y = ctx.output(0)
+        if not STATE.grad_enabled:  # NOTE: create_graph=False: the same mask on raw arrays, no op dispatch
+            return Tensor(zero_where_not(y.data > 0, grad.data, xp_of(grad)))  # NOTE: no inf * 0 = nan
+        return grad * _float(y > 0, y)
 
 
-class Hardtanh(_Elementwise, Function):
+def relu(input, inplace=False):  # noqa: A002 - PyTorch's argument names
+    """Rectified linear unit.
+
+    ``out = max(input, 0)``.
+
+    Args:
+        input: a floating Tensor.
+        inplace: write into ``input`` unless autograd records it.
+    """
+    _check("relu", input)
+    if not inplace:
+        return Relu.apply(input)
+    return _maybe_inplace(input, inplace, lambda: Relu.apply(input))
+
+
+class Hardtanh(Function):
     """``clamp(x, min_val, max_val)``; gradient 1 strictly inside (PyTorch's hardtanh_backward)."""
 
-    op_name, uses_input = "hardtanh", True
-    kernel = staticmethod(lambda xp, x, min_val=-1.0, max_val=1.0: xp.clip(x, min_val, max_val))
-    derivative = staticmethod(lambda x, y, min_val=-1.0, max_val=1.0: _float((x > min_val) & (x < max_val), x))
+    op_name = "hardtanh"
+
+    @staticmethod
+    def forward(ctx, a, min_val=-1.0, max_val=1.0):
+        ctx.save_for_backward(a)
+        ctx.min_val, ctx.max_val = min_val, max_val
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.clip(x, min_val, max_val), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * _float((x > ctx.min_val) & (x < ctx.max_val), x)
 
 
-class LeakyRelu(_Elementwise, Function):
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
+    """``clamp(input, min_val, max_val)`` with gradient 1 strictly between the bounds.
+
+    ``out = min(max(input, min_val), max_val)``.
+
+    Args:
+        input: a floating Tensor.
+        min_val: lower bound.
+        max_val: upper bound (must be >= min_val).
+        inplace: write into ``input`` when autograd is not recording it.
+    """
+    _check("hardtanh", input)
+    _check_number("hardtanh", "min_val", min_val)
+    _check_number("hardtanh", "max_val", max_val)
+    if max_val < min_val:
+        raise ValueError(f"hardtanh: max_val ({max_val}) must be greater than or equal to min_val ({min_val})")
+    return _maybe_inplace(input, inplace, lambda: Hardtanh.apply(input, min_val=float(min_val),
+                                                                 max_val=float(max_val)))
+
+
+def relu6(input, inplace=False):  # noqa: A002
+    """``min(max(input, 0), 6)`` (hardtanh between 0 and 6).
+
+    ``out = min(max(input, 0), 6)``.
+
+    Args:
+        input: a floating Tensor.
+        inplace: write into ``input`` when autograd is not recording it.
+    """
+    _check("relu6", input)
+    return hardtanh(input, 0.0, 6.0, inplace=inplace)
+
+
+class LeakyRelu(Function):
     """``x`` for x > 0, ``negative_slope * x`` otherwise."""
 
-    op_name, uses_input = "leaky_relu", True
-    kernel = staticmethod(lambda xp, x, negative_slope=0.01: xp.where(x > 0, x, x * negative_slope))
-    derivative = staticmethod(lambda x, y, negative_slope=0.01: _float(x > 0, x) * (1.0 - negative_slope)
-                              + negative_slope)
+    op_name = "leaky_relu"
+
+    @staticmethod
+    def forward(ctx, a, negative_slope=0.01):
+        ctx.save_for_backward(a)
+        ctx.negative_slope = negative_slope
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.where(x > 0, x, x * negative_slope), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        slope = ctx.negative_slope
+        return grad * (_float(x > 0, x) * (1.0 - slope) + slope)
 
 
-class Elu(_Elementwise, Function):
+def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
+    """``input`` where positive, ``negative_slope * input`` elsewhere.
+
+    ``out = max(input, 0) + negative_slope * min(input, 0)``.
+
+    Args:
+        input: a floating Tensor.
+        negative_slope: slope for negative inputs.
+        inplace: write into ``input`` when autograd is not recording it.
+    """
+    _check("leaky_relu", input)
+    _check_number("leaky_relu", "negative_slope", negative_slope)
+    return _maybe_inplace(input, inplace, lambda: LeakyRelu.apply(input, negative_slope=float(negative_slope)))
+
+
+class Elu(Function):
     """``x`` for x > 0, ``alpha * (exp(x) - 1)`` otherwise."""
 
-    op_name, uses_input = "elu", True
-    kernel = staticmethod(lambda xp, x, alpha=1.0: xp.where(x > 0, x, alpha * xp.expm1(xp.minimum(x, 0.0))))
-    derivative = staticmethod(_elu_derivative)
+    op_name = "elu"
+
+    @staticmethod
+    def forward(ctx, a, alpha=1.0):
+        ctx.save_for_backward(a)
+        ctx.alpha = alpha
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.where(x > 0, x, alpha * xp.expm1(xp.minimum(x, 0.0))), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        positive = _float(x > 0, x)
+        # NOTE: exp of min(x, 0): exp of a large positive x overflows, and 0 * inf would be nan
+        return grad * (positive + (1.0 - positive) * (ctx.alpha * exp(clamp(x, max=0.0))))
 
 
-class Gelu(_Elementwise, Function):
+def elu(input, alpha=1.0, inplace=False):  # noqa: A002
+    """Exponential linear unit: ``input`` where positive, ``alpha * (exp(input) - 1)`` elsewhere.
+
+    ``out = input if input > 0 else alpha * (e ** input - 1)``.
+
+    Args:
+        input: a floating Tensor.
+        alpha: scale of the negative part.
+        inplace: write into ``input`` when autograd is not recording it.
+    """
+    _check("elu", input)
+    _check_number("elu", "alpha", alpha)
+    return _maybe_inplace(input, inplace, lambda: Elu.apply(input, alpha=float(alpha)))
+
+
+# ---- smooth gates: gelu, silu, mish, sigmoid, softplus ---------------------------------------
+class Gelu(Function):
     """``x * Phi(x)`` (Phi: the standard normal CDF, through erf), or its tanh approximation."""
 
-    op_name, uses_input = "gelu", True
-    kernel = staticmethod(_gelu_kernel)
-    derivative = staticmethod(_gelu_derivative)
+    op_name = "gelu"
+
+    @staticmethod
+    def forward(ctx, a, approximate="none"):
+        ctx.save_for_backward(a)
+        ctx.approximate = approximate
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            if approximate == "tanh":
+                y = 0.5 * x * (1.0 + xp.tanh(_TANH_GELU_K * (x + _TANH_GELU_C * x * x * x)))
+            else:
+                y = 0.5 * x * (1.0 + erf_kernel(xp, x * _INV_SQRT2))
+            return round_from_fp32(y, a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        if ctx.approximate == "tanh":
+            t = tanh(_TANH_GELU_K * (x + _TANH_GELU_C * x * x * x))
+            return grad * (0.5 * (1.0 + t)
+                           + 0.5 * x * (1.0 - t * t) * (_TANH_GELU_K * (1.0 + 3.0 * _TANH_GELU_C * x * x)))
+        return grad * (0.5 * (1.0 + erf(x * _INV_SQRT2)) + x * exp(-0.5 * x * x) * _INV_SQRT_2PI)
 
 
-class Silu(_Elementwise, Function):
+def gelu(input, approximate="none"):  # noqa: A002
+    """Gaussian error linear unit ``input * Phi(input)``; ``approximate='tanh'`` uses the tanh formula.
+
+    ``out = input / 2 * (1 + erf(input / sqrt(2)))``, or with ``'tanh'``
+    ``out = input / 2 * (1 + tanh(sqrt(2 / pi) * (input + 0.044715 * input ** 3)))``.
+
+    Args:
+        input: a floating Tensor.
+        approximate: ``'none'`` (exact, with erf) or ``'tanh'``.
+    """
+    _check("gelu", input)
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return Gelu.apply(input, approximate=approximate)
+
+
+class Silu(Function):
     """``x * sigmoid(x)`` (swish); d/dx = s (1 + x (1 - s))."""
 
-    op_name, uses_input = "silu", True
-    kernel = staticmethod(lambda xp, x: x * _stable_sigmoid(xp, x))
-    derivative = staticmethod(lambda x, y: sigmoid(x) * (1.0 + x * (1.0 - sigmoid(x))))
+    op_name = "silu"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(x * _stable_sigmoid(xp, x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (sigmoid(x) * (1.0 + x * (1.0 - sigmoid(x))))
 
 
-class Mish(_Elementwise, Function):
+def silu(input, inplace=False):  # noqa: A002 - PyTorch's argument names
+    """Sigmoid linear unit (swish).
+
+    ``out = input * sigmoid(input)``.
+
+    Args:
+        input: a floating Tensor.
+        inplace: write into ``input`` unless autograd records it.
+    """
+    _check("silu", input)
+    if not inplace:
+        return Silu.apply(input)
+    return _maybe_inplace(input, inplace, lambda: Silu.apply(input))
+
+
+class Mish(Function):
     """``x * tanh(softplus(x))``."""
 
-    op_name, uses_input = "mish", True
-    kernel = staticmethod(lambda xp, x: x * xp.tanh(_stable_softplus(xp, x)))
-    derivative = staticmethod(_mish_derivative)
+    op_name = "mish"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(x * xp.tanh(_stable_softplus(xp, x)), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        t = tanh(softplus(x))
+        return grad * (t + x * (1.0 - t * t) * sigmoid(x))
 
 
-class Sigmoid(_Elementwise, Function):
+def mish(input, inplace=False):  # noqa: A002 - PyTorch's argument names
+    """Self-regularized non-monotonic activation.
+
+    ``out = input * tanh(softplus(input))``.
+
+    Args:
+        input: a floating Tensor.
+        inplace: write into ``input`` unless autograd records it.
+    """
+    _check("mish", input)
+    if not inplace:
+        return Mish.apply(input)
+    return _maybe_inplace(input, inplace, lambda: Mish.apply(input))
+
+
+class Sigmoid(Function):
     """``1 / (1 + exp(-x))``; d/dx = y (1 - y)."""
 
     op_name, save_outputs = "sigmoid", True
-    kernel = staticmethod(_stable_sigmoid)
-    derivative = staticmethod(lambda x, y: y * (1.0 - y))
+
+    @staticmethod
+    def forward(ctx, a):
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(_stable_sigmoid(xp, x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        y = ctx.output(0)
+        return grad * (y * (1.0 - y))
 
 
-class Hardsigmoid(_Elementwise, Function):
-    """``relu6(x + 3) / 6``; gradient 1/6 strictly inside (-3, 3)."""
+def sigmoid(input):  # noqa: A002 - PyTorch's argument name
+    """Logistic function, without overflow.
 
-    op_name, uses_input = "hardsigmoid", True
-    kernel = staticmethod(lambda xp, x: xp.clip(x + 3.0, 0.0, 6.0) / 6.0)
-    derivative = staticmethod(lambda x, y: _float((x > -3.0) & (x < 3.0), x) / 6.0)
+    ``out = 1 / (1 + e ** -input)``.
 
-
-class Hardswish(_Elementwise, Function):
-    """``x * relu6(x + 3) / 6``; d/dx = x/3 + 1/2 on [-3, 3], 0 below, 1 above."""
-
-    op_name, uses_input = "hardswish", True
-    kernel = staticmethod(lambda xp, x: x * xp.clip(x + 3.0, 0.0, 6.0) / 6.0)
-    derivative = staticmethod(lambda x, y: _float((x >= -3.0) & (x <= 3.0), x) * (x / 3.0 + 0.5)
-                              + _float(x > 3.0, x))
+    Args:
+        input: a floating Tensor.
+    """
+    _check("sigmoid", input)
+    return Sigmoid.apply(input)
 
 
-class Softplus(_Elementwise, Function):
+class Softplus(Function):
     """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold``; fp32 under autocast."""
 
-    op_name, amp_policy, uses_input = "softplus", "fp32", True
-    kernel = staticmethod(lambda xp, x, beta=1.0, threshold=20.0: _stable_softplus(xp, x * beta, threshold) / beta)
-    derivative = staticmethod(_softplus_derivative)
+    op_name, amp_policy = "softplus", "fp32"
+
+    @staticmethod
+    def forward(ctx, a, beta=1.0, threshold=20.0):
+        ctx.save_for_backward(a)
+        ctx.beta, ctx.threshold = beta, threshold
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(_stable_softplus(xp, x * beta, threshold) / beta, a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        linear = _float(x * ctx.beta > ctx.threshold, x)
+        return grad * (linear + (1.0 - linear) * sigmoid(x * ctx.beta))
+
+
+def softplus(input, beta=1.0, threshold=20.0):  # noqa: A002
+    """Smooth relu, exactly linear where ``beta * input > threshold``.
+
+    ``out = log(1 + e ** (beta * input)) / beta``.
+
+    Args:
+        input: a floating Tensor.
+        beta: sharpness (non-zero).
+        threshold: above this value of ``beta * input`` the result is ``input``.
+    """
+    _check("softplus", input)
+    _check_number("softplus", "beta", beta)
+    _check_number("softplus", "threshold", threshold)
+    if beta == 0:
+        raise ValueError("softplus: beta must be non-zero, got 0")
+    return Softplus.apply(input, beta=float(beta), threshold=float(threshold))
+
+
+# ---- piecewise-linear gates: hardsigmoid, hardswish ------------------------------------------
+class Hardsigmoid(Function):
+    """``relu6(x + 3) / 6``; gradient 1/6 strictly inside (-3, 3)."""
+
+    op_name = "hardsigmoid"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.clip(x + 3.0, 0.0, 6.0) / 6.0, a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (_float((x > -3.0) & (x < 3.0), x) / 6.0)
+
+
+def hardsigmoid(input, inplace=False):  # noqa: A002 - PyTorch's argument names
+    """Piecewise-linear sigmoid.
+
+    ``out = min(max(input + 3, 0), 6) / 6``.
+
+    Args:
+        input: a floating Tensor.
+        inplace: write into ``input`` unless autograd records it.
+    """
+    _check("hardsigmoid", input)
+    if not inplace:
+        return Hardsigmoid.apply(input)
+    return _maybe_inplace(input, inplace, lambda: Hardsigmoid.apply(input))
+
+
+class Hardswish(Function):
+    """``x * relu6(x + 3) / 6``; d/dx = x/3 + 1/2 on [-3, 3], 0 below, 1 above."""
+
+    op_name = "hardswish"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(x * xp.clip(x + 3.0, 0.0, 6.0) / 6.0, a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (_float((x >= -3.0) & (x <= 3.0), x) * (x / 3.0 + 0.5) + _float(x > 3.0, x))
+
+
+def hardswish(input, inplace=False):  # noqa: A002 - PyTorch's argument names
+    """Piecewise-quadratic swish.
+
+    ``out = input * min(max(input + 3, 0), 6) / 6``.
+
+    Args:
+        input: a floating Tensor.
+        inplace: write into ``input`` unless autograd records it.
+    """
+    _check("hardswish", input)
+    if not inplace:
+        return Hardswish.apply(input)
+    return _maybe_inplace(input, inplace, lambda: Hardswish.apply(input))
+
+
+# ---- softmax, log_softmax (along a dimension), prelu (per channel), glu (halves) ------------
+def _softmax_args(op_name, input, dim, dtype):  # noqa: A002
+    _check(op_name, input)
+    if dim is None:
+        raise TypeError(f"{op_name}: dim must be given (an int), got None")
+    axis = normalize_dim(op_name, dim, input.ndim)
+    if dtype is not None:
+        target = dtypes.as_dtype(dtype)
+        if not dtypes.is_floating(target):
+            raise TypeError(f"{op_name}: dtype must be a floating dtype, got {target}")
+        input = input.to(target)
+    return input, axis
 
 
 class Softmax(Function):
@@ -194,6 +515,20 @@ class Softmax(Function):
         return gy - y * reduce_sum(gy, dim=ctx.axis, keepdim=True)
 
 
+def softmax(input, dim, dtype=None):  # noqa: A002
+    """``exp(input) / sum(exp(input))`` along ``dim``, computed stably (the row max is subtracted first).
+
+    Under autocast the result is float32 (fp32 policy). Half inputs are computed in float32.
+
+    Args:
+        input: a floating Tensor.
+        dim: the dimension the values sum to 1 along.
+        dtype: cast the input to this dtype first (the result has it).
+    """
+    input, axis = _softmax_args("softmax", input, dim, dtype)
+    return Softmax.apply(input, dim=axis)
+
+
 class LogSoftmax(Function):
     """``x - max - log(sum(exp(x - max)))`` along ``dim``; fp32 under autocast."""
 
@@ -212,6 +547,18 @@ class LogSoftmax(Function):
     def backward(ctx, grad):
         y = ctx.output(0)
         return grad - exp(y) * reduce_sum(grad, dim=ctx.axis, keepdim=True)
+
+
+def log_softmax(input, dim, dtype=None):  # noqa: A002
+    """``input - logsumexp(input)`` along ``dim``, computed stably; fp32 under autocast.
+
+    Args:
+        input: a floating Tensor.
+        dim: the dimension to normalise along.
+        dtype: cast the input to this dtype first (the result has it).
+    """
+    input, axis = _softmax_args("log_softmax", input, dim, dtype)
+    return LogSoftmax.apply(input, dim=axis)
 
 
 class Prelu(Function):
@@ -244,205 +591,6 @@ def _prelu_weight_shape(a, weight):
     return (1, weight.data.size) + (1,) * (a.ndim - 2)
 
 
-class Glu(Function):
-    """``a * sigmoid(b)`` where ``a, b`` are the two halves of the input along ``dim``."""
-
-    op_name = "glu"
-
-    @staticmethod
-    def forward(ctx, x, dim=-1):
-        ctx.save_for_backward(x)
-        ctx.dim = dim
-        half = x.shape[dim] // 2
-        first = [slice(None)] * x.ndim
-        second = list(first)
-        first[dim], second[dim] = slice(0, half), slice(half, None)
-        v = compute_in_fp32(x.data)
-        return (v[tuple(first)] * _stable_sigmoid(xp_of(x), v[tuple(second)])).astype(x.dtype, copy=False)
-
-    @staticmethod
-    def backward(ctx, grad):
-        from .indexing import cat, chunk  # noqa: PLC0415 - indexing.py is another family, loaded on use
-        (x,) = ctx.saved_tensors
-        a, b = chunk(x, 2, ctx.dim)
-        s = sigmoid(b)
-        return cat([grad * s, grad * a * s * (1.0 - s)], dim=ctx.dim)
-
-
-# ---- public functions ------------------------------------------------------------------------
-def _check(op_name, input, what="input"):  # noqa: A002
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{op_name}: expected a Tensor as {what}, got {type(input).__name__}")
-    require_floating(op_name, input, what)
-
-
-def _check_number(op_name, label, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float, numpy.number)) or not math.isfinite(value):
-        raise ValueError(f"{op_name}: {label} must be a finite number, got {value!r}")
-
-
-def _maybe_inplace(input, inplace, compute):  # noqa: A002
-    """Run ``compute()``; with ``inplace`` and no graph to record, write the result into ``input``."""
-    result = compute()
-    if not inplace or (STATE.grad_enabled and input.requires_grad):
-        return result
-    xp_of(input).copyto(input.data, result.data)
-    input._bump_version()
-    return input
-
-
-def _activation_function(cls, summary, inplace=True):
-    """Build the public function of an option-free activation (``relu(input, inplace=False)``)."""
-    name = cls.op_name
-
-    def with_inplace(input, inplace=False):  # noqa: A002 - PyTorch's argument names
-        _check(name, input)
-        if not inplace:
-            return cls.apply(input)
-        return _maybe_inplace(input, inplace, lambda: cls.apply(input))
-
-    def plain(input):  # noqa: A002
-        _check(name, input)
-        return cls.apply(input)
-
-    op = with_inplace if inplace else plain
-    op.__name__ = op.__qualname__ = name
-    extra = "\n        inplace: write into ``input`` unless autograd records it." if inplace else ""
-    op.__doc__ = f"{summary}\n\n    Args:\n        input: a floating Tensor.{extra}\n"
-    return op
-
-
-relu = _activation_function(Relu, "Rectified linear unit ``max(input, 0)``.")
-silu = _activation_function(Silu, "Sigmoid linear unit (swish) ``input * sigmoid(input)``.")
-mish = _activation_function(Mish, "``input * tanh(softplus(input))``.")
-sigmoid = _activation_function(Sigmoid, "Logistic function ``1 / (1 + exp(-input))``, without overflow.", False)
-hardsigmoid = _activation_function(Hardsigmoid, "Piecewise-linear sigmoid ``relu6(input + 3) / 6``.")
-hardswish = _activation_function(Hardswish, "``input * relu6(input + 3) / 6``.")
-
-
-def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
-    """``clamp(input, min_val, max_val)`` with gradient 1 strictly between the bounds.
-
-    Args:
-        input: a floating Tensor.
-        min_val: lower bound.
-        max_val: upper bound (must be >= min_val).
-        inplace: write into ``input`` when autograd is not recording it.
-    """
-    _check("hardtanh", input)
-    _check_number("hardtanh", "min_val", min_val)
-    _check_number("hardtanh", "max_val", max_val)
-    if max_val < min_val:
-        raise ValueError(f"hardtanh: max_val ({max_val}) must be greater than or equal to min_val ({min_val})")
-    return _maybe_inplace(input, inplace, lambda: Hardtanh.apply(input, min_val=float(min_val),
-                                                                 max_val=float(max_val)))
-
-
-def relu6(input, inplace=False):  # noqa: A002
-    """``min(max(input, 0), 6)`` (hardtanh between 0 and 6).
-
-    Args:
-        input: a floating Tensor.
-        inplace: write into ``input`` when autograd is not recording it.
-    """
-    _check("relu6", input)
-    return hardtanh(input, 0.0, 6.0, inplace=inplace)
-
-
-def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
-    """``input`` where positive, ``negative_slope * input`` elsewhere.
-
-    Args:
-        input: a floating Tensor.
-        negative_slope: slope for negative inputs.
-        inplace: write into ``input`` when autograd is not recording it.
-    """
-    _check("leaky_relu", input)
-    _check_number("leaky_relu", "negative_slope", negative_slope)
-    return _maybe_inplace(input, inplace, lambda: LeakyRelu.apply(input, negative_slope=float(negative_slope)))
-
-
-def elu(input, alpha=1.0, inplace=False):  # noqa: A002
-    """Exponential linear unit: ``input`` where positive, ``alpha * (exp(input) - 1)`` elsewhere.
-
-    Args:
-        input: a floating Tensor.
-        alpha: scale of the negative part.
-        inplace: write into ``input`` when autograd is not recording it.
-    """
-    _check("elu", input)
-    _check_number("elu", "alpha", alpha)
-    return _maybe_inplace(input, inplace, lambda: Elu.apply(input, alpha=float(alpha)))
-
-
-def gelu(input, approximate="none"):  # noqa: A002
-    """Gaussian error linear unit ``input * Phi(input)``; ``approximate='tanh'`` uses the tanh formula.
-
-    Args:
-        input: a floating Tensor.
-        approximate: ``'none'`` (exact, with erf) or ``'tanh'``.
-    """
-    _check("gelu", input)
-    if approximate not in ("none", "tanh"):
-        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    return Gelu.apply(input, approximate=approximate)
-
-
-def softplus(input, beta=1.0, threshold=20.0):  # noqa: A002
-    """Smooth relu ``log(1 + exp(beta * input)) / beta``, exactly linear where ``beta * input > threshold``.
-
-    Args:
-        input: a floating Tensor.
-        beta: sharpness (non-zero).
-        threshold: above this value of ``beta * input`` the result is ``input``.
-    """
-    _check("softplus", input)
-    _check_number("softplus", "beta", beta)
-    _check_number("softplus", "threshold", threshold)
-    if beta == 0:
-        raise ValueError("softplus: beta must be non-zero, got 0")
-    return Softplus.apply(input, beta=float(beta), threshold=float(threshold))
-
-
-def _softmax_args(op_name, input, dim, dtype):  # noqa: A002
-    _check(op_name, input)
-    if dim is None:
-        raise TypeError(f"{op_name}: dim must be given (an int), got None")
-    axis = normalize_dim(op_name, dim, input.ndim)
-    if dtype is not None:
-        target = dtypes.as_dtype(dtype)
-        if not dtypes.is_floating(target):
-            raise TypeError(f"{op_name}: dtype must be a floating dtype, got {target}")
-        input = input.to(target)
-    return input, axis
-
-
-def softmax(input, dim, dtype=None):  # noqa: A002
-    """``exp(input) / sum(exp(input))`` along ``dim``, computed stably (the row max is subtracted first).
-
-    Under autocast the result is float32 (fp32 policy). Half inputs are computed in float32.
-
-    Args:
-        input: a floating Tensor.
-        dim: the dimension the values sum to 1 along.
-        dtype: cast the input to this dtype first (the result has it).
-    """
-    input, axis = _softmax_args("softmax", input, dim, dtype)
-    return Softmax.apply(input, dim=axis)
-
-
-def log_softmax(input, dim, dtype=None):  # noqa: A002
-    """``input - logsumexp(input)`` along ``dim``, computed stably; fp32 under autocast.
-
-    Args:
-        input: a floating Tensor.
-        dim: the dimension to normalise along.
-        dtype: cast the input to this dtype first (the result has it).
-    """
-    input, axis = _softmax_args("log_softmax", input, dim, dtype)
-    return LogSoftmax.apply(input, dim=axis)
-
-
 def prelu(input, weight):  # noqa: A002
     """``input`` where positive, ``weight * input`` elsewhere; ``weight`` has 1 or ``input.shape[1]`` slopes.
 
@@ -463,6 +611,30 @@ def prelu(input, weight):  # noqa: A002
             raise ValueError(f"prelu: Mismatch of parameter numbers and input channel size. Found parameter "
                              f"numbers = {count} and channel size = {channels}.")
     return Prelu.apply(input, weight)
+
+
+class Glu(Function):
+    """``a * sigmoid(b)`` where ``a, b`` are the two halves of the input along ``dim``."""
+
+    op_name = "glu"
+
+    @staticmethod
+    def forward(ctx, x, dim=-1):
+        ctx.save_for_backward(x)
+        ctx.dim = dim
+        half = x.shape[dim] // 2
+        first = [slice(None)] * x.ndim
+        second = list(first)
+        first[dim], second[dim] = slice(0, half), slice(half, None)
+        v = compute_in_fp32(x.data)
+        return (v[tuple(first)] * _stable_sigmoid(xp_of(x), v[tuple(second)])).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        a, b = chunk(x, 2, ctx.dim)
+        s = sigmoid(b)
+        return cat([grad * s, grad * a * s * (1.0 - s)], dim=ctx.dim)
 
 
 def glu(input, dim=-1):  # noqa: A002

@@ -1,12 +1,16 @@
 """Elementwise math of one tensor: roots, trig, hyperbolic, erf/erfinv, logs, rounding, clamp, finiteness.
 
-Most ops here share one shape (``_Elementwise``): a ``kernel`` on arrays for the
-forward and a ``derivative`` written with cupynet ops for the backward, so the
-backward is itself differentiable (double backward for free).
+Every op is written out in full: a ``Function`` whose ``forward`` runs the
+array math and whose ``backward`` multiplies the gradient by the derivative,
+written with cupynet ops, so the backward is itself differentiable (double
+backward for free); then the public function (``def exp(input)``) that checks
+its argument and calls ``apply``.
 
-NOTE: float16/bfloat16 inputs are computed in float32 and rounded once, as
-CUDA's ``opmath`` does in PyTorch; the output keeps the input dtype.
-fp32-list ops (AMP_REFERENCE.md) say so in ``amp_policy``.
+NOTE: float16/bfloat16 inputs are computed in float32 and rounded once
+(``compute_in_fp32`` ... ``round_from_fp32``), as CUDA's ``opmath`` does in
+PyTorch; the output keeps the input dtype. Forwards run under
+``numpy.errstate(all="ignore")``: as in PyTorch, log(0) = -inf and friends
+raise no warning. fp32-list ops (AMP_REFERENCE.md) say so in ``amp_policy``.
 """
 
 from __future__ import annotations
@@ -18,10 +22,9 @@ import numpy
 
 from .. import dtypes
 from ..autograd.function import Function
-from ..autograd.state import STATE
 from ..tensor import Tensor
 from ._special import erf_kernel, erfinv_kernel
-from ._util import data, fix_float_dtype, lift, require_floating, xp_of
+from ._util import compute_in_fp32, data, fix_float_dtype, lift, require_floating, round_from_fp32, xp_of
 from .shape import sum_to
 
 __all__ = [
@@ -31,278 +34,9 @@ __all__ = [
 ]
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-
-
-# ---- the shared shape of a one-input op ------------------------------------------------------
-class _Elementwise:
-    """Mixin for one-input ops: ``kernel(xp, array, **options)`` forward, ``grad * derivative(x, y, **options)``.
-
-    ``derivative`` is None for piecewise-constant ops (their gradient is zero).
-    ``uses_input`` saves the input for ``derivative``; ``save_outputs`` keeps the output.
-    """
-
-    kernel = None
-    derivative = None
-    array_backward = None  # optional (xp, grad, x, y, **options) -> array, used when no graph is recorded
-    uses_input = False
-    can_warn = True  # False for kernels that never raise a floating-point warning (no errstate needed)
-
-    @classmethod
-    def forward(cls, ctx, a, **options):
-        if cls.uses_input:
-            ctx.save_for_backward(a)
-        ctx.options = options
-        xp, x = xp_of(a), a.data
-        if not cls.can_warn and a.dtype not in dtypes.LOW_PRECISION:
-            return cls.kernel(xp, x, **options)
-        with numpy.errstate(all="ignore"):  # NOTE: as in PyTorch, log(0) = -inf and friends raise no warning
-            if a.dtype in dtypes.LOW_PRECISION:
-                return cls.kernel(xp, x.astype(dtypes.float32), **options).astype(a.dtype)
-            return cls.kernel(xp, x, **options)
-
-    @classmethod
-    def backward(cls, ctx, grad):
-        if cls.derivative is None:
-            return Tensor(xp_of(grad).zeros_like(grad.data))
-        x = ctx.saved_tensors[0] if cls.uses_input else None
-        y = ctx.output(0) if cls.save_outputs else None
-        if cls.array_backward is not None and not STATE.grad_enabled:
-            # NOTE: create_graph=False: the same derivative on raw arrays, no op dispatch
-            return Tensor(cls.array_backward(xp_of(grad), grad.data, x.data if x is not None else None,
-                                             y.data if y is not None else None, **ctx.options))
-        return grad * cls.derivative(x, y, **ctx.options)
-
-
-class Exp(_Elementwise, Function):
-    """``e ** x``; d/dx = e ** x; fp32 under autocast."""
-
-    op_name, amp_policy, save_outputs = "exp", "fp32", True
-    kernel = staticmethod(lambda xp, a: xp.exp(a))
-    derivative = staticmethod(lambda x, y: y)
-
-
-class Log(_Elementwise, Function):
-    """Natural logarithm; d/dx = 1 / x; fp32 under autocast."""
-
-    op_name, amp_policy, uses_input = "log", "fp32", True
-    kernel = staticmethod(lambda xp, a: xp.log(a))
-    derivative = staticmethod(lambda x, y: 1.0 / x)
-
-
-class Sqrt(_Elementwise, Function):
-    """Square root; d/dx = 1 / (2 sqrt(x))."""
-
-    op_name, save_outputs = "sqrt", True
-    kernel = staticmethod(lambda xp, a: xp.sqrt(a))
-    derivative = staticmethod(lambda x, y: 0.5 / y)
-
-
-class Rsqrt(_Elementwise, Function):
-    """``1 / sqrt(x)``; d/dx = -y^3 / 2; fp32 under autocast."""
-
-    op_name, amp_policy, save_outputs = "rsqrt", "fp32", True
-    kernel = staticmethod(lambda xp, a: 1.0 / xp.sqrt(a))
-    derivative = staticmethod(lambda x, y: -0.5 * y * y * y)
-
-
-class Abs(_Elementwise, Function):
-    """Absolute value; d/dx = sign(x) (0 at 0, as PyTorch)."""
-
-    op_name, uses_input = "abs", True
-    kernel = staticmethod(lambda xp, a: xp.abs(a))
-    derivative = staticmethod(lambda x, y: sign(x))
-
-
-class Sign(_Elementwise, Function):
-    """-1, 0 or 1; zero gradient."""
-
-    op_name = "sign"
-    kernel = staticmethod(lambda xp, a: xp.sign(a))
-
-
-class Square(_Elementwise, Function):
-    """``x * x``; d/dx = 2x."""
-
-    op_name, uses_input = "square", True
-    kernel = staticmethod(lambda xp, a: a * a)
-    derivative = staticmethod(lambda x, y: 2.0 * x)
-
-
-class Reciprocal(_Elementwise, Function):
-    """``1 / x``; d/dx = -y^2; fp32 under autocast."""
-
-    op_name, amp_policy, save_outputs = "reciprocal", "fp32", True
-    kernel = staticmethod(lambda xp, a: 1.0 / a)
-    derivative = staticmethod(lambda x, y: -(y * y))
-
-
-class Sin(_Elementwise, Function):
-    """Sine; d/dx = cos(x)."""
-
-    op_name, uses_input = "sin", True
-    kernel = staticmethod(lambda xp, a: xp.sin(a))
-    derivative = staticmethod(lambda x, y: cos(x))
-
-
-class Cos(_Elementwise, Function):
-    """Cosine; d/dx = -sin(x)."""
-
-    op_name, uses_input = "cos", True
-    kernel = staticmethod(lambda xp, a: xp.cos(a))
-    derivative = staticmethod(lambda x, y: -sin(x))
-
-
-class Tan(_Elementwise, Function):
-    """Tangent; d/dx = 1 + y^2; fp32 under autocast."""
-
-    op_name, amp_policy, save_outputs = "tan", "fp32", True
-    kernel = staticmethod(lambda xp, a: xp.tan(a))
-    derivative = staticmethod(lambda x, y: 1.0 + y * y)
-
-
-class Sinh(_Elementwise, Function):
-    """Hyperbolic sine; d/dx = cosh(x); fp32 under autocast."""
-
-    op_name, amp_policy, uses_input = "sinh", "fp32", True
-    kernel = staticmethod(lambda xp, a: xp.sinh(a))
-    derivative = staticmethod(lambda x, y: cosh(x))
-
-
-class Cosh(_Elementwise, Function):
-    """Hyperbolic cosine; d/dx = sinh(x); fp32 under autocast."""
-
-    op_name, amp_policy, uses_input = "cosh", "fp32", True
-    kernel = staticmethod(lambda xp, a: xp.cosh(a))
-    derivative = staticmethod(lambda x, y: sinh(x))
-
-
-class Asin(_Elementwise, Function):
-    """Arcsine; d/dx = 1 / sqrt(1 - x^2); fp32 under autocast."""
-
-    op_name, amp_policy, uses_input = "asin", "fp32", True
-    kernel = staticmethod(lambda xp, a: xp.arcsin(a))
-    derivative = staticmethod(lambda x, y: rsqrt(1.0 - x * x))
-
-
-class Acos(_Elementwise, Function):
-    """Arccosine; d/dx = -1 / sqrt(1 - x^2); fp32 under autocast."""
-
-    op_name, amp_policy, uses_input = "acos", "fp32", True
-    kernel = staticmethod(lambda xp, a: xp.arccos(a))
-    derivative = staticmethod(lambda x, y: -rsqrt(1.0 - x * x))
-
-
-class Atan(_Elementwise, Function):
-    """Arctangent; d/dx = 1 / (1 + x^2)."""
-
-    op_name, uses_input = "atan", True
-    kernel = staticmethod(lambda xp, a: xp.arctan(a))
-    derivative = staticmethod(lambda x, y: 1.0 / (1.0 + x * x))
-
-
-class Tanh(_Elementwise, Function):
-    """Hyperbolic tangent; d/dx = 1 - y^2."""
-
-    op_name, save_outputs = "tanh", True
-    kernel = staticmethod(lambda xp, a: xp.tanh(a))
-    derivative = staticmethod(lambda x, y: 1.0 - y * y)
-
-
-class Erf(_Elementwise, Function):
-    """Error function; d/dx = 2/sqrt(pi) exp(-x^2)."""
-
-    op_name, uses_input = "erf", True
-    kernel = staticmethod(erf_kernel)
-    derivative = staticmethod(lambda x, y: _TWO_OVER_SQRT_PI * exp(-(x * x)))
-
-
-class Erfinv(_Elementwise, Function):
-    """Inverse error function; d/dx = sqrt(pi)/2 exp(y^2); fp32 under autocast."""
-
-    op_name, amp_policy, save_outputs = "erfinv", "fp32", True
-    kernel = staticmethod(erfinv_kernel)
-    derivative = staticmethod(lambda x, y: (0.5 * math.sqrt(math.pi)) * exp(y * y))
-
-
-class Expm1(_Elementwise, Function):
-    """``exp(x) - 1``, exact near 0; d/dx = y + 1; fp32 under autocast."""
-
-    op_name, amp_policy, save_outputs = "expm1", "fp32", True
-    kernel = staticmethod(lambda xp, a: xp.expm1(a))
-    derivative = staticmethod(lambda x, y: y + 1.0)
-
-
-class Log2(_Elementwise, Function):
-    """Base-2 logarithm; d/dx = 1 / (x ln 2); fp32 under autocast."""
-
-    op_name, amp_policy, uses_input = "log2", "fp32", True
-    kernel = staticmethod(lambda xp, a: xp.log2(a))
-    derivative = staticmethod(lambda x, y: 1.0 / (x * math.log(2.0)))
-
-
-class Log10(_Elementwise, Function):
-    """Base-10 logarithm; d/dx = 1 / (x ln 10); fp32 under autocast."""
-
-    op_name, amp_policy, uses_input = "log10", "fp32", True
-    kernel = staticmethod(lambda xp, a: xp.log10(a))
-    derivative = staticmethod(lambda x, y: 1.0 / (x * math.log(10.0)))
-
-
-class Log1p(_Elementwise, Function):
-    """``log(1 + x)``, exact near 0; d/dx = 1 / (1 + x); fp32 under autocast."""
-
-    op_name, amp_policy, uses_input = "log1p", "fp32", True
-    kernel = staticmethod(lambda xp, a: xp.log1p(a))
-    derivative = staticmethod(lambda x, y: 1.0 / (1.0 + x))
-
-
-def _integer_safe(fn):
-    """Rounding of an integer tensor is a copy (NumPy would return float64)."""
-    return lambda xp, a, **options: a.copy() if a.dtype.kind in "iub" else fn(xp, a, **options)
-
-
-class Floor(_Elementwise, Function):
-    """Round down; zero gradient."""
-
-    op_name = "floor"
-    kernel = staticmethod(_integer_safe(lambda xp, a: xp.floor(a)))
-
-
-class Ceil(_Elementwise, Function):
-    """Round up; zero gradient."""
-
-    op_name = "ceil"
-    kernel = staticmethod(_integer_safe(lambda xp, a: xp.ceil(a)))
-
-
-class Round(_Elementwise, Function):
-    """Round half to even (to ``decimals`` places); zero gradient."""
-
-    op_name = "round"
-    kernel = staticmethod(_integer_safe(lambda xp, a, decimals=0: xp.round(a, decimals)))
-
-
-class Trunc(_Elementwise, Function):
-    """Round toward zero; zero gradient."""
-
-    op_name = "trunc"
-    kernel = staticmethod(_integer_safe(lambda xp, a: xp.trunc(a)))
-
-
-def _unary_function(cls, summary, floating=True):
-    """Build the public function of a one-input op (``sqrt(input)``), checking dtypes first."""
-    name = cls.op_name
-
-    def op(input):  # noqa: A002 - PyTorch's argument name
-        _require_tensor(name, input)
-        if floating:
-            require_floating(name, input)
-        return cls.apply(input)
-
-    op.__name__ = op.__qualname__ = name
-    kind = "a floating Tensor" if floating else "a Tensor (integers allowed)"
-    op.__doc__ = f"{summary}\n\n    Args:\n        input: {kind}.\n"
-    return op
+_SQRT_PI_OVER_TWO = 0.5 * math.sqrt(math.pi)
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
 
 
 def _require_tensor(name, value):
@@ -310,36 +44,780 @@ def _require_tensor(name, value):
         raise TypeError(f"{name}: expected a Tensor as input, got {type(value).__name__}")
 
 
-exp = _unary_function(Exp, "Elementwise exponential ``e ** input``.")
-log = _unary_function(Log, "Elementwise natural logarithm.")
-sqrt = _unary_function(Sqrt, "Elementwise square root (nan below 0).")
-rsqrt = _unary_function(Rsqrt, "Elementwise ``1 / sqrt(input)``.")
-abs = _unary_function(Abs, "Elementwise absolute value.", floating=False)  # noqa: A001 - PyTorch's name
-sign = _unary_function(Sign, "Elementwise sign: -1, 0 or 1.", floating=False)
-square = _unary_function(Square, "Elementwise ``input * input``.", floating=False)
-reciprocal = _unary_function(Reciprocal, "Elementwise ``1 / input``.")
-sin = _unary_function(Sin, "Elementwise sine (radians).")
-cos = _unary_function(Cos, "Elementwise cosine (radians).")
-tan = _unary_function(Tan, "Elementwise tangent (radians).")
-sinh = _unary_function(Sinh, "Elementwise hyperbolic sine.")
-cosh = _unary_function(Cosh, "Elementwise hyperbolic cosine.")
-asin = _unary_function(Asin, "Elementwise arcsine (nan outside [-1, 1]).")
-acos = _unary_function(Acos, "Elementwise arccosine (nan outside [-1, 1]).")
-atan = _unary_function(Atan, "Elementwise arctangent.")
-tanh = _unary_function(Tanh, "Elementwise hyperbolic tangent.")
-erf = _unary_function(Erf, "Elementwise error function ``2/sqrt(pi) * integral_0^x exp(-t^2) dt``.")
-erfinv = _unary_function(Erfinv, "Elementwise inverse error function (+-inf at +-1, nan outside [-1, 1]).")
-expm1 = _unary_function(Expm1, "Elementwise ``exp(input) - 1``, accurate near 0.")
-log2 = _unary_function(Log2, "Elementwise base-2 logarithm.")
-log10 = _unary_function(Log10, "Elementwise base-10 logarithm.")
-log1p = _unary_function(Log1p, "Elementwise ``log(1 + input)``, accurate near 0.")
-floor = _unary_function(Floor, "Elementwise round down (integers are copied).", floating=False)
-ceil = _unary_function(Ceil, "Elementwise round up (integers are copied).", floating=False)
-trunc = _unary_function(Trunc, "Elementwise round toward zero (integers are copied).", floating=False)
+def _require_floating_tensor(name, value):
+    _require_tensor(name, value)
+    require_floating(name, value)
+
+
+def _zero_grad(grad):
+    """The gradient of a piecewise-constant op (sign, floor, ...): zeros."""
+    return Tensor(xp_of(grad).zeros_like(grad.data))
+
+
+# ---- grad * derivative, the derivative written with cupynet ops ------------------------------
+class Exp(Function):
+    """``e ** x``; d/dx = e ** x; fp32 under autocast."""
+
+    op_name, amp_policy, save_outputs = "exp", "fp32", True
+
+    @staticmethod
+    def forward(ctx, a):
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.exp(x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        y = ctx.output(0)
+        return grad * y
+
+
+def exp(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise exponential.
+
+    ``out = e ** input``.
+
+    Args:
+        input: a floating Tensor.
+    """
+    _require_floating_tensor("exp", input)
+    return Exp.apply(input)
+
+
+class Log(Function):
+    """Natural logarithm; d/dx = 1 / x; fp32 under autocast."""
+
+    op_name, amp_policy = "log", "fp32"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.log(x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (1.0 / x)
+
+
+def log(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise natural logarithm.
+
+    ``out = ln(input)``: -inf at 0, nan below 0.
+
+    Args:
+        input: a floating Tensor.
+    """
+    _require_floating_tensor("log", input)
+    return Log.apply(input)
+
+
+class Sqrt(Function):
+    """Square root; d/dx = 1 / (2 sqrt(x))."""
+
+    op_name, save_outputs = "sqrt", True
+
+    @staticmethod
+    def forward(ctx, a):
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.sqrt(x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        y = ctx.output(0)
+        return grad * (0.5 / y)
+
+
+def sqrt(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise square root.
+
+    ``out = input ** 0.5``: nan below 0.
+
+    Args:
+        input: a floating Tensor.
+    """
+    _require_floating_tensor("sqrt", input)
+    return Sqrt.apply(input)
+
+
+class Rsqrt(Function):
+    """``1 / sqrt(x)``; d/dx = -y^3 / 2; fp32 under autocast."""
+
+    op_name, amp_policy, save_outputs = "rsqrt", "fp32", True
+
+    @staticmethod
+    def forward(ctx, a):
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(1.0 / xp.sqrt(x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        y = ctx.output(0)
+        return grad * (-0.5 * y * y * y)
+
+
+def rsqrt(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise reciprocal square root.
+
+    ``out = 1 / sqrt(input)``: inf at 0, nan below 0.
+
+    Args:
+        input: a floating Tensor.
+    """
+    _require_floating_tensor("rsqrt", input)
+    return Rsqrt.apply(input)
+
+
+class Abs(Function):
+    """Absolute value; d/dx = sign(x) (0 at 0, as PyTorch)."""
+
+    op_name = "abs"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.abs(x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * sign(x)
+
+
+def abs(input):  # noqa: A001, A002 - PyTorch's names
+    """Elementwise absolute value.
+
+    ``out = |input|``.
+
+    Args:
+        input: a Tensor (integers allowed).
+    """
+    _require_tensor("abs", input)
+    return Abs.apply(input)
+
+
+class Square(Function):
+    """``x * x``; d/dx = 2x."""
+
+    op_name = "square"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        x = compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(x * x, a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (2.0 * x)
+
+
+def square(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise square.
+
+    ``out = input * input``.
+
+    Args:
+        input: a Tensor (integers allowed).
+    """
+    _require_tensor("square", input)
+    return Square.apply(input)
+
+
+class Reciprocal(Function):
+    """``1 / x``; d/dx = -y^2; fp32 under autocast."""
+
+    op_name, amp_policy, save_outputs = "reciprocal", "fp32", True
+
+    @staticmethod
+    def forward(ctx, a):
+        x = compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(1.0 / x, a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        y = ctx.output(0)
+        return grad * (-(y * y))
+
+
+def reciprocal(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise reciprocal.
+
+    ``out = 1 / input``: +-inf at +-0.
+
+    Args:
+        input: a floating Tensor.
+    """
+    _require_floating_tensor("reciprocal", input)
+    return Reciprocal.apply(input)
+
+
+class Sin(Function):
+    """Sine; d/dx = cos(x)."""
+
+    op_name = "sin"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.sin(x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * cos(x)
+
+
+def sin(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise sine.
+
+    ``out = sin(input)``, input in radians.
+
+    Args:
+        input: a floating Tensor.
+    """
+    _require_floating_tensor("sin", input)
+    return Sin.apply(input)
+
+
+class Cos(Function):
+    """Cosine; d/dx = -sin(x)."""
+
+    op_name = "cos"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.cos(x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (-sin(x))
+
+
+def cos(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise cosine.
+
+    ``out = cos(input)``, input in radians.
+
+    Args:
+        input: a floating Tensor.
+    """
+    _require_floating_tensor("cos", input)
+    return Cos.apply(input)
+
+
+class Tan(Function):
+    """Tangent; d/dx = 1 + y^2; fp32 under autocast."""
+
+    op_name, amp_policy, save_outputs = "tan", "fp32", True
+
+    @staticmethod
+    def forward(ctx, a):
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.tan(x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        y = ctx.output(0)
+        return grad * (1.0 + y * y)
+
+
+def tan(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise tangent.
+
+    ``out = sin(input) / cos(input)``, input in radians.
+
+    Args:
+        input: a floating Tensor.
+    """
+    _require_floating_tensor("tan", input)
+    return Tan.apply(input)
+
+
+class Sinh(Function):
+    """Hyperbolic sine; d/dx = cosh(x); fp32 under autocast."""
+
+    op_name, amp_policy = "sinh", "fp32"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.sinh(x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * cosh(x)
+
+
+def sinh(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise hyperbolic sine.
+
+    ``out = (e ** input - e ** -input) / 2``.
+
+    Args:
+        input: a floating Tensor.
+    """
+    _require_floating_tensor("sinh", input)
+    return Sinh.apply(input)
+
+
+class Cosh(Function):
+    """Hyperbolic cosine; d/dx = sinh(x); fp32 under autocast."""
+
+    op_name, amp_policy = "cosh", "fp32"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.cosh(x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * sinh(x)
+
+
+def cosh(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise hyperbolic cosine.
+
+    ``out = (e ** input + e ** -input) / 2``.
+
+    Args:
+        input: a floating Tensor.
+    """
+    _require_floating_tensor("cosh", input)
+    return Cosh.apply(input)
+
+
+class Asin(Function):
+    """Arcsine; d/dx = 1 / sqrt(1 - x^2); fp32 under autocast."""
+
+    op_name, amp_policy = "asin", "fp32"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.arcsin(x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (rsqrt(1.0 - x * x))
+
+
+def asin(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise arcsine.
+
+    ``out = asin(input)`` in [-pi/2, pi/2]: nan outside [-1, 1].
+
+    Args:
+        input: a floating Tensor.
+    """
+    _require_floating_tensor("asin", input)
+    return Asin.apply(input)
+
+
+class Acos(Function):
+    """Arccosine; d/dx = -1 / sqrt(1 - x^2); fp32 under autocast."""
+
+    op_name, amp_policy = "acos", "fp32"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.arccos(x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (-rsqrt(1.0 - x * x))
+
+
+def acos(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise arccosine.
+
+    ``out = acos(input)`` in [0, pi]: nan outside [-1, 1].
+
+    Args:
+        input: a floating Tensor.
+    """
+    _require_floating_tensor("acos", input)
+    return Acos.apply(input)
+
+
+class Atan(Function):
+    """Arctangent; d/dx = 1 / (1 + x^2)."""
+
+    op_name = "atan"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.arctan(x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (1.0 / (1.0 + x * x))
+
+
+def atan(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise arctangent.
+
+    ``out = atan(input)`` in (-pi/2, pi/2).
+
+    Args:
+        input: a floating Tensor.
+    """
+    _require_floating_tensor("atan", input)
+    return Atan.apply(input)
+
+
+class Tanh(Function):
+    """Hyperbolic tangent; d/dx = 1 - y^2."""
+
+    op_name, save_outputs = "tanh", True
+
+    @staticmethod
+    def forward(ctx, a):
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.tanh(x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        y = ctx.output(0)
+        return grad * (1.0 - y * y)
+
+
+def tanh(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise hyperbolic tangent.
+
+    ``out = (e ** input - e ** -input) / (e ** input + e ** -input)``.
+
+    Args:
+        input: a floating Tensor.
+    """
+    _require_floating_tensor("tanh", input)
+    return Tanh.apply(input)
+
+
+class Erf(Function):
+    """Error function; d/dx = 2/sqrt(pi) exp(-x^2)."""
+
+    op_name = "erf"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(erf_kernel(xp, x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (_TWO_OVER_SQRT_PI * exp(-(x * x)))
+
+
+def erf(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise error function.
+
+    ``out = 2/sqrt(pi) * integral_0^input exp(-t^2) dt``.
+
+    Args:
+        input: a floating Tensor.
+    """
+    _require_floating_tensor("erf", input)
+    return Erf.apply(input)
+
+
+class Erfinv(Function):
+    """Inverse error function; d/dx = sqrt(pi)/2 exp(y^2); fp32 under autocast."""
+
+    op_name, amp_policy, save_outputs = "erfinv", "fp32", True
+
+    @staticmethod
+    def forward(ctx, a):
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(erfinv_kernel(xp, x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        y = ctx.output(0)
+        return grad * (_SQRT_PI_OVER_TWO * exp(y * y))
+
+
+def erfinv(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise inverse error function.
+
+    ``erf(out) = input``: +-inf at +-1, nan outside [-1, 1].
+
+    Args:
+        input: a floating Tensor.
+    """
+    _require_floating_tensor("erfinv", input)
+    return Erfinv.apply(input)
+
+
+class Expm1(Function):
+    """``exp(x) - 1``, exact near 0; d/dx = y + 1; fp32 under autocast."""
+
+    op_name, amp_policy, save_outputs = "expm1", "fp32", True
+
+    @staticmethod
+    def forward(ctx, a):
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.expm1(x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        y = ctx.output(0)
+        return grad * (y + 1.0)
+
+
+def expm1(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise ``exp(input) - 1``, accurate near 0.
+
+    ``out = e ** input - 1``.
+
+    Args:
+        input: a floating Tensor.
+    """
+    _require_floating_tensor("expm1", input)
+    return Expm1.apply(input)
+
+
+class Log2(Function):
+    """Base-2 logarithm; d/dx = 1 / (x ln 2); fp32 under autocast."""
+
+    op_name, amp_policy = "log2", "fp32"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.log2(x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (1.0 / (x * _LN2))
+
+
+def log2(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise base-2 logarithm.
+
+    ``out = ln(input) / ln(2)``: -inf at 0, nan below 0.
+
+    Args:
+        input: a floating Tensor.
+    """
+    _require_floating_tensor("log2", input)
+    return Log2.apply(input)
+
+
+class Log10(Function):
+    """Base-10 logarithm; d/dx = 1 / (x ln 10); fp32 under autocast."""
+
+    op_name, amp_policy = "log10", "fp32"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.log10(x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (1.0 / (x * _LN10))
+
+
+def log10(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise base-10 logarithm.
+
+    ``out = ln(input) / ln(10)``: -inf at 0, nan below 0.
+
+    Args:
+        input: a floating Tensor.
+    """
+    _require_floating_tensor("log10", input)
+    return Log10.apply(input)
+
+
+class Log1p(Function):
+    """``log(1 + x)``, exact near 0; d/dx = 1 / (1 + x); fp32 under autocast."""
+
+    op_name, amp_policy = "log1p", "fp32"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.log1p(x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (1.0 / (1.0 + x))
+
+
+def log1p(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise ``log(1 + input)``, accurate near 0.
+
+    ``out = ln(1 + input)``: -inf at -1, nan below -1.
+
+    Args:
+        input: a floating Tensor.
+    """
+    _require_floating_tensor("log1p", input)
+    return Log1p.apply(input)
+
+
+# ---- sign and rounding: piecewise constant, so the gradient is zero --------------------------
+class Sign(Function):
+    """-1, 0 or 1; zero gradient."""
+
+    op_name = "sign"
+
+    @staticmethod
+    def forward(ctx, a):
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.sign(x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _zero_grad(grad)
+
+
+def sign(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise sign.
+
+    ``out = -1`` below 0, ``0`` at 0, ``1`` above 0 (nan stays nan).
+
+    Args:
+        input: a Tensor (integers allowed).
+    """
+    _require_tensor("sign", input)
+    return Sign.apply(input)
+
+
+class Floor(Function):
+    """Round down; zero gradient."""
+
+    op_name = "floor"
+
+    @staticmethod
+    def forward(ctx, a):
+        if a.dtype.kind in "iub":
+            return a.data.copy()  # NOTE: rounding an integer tensor is a copy (NumPy would return float64)
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.floor(x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _zero_grad(grad)
+
+
+def floor(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise round down (integers are copied).
+
+    ``out`` = the largest integer ``<= input``.
+
+    Args:
+        input: a Tensor (integers allowed).
+    """
+    _require_tensor("floor", input)
+    return Floor.apply(input)
+
+
+class Ceil(Function):
+    """Round up; zero gradient."""
+
+    op_name = "ceil"
+
+    @staticmethod
+    def forward(ctx, a):
+        if a.dtype.kind in "iub":
+            return a.data.copy()
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.ceil(x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _zero_grad(grad)
+
+
+def ceil(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise round up (integers are copied).
+
+    ``out`` = the smallest integer ``>= input``.
+
+    Args:
+        input: a Tensor (integers allowed).
+    """
+    _require_tensor("ceil", input)
+    return Ceil.apply(input)
+
+
+class Round(Function):
+    """Round half to even (to ``decimals`` places); zero gradient."""
+
+    op_name = "round"
+
+    @staticmethod
+    def forward(ctx, a, decimals=0):
+        if a.dtype.kind in "iub":
+            return a.data.copy()
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.round(x, decimals), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _zero_grad(grad)
 
 
 def round(input, decimals=0):  # noqa: A001, A002 - PyTorch's names
     """Elementwise round half to even, to ``decimals`` decimal places (integers are copied).
+
+    ``out = round_half_even(input * 10 ** decimals) / 10 ** decimals``.
 
     Args:
         input: a Tensor.
@@ -349,6 +827,36 @@ def round(input, decimals=0):  # noqa: A001, A002 - PyTorch's names
     if not isinstance(decimals, int) or isinstance(decimals, bool):
         raise TypeError(f"round: decimals must be an int, got {decimals!r}")
     return Round.apply(input, decimals=decimals)
+
+
+class Trunc(Function):
+    """Round toward zero; zero gradient."""
+
+    op_name = "trunc"
+
+    @staticmethod
+    def forward(ctx, a):
+        if a.dtype.kind in "iub":
+            return a.data.copy()
+        xp, x = xp_of(a), compute_in_fp32(a.data)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(xp.trunc(x), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _zero_grad(grad)
+
+
+def trunc(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise round toward zero (integers are copied).
+
+    ``out = sign(input) * floor(|input|)``.
+
+    Args:
+        input: a Tensor (integers allowed).
+    """
+    _require_tensor("trunc", input)
+    return Trunc.apply(input)
 
 
 # ---- clamp -----------------------------------------------------------------------------------
@@ -422,7 +930,15 @@ def clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's names
     return Clamp.apply(input, lo, hi)
 
 
-clip = clamp
+def clip(input, min=None, max=None):  # noqa: A002 - PyTorch's names
+    """Alias of ``clamp`` (NumPy's name): elementwise ``min(max(input, min), max)``.
+
+    Args:
+        input: a Tensor.
+        min: lower bound (number, Tensor or None).
+        max: upper bound (number, Tensor or None).
+    """
+    return clamp(input, min, max)
 
 
 # ---- non-finite values -----------------------------------------------------------------------
@@ -469,20 +985,40 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):  # noqa: A002
     return NanToNum.apply(input, nan=nan, posinf=posinf, neginf=neginf)
 
 
-def _predicate(name, summary):
-    """Build a bool-valued elementwise test (no gradient) from ``xp.<name>``."""
-    def test(input):  # noqa: A002
-        _require_tensor(name, input)
-        return Tensor(getattr(xp_of(input), name)(input.data))
+def isfinite(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise test for finite values (bool tensor; integers are always finite).
 
-    test.__name__ = test.__qualname__ = name
-    test.__doc__ = f"{summary}\n\n    Args:\n        input: a Tensor.\n"
-    return test
+    ``out = not (isnan(input) or isinf(input))``.
+
+    Args:
+        input: a Tensor.
+    """
+    _require_tensor("isfinite", input)
+    return Tensor(xp_of(input).isfinite(input.data))
 
 
-isfinite = _predicate("isfinite", "Elementwise test for finite values (bool tensor; integers are always finite).")
-isnan = _predicate("isnan", "Elementwise test for NaN (bool tensor).")
-isinf = _predicate("isinf", "Elementwise test for +-inf (bool tensor).")
+def isnan(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise test for NaN (bool tensor).
+
+    ``out = input != input``.
+
+    Args:
+        input: a Tensor.
+    """
+    _require_tensor("isnan", input)
+    return Tensor(xp_of(input).isnan(input.data))
+
+
+def isinf(input):  # noqa: A002 - PyTorch's argument name
+    """Elementwise test for +-inf (bool tensor).
+
+    ``out = |input| == inf``.
+
+    Args:
+        input: a Tensor.
+    """
+    _require_tensor("isinf", input)
+    return Tensor(xp_of(input).isinf(input.data))
 
 
 METHODS = {name: globals()[name] for name in __all__}
