@@ -7,6 +7,8 @@ number, so ``half_tensor * 2.0`` stays float16 (NumPy 2's weak scalars, as in Py
 
 from __future__ import annotations
 
+import math
+
 import numpy
 
 from .. import backend, dtypes
@@ -15,6 +17,7 @@ from ..autograd.state import STATE
 from ..tensor import Tensor
 from ._util import data, fix_float_dtype, lift, xp_of
 from .shape import _sum_to_array, sum_to
+from .unary import log, reciprocal
 
 __all__ = ["add", "sub", "mul", "div", "neg", "pow", "cast", "to_device", "clone", "contiguous", "maximum",
            "minimum"]
@@ -173,16 +176,10 @@ class Pow(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        from .unary import log  # noqa: PLC0415 - unary imports arith
         a, b = _restore(ctx)
         ga = _grad_for(ctx, 0, lambda: grad * b * a ** (b - 1))
-        gb = _grad_for(ctx, 1, lambda: grad * (log(a) if isinstance(a, Tensor) else _log_scalar(a)) * a ** b)
+        gb = _grad_for(ctx, 1, lambda: grad * (log(a) if isinstance(a, Tensor) else math.log(a)) * a ** b)
         return ga, gb
-
-
-def _log_scalar(value):
-    import math  # noqa: PLC0415
-    return math.log(value)
 
 
 class ToDevice(Function):
@@ -262,6 +259,8 @@ def sub(input, other, alpha=1):  # noqa: A002
 def mul(input, other):  # noqa: A002
     """Elementwise product with broadcasting.
 
+    ``out = input * other``.
+
     Args:
         input: a Tensor or number.
         other: a Tensor or number.
@@ -272,6 +271,7 @@ def mul(input, other):  # noqa: A002
 def div(input, other):  # noqa: A002
     """Elementwise true division with broadcasting.
 
+    ``out = input / other``; integers give float32.
     ``number / tensor`` (``Tensor.__rtruediv__``) is ``reciprocal(tensor) * number``, PyTorch's
     ``Tensor.__rdiv__``: the same rounding as PyTorch, and fp32 under autocast (reciprocal's policy).
 
@@ -280,13 +280,14 @@ def div(input, other):  # noqa: A002
         other: a Tensor or number.
     """
     if isinstance(input, (int, float)) and isinstance(other, Tensor) and dtypes.is_floating(other.dtype):
-        from .unary import reciprocal  # noqa: PLC0415 - unary imports arith
         return _binary(Mul, reciprocal(other), input)
     return _binary(Div, input, other)
 
 
 def neg(input):  # noqa: A002
     """Elementwise negation.
+
+    ``out = -input``.
 
     Args:
         input: a Tensor.
@@ -360,32 +361,46 @@ class Maximum(Function):
     """Elementwise max of two tensors; the gradient goes to the larger (split evenly on ties)."""
 
     op_name = "maximum"
-    pick_first = staticmethod(lambda a, b: a > b)
 
-    @classmethod
-    def forward(cls, ctx, a, b):
+    @staticmethod
+    def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
         ctx.shapes = (a.shape, b.shape)
-        xp = xp_of(a, b)
-        return xp.maximum(a.data, b.data) if cls is Maximum else xp.minimum(a.data, b.data)
+        return xp_of(a, b).maximum(a.data, b.data)
 
-    @classmethod
-    def backward(cls, ctx, grad):
+    @staticmethod
+    def backward(ctx, grad):
         a, b = ctx.saved_tensors
-        first = (a > b) if cls is Maximum else (a < b)
-        tie = (a == b).to(grad.dtype) * 0.5
-        wa = first.to(grad.dtype) + tie
-        return _grad_for(ctx, 0, lambda: grad * wa), _grad_for(ctx, 1, lambda: grad * (1 - wa))
+        return _to_the_winner(ctx, grad, a > b, a == b)
 
 
-class Minimum(Maximum):
+class Minimum(Function):
     """Elementwise min of two tensors."""
 
     op_name = "minimum"
 
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        ctx.shapes = (a.shape, b.shape)
+        return xp_of(a, b).minimum(a.data, b.data)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        return _to_the_winner(ctx, grad, a < b, a == b)
+
+
+def _to_the_winner(ctx, grad, a_wins, tie):
+    """The gradients of max/min: all of ``grad`` to the operand picked, half to each on a tie (as PyTorch)."""
+    wa = a_wins.to(grad.dtype) + tie.to(grad.dtype) * 0.5
+    return _grad_for(ctx, 0, lambda: grad * wa), _grad_for(ctx, 1, lambda: grad * (1 - wa))
+
 
 def maximum(input, other):  # noqa: A002
     """Elementwise maximum with broadcasting.
+
+    ``out = max(input, other)``; on a tie each input gets half the gradient.
 
     Args:
         input: a Tensor.
@@ -397,6 +412,8 @@ def maximum(input, other):  # noqa: A002
 
 def minimum(input, other):  # noqa: A002
     """Elementwise minimum with broadcasting.
+
+    ``out = min(input, other)``; on a tie each input gets half the gradient.
 
     Args:
         input: a Tensor.
