@@ -1,5 +1,6 @@
 """Compiling a kernel package's CUDA sources with ``nvcc --ptx`` for several archs (shared by the compile tests).
 
+A kernel package is described by its ``cupynet.cuda.compile.KernelLibrary`` (``library``).
 The text compiled is exactly what the launcher hands to ``cupy.RawModule``: each file's
 source plus a host table taking ``&kernel<T>`` for every name expression, which is
 what NVRTC's name expressions do, so nvcc emits exactly the kernels the launcher looks up.
@@ -19,10 +20,10 @@ ARCHS = (70, 75, 80, 90)
 NVCC = shutil.which("nvcc")
 
 
-def instantiating_source(sources, filename):
+def instantiating_source(library, filename):
     """The launcher's source of ``filename`` plus the instantiation table of its name expressions."""
-    addresses = ", ".join(f"(void*)&{e}" for e in sources.NAME_EXPRESSIONS[filename])
-    return f"{sources.kernel_source(filename)}\nstatic void* const cupynet_instantiations[] = {{{addresses}}};\n"
+    addresses = ", ".join(f"(void*)&{e}" for e in library.name_expressions[filename])
+    return f"{library.kernel_source(filename)}\nstatic void* const cupynet_instantiations[] = {{{addresses}}};\n"
 
 
 def supported_archs():
@@ -31,27 +32,27 @@ def supported_archs():
     return {int(m) for m in re.findall(r"compute_(\d+)", listing)}
 
 
-def compile_arch(sources, arch, directory):
-    """Compile every source file of ``sources`` for ``compute_<arch>`` into ``directory/sm_<arch>``."""
+def compile_arch(library, arch, directory):
+    """Compile every source file of ``library`` for ``compute_<arch>`` into ``directory/sm_<arch>``."""
     out = directory / f"sm_{arch}"
     out.mkdir()
     files = []
-    for filename in sources.source_files():
-        (out / filename).write_text(instantiating_source(sources, filename))
+    for filename in library.source_files():
+        (out / filename).write_text(instantiating_source(library, filename))
         files.append(str(out / filename))
     # NOTE: -ftz=true because CuPy adds it at run time
-    command = [NVCC, "--ptx", f"-arch=compute_{arch}", "-ftz=true", *sources.NVRTC_OPTIONS, "-diag-suppress",
+    command = [NVCC, "--ptx", f"-arch=compute_{arch}", "-ftz=true", *library.options, "-diag-suppress",
                "177", "-Werror", "all-warnings", *files, "-odir", str(out)]
     return subprocess.run(command, capture_output=True, text=True, cwd=out)
 
 
-def compile_all(sources, directory):
+def compile_all(library, directory):
     """Compile for every arch in ARCHS this nvcc supports, in parallel: {arch: (result, dir)}."""
     if NVCC is None:
         pytest.skip("nvcc is not on PATH: the CUDA kernels cannot be compiled here")
     archs = sorted(set(ARCHS) & supported_archs())
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(archs), os.cpu_count() or 1))) as pool:
-        results = dict(zip(archs, pool.map(lambda a: compile_arch(sources, a, directory), archs)))
+        results = dict(zip(archs, pool.map(lambda a: compile_arch(library, a, directory), archs)))
     return {arch: (result, directory / f"sm_{arch}") for arch, result in results.items()}
 
 

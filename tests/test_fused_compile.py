@@ -1,7 +1,7 @@
 """Without a GPU: the fused kernels compile for sm_75/80/90, the launchers call them correctly, the benchmarks run.
 
 * Compile: the very text and template instantiations that ``launch.py`` hands to
-  ``cupy.RawModule`` (``cupynet.ops.kernels.sources``) go through ``nvcc --ptx``, so a typo or a
+  ``cupy.RawModule`` (``cupynet.ops.kernels.launch.KERNELS``) go through ``nvcc --ptx``, so a typo or a
   bad template fails in CI, not on the first GPU run.
 * Launch: a fake CuPy (NumPy arrays underneath) records every launch; each argument is held
   against the kernel's C signature parsed from the ``.cu`` file (pointer dtypes, ``int`` vs
@@ -25,28 +25,26 @@ import numpy as np
 import pytest
 from nvcc_helper import ARCHS, NVCC, NVRTC12, compile_all, nvrtc12_compile
 
+from cupynet.cuda import device
 from cupynet.ops._im2col import Geometry
-from cupynet.ops.kernels import sources
-from cupynet.ops.kernels.sources import NAME_EXPRESSIONS, kernel_source
+from cupynet.ops.kernels.launch import KERNELS
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-
+NAME_EXPRESSIONS = KERNELS.name_expressions
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
-
-
 
 
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
     """Compile every file for every supported arch once (archs in parallel): {arch: (result, dir)}."""
-    return compile_all(sources, tmp_path_factory.mktemp("fused_ptx"))
+    return compile_all(KERNELS, tmp_path_factory.mktemp("fused_ptx"))
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("filename", sources.source_files())
+@pytest.mark.parametrize("filename", KERNELS.source_files())
 def test_every_instantiation_compiles_to_ptx(compiled, arch, filename):
     if arch not in compiled:
         pytest.skip(f"this nvcc cannot target compute_{arch} (CUDA 13 dropped sm_70; sm_75 is compiled instead)")
@@ -60,15 +58,16 @@ def test_every_instantiation_compiles_to_ptx(compiled, arch, filename):
 
 
 def test_name_expressions_list_every_kernel_of_every_file():
+    assert sorted(KERNELS.source_files()) == sorted(p.name for p in KERNELS.directory.glob("*.cu"))
     for filename, expressions in NAME_EXPRESSIONS.items():
-        text = (sources._HERE / filename).read_text()
+        text = (KERNELS.directory / filename).read_text()
         kernels = set(re.findall(r"__global__\s+void\s+(\w+)", text))
         assert kernels == {e.split("<")[0] for e in expressions}, filename
 
 
 def test_kernel_source_rejects_unknown_files():
     with pytest.raises(ValueError, match="kernel_source: unknown kernel file 'nope.cu'"):
-        kernel_source("nope.cu")
+        KERNELS.kernel_source("nope.cu")
 
 
 # ----------------------------------------------------------------------------- a fake CuPy around NumPy
@@ -81,8 +80,8 @@ CTYPE_TO_DTYPE = {"float": np.dtype(np.float32), "__half": np.dtype(np.float16),
 def kernel_signatures():
     """{kernel: [(kind, C type) ...]} with kind 'pointer' or 'scalar', parsed from the .cu files."""
     signatures = {}
-    for filename in sources.source_files():
-        text = (sources._HERE / filename).read_text()
+    for filename in KERNELS.source_files():
+        text = (KERNELS.directory / filename).read_text()
         for name, params in re.findall(r"__global__\s+void\s+(\w+)\s*\(([^)]*)\)", text):
             kinds = []
             for param in re.sub(r"/\*.*?\*/", "", params).split(","):
@@ -142,9 +141,9 @@ def fake(monkeypatch):
     from cupynet.ops.kernels import launch
 
     cupy = FakeCupy()
-    monkeypatch.setattr(launch, "_cupy", lambda: cupy)
-    monkeypatch.setattr(launch, "_modules", {})
-    monkeypatch.setattr(launch, "_kernels", {})
+    monkeypatch.setattr(device, "cupy", lambda: cupy)
+    monkeypatch.setattr(KERNELS, "_modules", {})
+    monkeypatch.setattr(KERNELS, "_kernels", {})
     return launch, cupy
 
 
@@ -309,10 +308,10 @@ def test_transformer_twin_computes_what_the_cupynet_model_computes():
 
 @pytest.mark.skipif(NVRTC12 is None, reason="NVRTC 12 not installed (pip install nvidia-cuda-nvrtc-cu12 "
                                              "nvidia-cuda-runtime-cu12; the test extra does)")
-@pytest.mark.parametrize("filename", sources.source_files())
+@pytest.mark.parametrize("filename", KERNELS.source_files())
 def test_every_instantiation_compiles_for_sm70_with_nvrtc12(filename):
-    ok, log = nvrtc12_compile(sources.kernel_source(filename), filename, sources.NAME_EXPRESSIONS[filename],
-                              sources.NVRTC_OPTIONS, 70)
+    ok, log = nvrtc12_compile(KERNELS.kernel_source(filename), filename, NAME_EXPRESSIONS[filename], KERNELS.options,
+                              70)
     assert ok, f"{filename} does not compile for compute_70:\n{log}"
 
 

@@ -1,11 +1,12 @@
-"""Every CUDA kernel compiles, for every instantiation the launcher asks for, without a GPU.
+"""The bit-exact kernels (AMP and optimizer) compile, for every instantiation the launchers ask for, without a GPU.
 
-The sources and the list of instantiations come from
-``cupynet.amp.kernels.sources``: the very same text and ``NAME_EXPRESSIONS``
-that the launcher hands to ``cupy.RawModule``. So a kernel that would fail to
-compile at run time (a typo, a bad template, a missing header) fails here, in
-CI, before it ever meets a GPU. The PTX is also checked for the numerics the
-NumPy reference relies on: no flush-to-zero and no fused multiply-add.
+The sources and the list of instantiations come from each package's
+``KernelLibrary`` (``cupynet.amp.kernels.launch.KERNELS``,
+``cupynet.optim.kernels.launch.KERNELS``): the very same text and name
+expressions that the launcher hands to ``cupy.RawModule``. So a kernel that
+would fail to compile at run time (a typo, a bad template, a missing header)
+fails here, in CI, before it ever meets a GPU. The PTX is also checked for the
+numerics the NumPy references rely on: no flush-to-zero and no fused multiply-add.
 """
 
 import contextlib
@@ -19,29 +20,32 @@ import numpy as np
 import pytest
 from nvcc_helper import ARCHS, NVCC, NVRTC12, compile_all, nvrtc12_compile
 
-from cupynet.amp.kernels import sources
-from cupynet.amp.kernels._coefficients import adam_coefficients, sgd_coefficients
-from cupynet.amp.kernels.sources import BLOCK_THREADS, CHUNK_SIZE, NAME_EXPRESSIONS, NVRTC_OPTIONS, kernel_source
+from cupynet.amp.kernels import launch as amp_launch
+from cupynet.cuda import device, multi_tensor
+from cupynet.cuda.compile import NVRTC_OPTIONS
+from cupynet.cuda.multi_tensor import BLOCK_THREADS, CHUNK_SIZE
+from cupynet.optim.kernels import launch as optim_launch
+from cupynet.optim.kernels.coefficients import adam_coefficients, sgd_coefficients
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
+LIBRARIES = {"amp": amp_launch.KERNELS, "optim": optim_launch.KERNELS}
+FILES = [(package, filename) for package, library in LIBRARIES.items() for filename in library.source_files()]
 
 
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH: the CUDA kernels cannot be compiled here")
 
 
-
-
-
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
-    """Compile every file for every supported arch once (archs in parallel): {arch: (result, dir)}."""
-    return compile_all(sources, tmp_path_factory.mktemp("ptx"))
+    """Compile every file for every supported arch once (archs in parallel): {package: {arch: (result, dir)}}."""
+    return {package: compile_all(library, tmp_path_factory.mktemp(f"ptx_{package}"))
+            for package, library in LIBRARIES.items()}
 
 
-def ptx_of(compiled, arch, filename):
-    if arch not in compiled:
+def ptx_of(compiled, package, arch, filename):
+    if arch not in compiled[package]:
         pytest.skip(f"this nvcc cannot target compute_{arch} (CUDA 13 dropped sm_70; sm_75 is compiled instead)")
-    result, directory = compiled[arch]
+    result, directory = compiled[package][arch]
     assert result.returncode == 0, f"nvcc failed for compute_{arch}:\n{result.stdout}\n{result.stderr}"
     return (directory / filename.replace(".cu", ".ptx")).read_text()
 
@@ -56,29 +60,33 @@ def demangle(names):
 
 @needs_nvcc
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("filename", sources.source_files())
-def test_every_instantiation_compiles_to_ptx(compiled, arch, filename):
-    ptx = ptx_of(compiled, arch, filename)
+@pytest.mark.parametrize("package, filename", FILES)
+def test_every_instantiation_compiles_to_ptx(compiled, arch, package, filename):
+    ptx = ptx_of(compiled, package, arch, filename)
+    expressions = LIBRARIES[package].name_expressions[filename]
     entries = re.findall(r"\.entry\s+(\w+)\(", ptx)
-    assert len(entries) == len(NAME_EXPRESSIONS[filename]), entries
+    assert len(entries) == len(expressions), entries
     names = demangle(entries)
     if names is not None:
-        assert sorted(names) == sorted(NAME_EXPRESSIONS[filename])
+        assert sorted(names) == sorted(expressions)
 
 
 @needs_nvcc
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("filename", sources.source_files())
-def test_ptx_has_no_flush_to_zero_no_fma_and_no_approximate_math(compiled, arch, filename):
-    ptx = ptx_of(compiled, arch, filename)
+@pytest.mark.parametrize("package, filename", FILES)
+def test_ptx_has_no_flush_to_zero_no_fma_and_no_approximate_math(compiled, arch, package, filename):
+    ptx = ptx_of(compiled, package, arch, filename)
     assert ".ftz" not in ptx, "an instruction flushes subnormals: the NumPy reference would disagree"
     assert not re.search(r"\bfma\.\w+\.f32", ptx), "a multiply-add was fused: the reference rounds twice"
     assert ".approx" not in ptx, "approximate math: not correctly rounded"
 
 
-def test_name_expressions_list_every_kernel_in_the_sources():
-    for filename, expressions in NAME_EXPRESSIONS.items():
-        text = (sources._HERE / filename).read_text()
+@pytest.mark.parametrize("package", LIBRARIES)
+def test_name_expressions_list_every_kernel_in_the_sources(package):
+    library = LIBRARIES[package]
+    assert sorted(library.source_files()) == sorted(p.name for p in library.directory.glob("*.cu"))
+    for filename, expressions in library.name_expressions.items():
+        text = (library.directory / filename).read_text()
         kernels = set(re.findall(r"__global__\s+void\s+(\w+)", text))
         assert kernels == {e.split("<")[0] for e in expressions}, filename
         for expression in expressions:
@@ -86,9 +94,9 @@ def test_name_expressions_list_every_kernel_in_the_sources():
                 assert re.search(rf"template\s*<typename \w+>\s*__global__\s+void\s+{expression.split('<')[0]}\b", text)
 
 
-def test_the_launcher_compiles_exactly_these_sources_and_names(monkeypatch):
-    from cupynet.amp.kernels import launch
-
+@pytest.mark.parametrize("package", LIBRARIES)
+def test_the_launcher_compiles_exactly_these_sources_and_names(monkeypatch, package):
+    library = LIBRARIES[package]
     made = []
 
     class FakeCupy:
@@ -97,19 +105,21 @@ def test_the_launcher_compiles_exactly_these_sources_and_names(monkeypatch):
             made.append(kwargs)
             return object()
 
-    monkeypatch.setattr(launch, "_cupy", lambda: FakeCupy)
-    monkeypatch.setattr(launch, "_modules", {})
-    for filename in sources.source_files():
-        launch._module(filename)
-        launch._module(filename)  # cached: compiled once
-    assert [m["name_expressions"] for m in made] == [list(NAME_EXPRESSIONS[f]) for f in sources.source_files()]
+    monkeypatch.setattr(device, "cupy", lambda: FakeCupy)
+    monkeypatch.setattr(library, "_modules", {})
+    for filename in library.source_files():
+        library.module(filename)
+        library.module(filename)  # cached: compiled once
+    files = library.source_files()
+    assert [m["name_expressions"] for m in made] == [list(library.name_expressions[f]) for f in files]
     assert all(m["options"] == NVRTC_OPTIONS for m in made)
-    assert [m["code"] for m in made] == [kernel_source(f) for f in sources.source_files()]
+    assert [m["code"] for m in made] == [library.kernel_source(f) for f in files]
+    assert all(f"#define CUPYNET_CHUNK_SIZE {CHUNK_SIZE}\n" in m["code"] for m in made)
 
 
 def test_kernel_source_rejects_unknown_files():
     with pytest.raises(ValueError, match="kernel_source: unknown kernel file 'nope.cu'"):
-        kernel_source("nope.cu")
+        amp_launch.KERNELS.kernel_source("nope.cu")
 
 
 # ------------------------------------------------------------------ the launcher against the kernel signatures
@@ -123,8 +133,8 @@ SCALAR_TYPES = {"int": np.int32, "float": np.float32, "double": np.float64}
 def kernel_signatures():
     """{kernel name: ['pointer' | numpy scalar type, ...]} parsed from the .cu files."""
     signatures = {}
-    for filename in sources.source_files():
-        text = (sources._HERE / filename).read_text()
+    for package, filename in FILES:
+        text = (LIBRARIES[package].directory / filename).read_text()
         for name, params in re.findall(r"__global__\s+void\s+(\w+)\s*\(([^)]*)\)", text):
             kinds = []
             for param in re.sub(r"/\*.*?\*/", "", params).split(","):
@@ -181,14 +191,14 @@ class FakeCupy:
 
 @pytest.fixture
 def fake_launch(monkeypatch):
-    from cupynet.amp.kernels import _tables, launch
-
     fake = FakeCupy()
-    monkeypatch.setattr(launch, "_cupy", lambda: fake)
-    for cache in ("_modules", "_kernels", "_constants"):
-        monkeypatch.setattr(launch, cache, {})
-    monkeypatch.setattr(launch, "TABLE_CACHE", _tables.TableCache())
-    return launch, fake
+    monkeypatch.setattr(device, "cupy", lambda: fake)
+    monkeypatch.setattr(device, "_constants", {})
+    for library in LIBRARIES.values():
+        monkeypatch.setattr(library, "_modules", {})
+        monkeypatch.setattr(library, "_kernels", {})
+    monkeypatch.setattr(multi_tensor, "TABLE_CACHE", multi_tensor.TableCache())
+    return fake
 
 
 def check_launch_arguments(launches):
@@ -205,7 +215,7 @@ def check_launch_arguments(launches):
 
 
 def test_launcher_arguments_match_every_kernel_signature_and_tables_are_cached(fake_launch):
-    launch, fake = fake_launch
+    fake = fake_launch
     grads = [FakeArray(np.ones(n, d)) for n, d in ((5, np.float16), (CHUNK_SIZE + 1, np.float32),
                                                   (3, np.float16), (0, BF16))]
     params = [FakeArray(np.ones(g.size, np.float32)) for g in grads]
@@ -214,15 +224,17 @@ def test_launcher_arguments_match_every_kernel_signature_and_tables_are_cached(f
     stats = FakeArray(np.zeros((4, 2), np.int32))
     groups = [(np.dtype(np.float16), [0, 2]), (np.dtype(np.float32), [1]), (BF16, [3])]
 
-    launch.non_finite_check_and_unscale_(groups, grads, one(np.float32), one(np.float32), stats)
-    launch.update_scale_(one(np.float32), one(np.int32), one(np.float32), 2.0, 0.5, 2000, 1, None,
-                         np.float32(0), np.float32(np.inf), None)
+    amp_launch.non_finite_check_and_unscale_(groups, grads, one(np.float32), one(np.float32), stats)
+    amp_launch.update_scale_(one(np.float32), one(np.int32), one(np.float32), 2.0, 0.5, 2000, 1, None,
+                             np.float32(0), np.float32(np.inf), None)
     sgd = sgd_coefficients(0.1, 0.9, 0.0, 1e-4, True, False)
-    launch.fused_sgd_(0, groups, params, grads, state[0], sgd, True, None, None)
-    launch.fused_sgd_(0, groups, params, grads, None, sgd._replace(use_momentum=False), one(np.int32), None, None)
+    optim_launch.fused_sgd_(0, groups, params, grads, state[0], sgd, True, None, None)
+    optim_launch.fused_sgd_(0, groups, params, grads, None, sgd._replace(use_momentum=False), one(np.int32), None,
+                            None)
     adam = adam_coefficients(1e-3, 0.9, 0.999, 1e-8, 0.01, True, True, False)
-    launch.fused_adam_(0, groups, params, grads, *state[1:], one(np.float32), adam, one(np.float32), one(np.float32))
-    out = launch.multi_tensor_l2norm(0, groups, grads)
+    optim_launch.fused_adam_(0, groups, params, grads, *state[1:], one(np.float32), adam, one(np.float32),
+                             one(np.float32))
+    out = amp_launch.multi_tensor_l2norm(0, groups, grads)
     check_launch_arguments(fake.launches)
     assert isinstance(out, FakeArray) and out.shape == (1,)
 
@@ -239,17 +251,18 @@ def test_launcher_arguments_match_every_kernel_signature_and_tables_are_cached(f
     assert fake.launches[1][1] == (2,)  # the float32 tensor of CHUNK_SIZE + 1 elements: two chunks
 
     uploads, launches = fake.uploads, len(fake.launches)
-    launch.non_finite_check_and_unscale_(groups, grads, one(np.float32), one(np.float32), stats)
+    amp_launch.non_finite_check_and_unscale_(groups, grads, one(np.float32), one(np.float32), stats)
     assert fake.uploads == uploads and len(fake.launches) == launches + 2  # cached tables: no upload
-    assert launch.TABLE_CACHE.hits >= 2
+    assert multi_tensor.TABLE_CACHE.hits >= 2
 
 
 @pytest.mark.skipif(NVRTC12 is None, reason="NVRTC 12 not installed (pip install nvidia-cuda-nvrtc-cu12 "
                                              "nvidia-cuda-runtime-cu12; the test extra does)")
-@pytest.mark.parametrize("filename", sources.source_files())
-def test_every_instantiation_compiles_for_sm70_with_nvrtc12(filename):
-    ok, log = nvrtc12_compile(sources.kernel_source(filename), filename, sources.NAME_EXPRESSIONS[filename],
-                              sources.NVRTC_OPTIONS, 70)
+@pytest.mark.parametrize("package, filename", FILES)
+def test_every_instantiation_compiles_for_sm70_with_nvrtc12(package, filename):
+    library = LIBRARIES[package]
+    ok, log = nvrtc12_compile(library.kernel_source(filename), filename, library.name_expressions[filename],
+                              library.options, 70)
     assert ok, f"{filename} does not compile for compute_70:\n{log}"
 
 

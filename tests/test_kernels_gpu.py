@@ -16,7 +16,9 @@ from cupynet.backend import cuda_available, cupy_or_none
 pytestmark = pytest.mark.skipif(not cuda_available(), reason="needs CuPy and a usable CUDA GPU")
 
 from cupynet.amp import kernels as K  # noqa: E402
-from cupynet.amp.kernels.sources import CHUNK_SIZE  # noqa: E402
+from cupynet.cuda import multi_tensor  # noqa: E402
+from cupynet.cuda.multi_tensor import CHUNK_SIZE  # noqa: E402
+from cupynet.optim import kernels as O  # noqa: E402
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
@@ -124,8 +126,8 @@ def test_fused_sgd_bit_for_bit(hyper):
     fd, fh = both([scalar(1, np.int32)])
     for step in range(3):
         inv = scalar(2.0**-step * 0.7)
-        K.fused_sgd_(pd, gd, bd, lr=0.01, first_step=fd[0], inv_scale=cp().asarray(inv), **hyper)
-        K.fused_sgd_(ph, gh, bh, lr=0.01, first_step=fh[0], inv_scale=inv, **hyper)
+        O.fused_sgd_(pd, gd, bd, lr=0.01, first_step=fd[0], inv_scale=cp().asarray(inv), **hyper)
+        O.fused_sgd_(ph, gh, bh, lr=0.01, first_step=fh[0], inv_scale=inv, **hyper)
         assert_same_bits(pd + bd + fd, ph + bh + fh)
 
 
@@ -140,7 +142,7 @@ def test_fused_adam_bit_for_bit(decoupled, amsgrad, maximize):
 
     def run(arrays, inv, found):
         p, m, v, vmax, g = (arrays[i * n:(i + 1) * n] for i in range(5))
-        K.fused_adam_(p, g, m, v, vmax, arrays[-1], lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01,
+        O.fused_adam_(p, g, m, v, vmax, arrays[-1], lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01,
                       decoupled=decoupled, amsgrad=amsgrad, maximize=maximize, inv_scale=inv, found_inf=found)
 
     for step in range(4):
@@ -162,18 +164,17 @@ def test_l2norm_bit_for_bit():
 
 
 def test_repeated_calls_reuse_the_cached_pointer_table():
-    from cupynet.amp.kernels import launch
-
     rng = np.random.default_rng(6)
     dev, _ = both(mixed_arrays(rng, finite=True))
     found, inv = cp().zeros(1, np.float32), cp().asarray(scalar(0.5))
     K.non_finite_check_and_unscale_(dev, found, inv)
-    hits, misses = launch.TABLE_CACHE.hits, launch.TABLE_CACHE.misses
+    cache = multi_tensor.TABLE_CACHE
+    hits, misses = cache.hits, cache.misses
     K.non_finite_check_and_unscale_(dev, found, inv)
-    assert launch.TABLE_CACHE.misses == misses and launch.TABLE_CACHE.hits == hits + 3  # one per dtype group
+    assert cache.misses == misses and cache.hits == hits + 3  # one per dtype group
     fresh = [cp().ones(12345, np.float16), cp().ones(54321, np.float32)]  # sizes no other test uses
     K.non_finite_check_and_unscale_(fresh, found, inv)  # other arrays: other tables
-    assert launch.TABLE_CACHE.misses == misses + 2
+    assert cache.misses == misses + 2
 
 
 def test_no_host_sync_and_no_upload_once_warm():
@@ -190,9 +191,9 @@ def test_no_host_sync_and_no_upload_once_warm():
 
     def one_step():
         K.non_finite_check_and_unscale_(g, found, inv)
-        K.fused_sgd_(p, g, bufs, lr=0.1, momentum=0.9, dampening=0.0, nesterov=False, weight_decay=0.0,
+        O.fused_sgd_(p, g, bufs, lr=0.1, momentum=0.9, dampening=0.0, nesterov=False, weight_decay=0.0,
                      maximize=False, first_step=False, found_inf=found)
-        K.fused_adam_(p, g, m, v, None, step, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0,
+        O.fused_adam_(p, g, m, v, None, step, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0,
                       decoupled=True, amsgrad=False, maximize=False, found_inf=found)
         K.update_scale_(scale, tracker, found, 2.0, 0.5, 2000)
 

@@ -11,8 +11,8 @@ import pytest
 
 from cupynet.amp import kernels as K
 from cupynet.amp.kernels import reference
-from cupynet.amp.kernels._tables import TableCache, build_host_table
-from cupynet.amp.kernels.sources import BLOCK_THREADS, CHUNK_SIZE
+from cupynet.cuda import reference as common
+from cupynet.cuda.multi_tensor import BLOCK_THREADS, CHUNK_SIZE, TableCache, build_host_table
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
@@ -49,22 +49,22 @@ def test_store_rounds_like_torch_and_ml_dtypes_on_every_kind_of_value():
     values = np.concatenate([patterns, special]).view(np.float32)
     finite = values[~np.isnan(values)]
     with np.errstate(over="ignore"):
-        assert np.array_equal(bits(reference.store_f32(finite, F16)), bits(torch.from_numpy(finite).half().numpy()))
+        assert np.array_equal(bits(common.store_f32(finite, F16)), bits(torch.from_numpy(finite).half().numpy()))
     expected_bf16 = torch.from_numpy(finite).bfloat16().view(torch.int16).numpy().view(np.uint16)
-    assert np.array_equal(bits(reference.store_f32(finite, BF16)), expected_bf16)
-    assert np.array_equal(bits(reference.store_f32(finite, BF16)), bits(finite.astype(BF16)))
+    assert np.array_equal(bits(common.store_f32(finite, BF16)), expected_bf16)
+    assert np.array_equal(bits(common.store_f32(finite, BF16)), bits(finite.astype(BF16)))
 
 
 def test_store_canonicalises_nan_and_load_is_exact():
     nans = np.array([0x7FC00001, 0xFFC00000, 0x7F800001], np.uint32).view(np.float32)
-    assert bits(reference.store_f32(nans, F32)).tolist() == [0x7FC00000] * 3
-    assert bits(reference.store_f32(nans, F16)).tolist() == [0x7E00] * 3
-    assert bits(reference.store_f32(nans, BF16)).tolist() == [0x7FC0] * 3
+    assert bits(common.store_f32(nans, F32)).tolist() == [0x7FC00000] * 3
+    assert bits(common.store_f32(nans, F16)).tolist() == [0x7E00] * 3
+    assert bits(common.store_f32(nans, BF16)).tolist() == [0x7FC0] * 3
     every_half = np.arange(2**16, dtype=np.uint16)
     for dtype in (F16, BF16):
         a = every_half.view(dtype)
         ok = ~np.isnan(a.astype(np.float32))
-        assert np.array_equal(reference.load_f32(a)[ok], a.astype(np.float32)[ok])
+        assert np.array_equal(common.load_f32(a)[ok], a.astype(np.float32)[ok])
 
 
 # ---------------------------------------------------------------- unscale
@@ -97,7 +97,7 @@ def test_planted_inf_and_nan_at_chunk_boundaries_are_found_and_counted(dtype):
     assert found[0] == 1.0
     assert stats.tolist() == [[5 + 2, 7 + 1], [0, 0]]
     assert a[BOUNDARIES[0]] == np.inf and a[BOUNDARIES[1]] == -np.inf and np.isnan(a[last])
-    assert bits(a)[last] == reference.CANONICAL_NAN_BITS[dtype]
+    assert bits(a)[last] == common.CANONICAL_NAN_BITS[dtype]
     ok = np.isfinite(a.astype(np.float32))
     assert np.array_equal(bits(a)[ok], bits(expected)[ok])
 

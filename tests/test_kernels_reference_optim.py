@@ -1,14 +1,12 @@
-"""NumPy references of the fused SGD / Adam / AdamW kernels against torch.optim (CPU, in CI).
-
-Split from test_kernels_reference.py (same topic, kept under the file-size limit).
-"""
+"""NumPy references of the fused SGD / Adam / AdamW kernels (``cupynet.optim.kernels``) against torch.optim."""
 
 import ml_dtypes
 import numpy as np
 import pytest
 
 from cupynet.amp import kernels as K
-from cupynet.amp.kernels.sources import CHUNK_SIZE
+from cupynet.cuda.multi_tensor import CHUNK_SIZE
+from cupynet.optim import kernels as O
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
@@ -66,7 +64,7 @@ def test_fused_sgd_matches_torch(grad_dtype, case):
     expected, opt = run_torch(torch, torch.optim.SGD, params, grads, lr=0.05, **hyper)
     bufs = [np.zeros_like(p) for p in params]
     for i, step_grads in enumerate(grads):
-        K.fused_sgd_(params, step_grads, bufs, lr=0.05, first_step=(i == 0), **hyper)
+        O.fused_sgd_(params, step_grads, bufs, lr=0.05, first_step=(i == 0), **hyper)
     assert_close(params, expected)
     if hyper["momentum"]:
         assert_close(bufs, [opt.state[t]["momentum_buffer"].numpy() for t in opt.param_groups[0]["params"]])
@@ -90,7 +88,7 @@ def test_fused_adam_and_adamw_match_torch(decoupled, grad_dtype, case):
     m, v, vmax = ([np.zeros_like(p) for p in params] for _ in range(3))
     step = np.zeros(1, np.float32)
     for step_grads in grads:
-        K.fused_adam_(params, step_grads, m, v, vmax if hyper["amsgrad"] else None, step, lr=1e-2, beta1=beta1,
+        O.fused_adam_(params, step_grads, m, v, vmax if hyper["amsgrad"] else None, step, lr=1e-2, beta1=beta1,
                       beta2=beta2, eps=1e-8, decoupled=decoupled, **hyper)
     assert step[0] == len(grads)
     assert_close(params, expected)
@@ -113,12 +111,12 @@ def test_found_inf_skips_every_write_and_the_step_count():
     rng = np.random.default_rng(8)
     args = adam_args(rng)
     before = [a.copy() for group in args[:5] for a in group] + [args[5].copy()]
-    K.fused_adam_(*args, found_inf=np.array([1.0], np.float32), **ADAM_HYPER)
+    O.fused_adam_(*args, found_inf=np.array([1.0], np.float32), **ADAM_HYPER)
     after = [a for group in args[:5] for a in group] + [args[5]]
     assert all(np.array_equal(bits(a), bits(b)) for a, b in zip(before, after))
     params, grads = make_problem(rng, BF16, n_steps=1)
     bufs, flag, p0 = [np.ones_like(p) for p in params], np.array([1], np.int32), [p.copy() for p in params]
-    K.fused_sgd_(params, grads[0], bufs, lr=0.1, momentum=0.9, dampening=0.0, nesterov=False, weight_decay=0.0,
+    O.fused_sgd_(params, grads[0], bufs, lr=0.1, momentum=0.9, dampening=0.0, nesterov=False, weight_decay=0.0,
                  maximize=False, first_step=flag, found_inf=np.array([1.0], np.float32))
     assert all(np.array_equal(a, b) for a, b in zip(params, p0)) and flag[0] == 1 and bufs[0][0, 0] == 1
 
@@ -128,8 +126,8 @@ def test_inv_scale_equals_unscaling_first_bit_for_bit():
     scaled, plain = adam_args(np.random.default_rng(9), F32), adam_args(np.random.default_rng(9), F32)
     inv = np.array([2.0**-10], np.float32)
     K.non_finite_check_and_unscale_(plain[1], np.zeros(1, np.float32), inv)
-    K.fused_adam_(*scaled, inv_scale=inv, **ADAM_HYPER)
-    K.fused_adam_(*plain, **ADAM_HYPER)
+    O.fused_adam_(*scaled, inv_scale=inv, **ADAM_HYPER)
+    O.fused_adam_(*plain, **ADAM_HYPER)
     assert all(np.array_equal(bits(a), bits(b)) for a, b in zip(scaled[0], plain[0]))
 
 
@@ -140,9 +138,9 @@ def test_mixed_grad_dtypes_in_one_call_equal_one_call_per_dtype():
     together, apart = [p.copy() for p in params], [p.copy() for p in params]
     hyper = dict(lr=0.1, momentum=0.0, dampening=0.0, nesterov=False, weight_decay=0.01, maximize=False,
                  first_step=True, inv_scale=np.array([0.5], np.float32))
-    K.fused_sgd_(together, grads, None, **hyper)
+    O.fused_sgd_(together, grads, None, **hyper)
     for i in range(3):
-        K.fused_sgd_([apart[i]], [grads[i]], None, **hyper)
+        O.fused_sgd_([apart[i]], [grads[i]], None, **hyper)
     assert all(np.array_equal(bits(a), bits(b)) for a, b in zip(together, apart))
     assert not any(np.array_equal(a, p) for a, p in zip(together, params))
 
@@ -150,7 +148,7 @@ def test_mixed_grad_dtypes_in_one_call_equal_one_call_per_dtype():
 def test_device_first_step_flag_initialises_buffers_then_clears():
     params, grads = make_problem(np.random.default_rng(10), F32, n_steps=1)
     bufs, flag = [np.full_like(p, 99.0) for p in params], np.array([1], np.int32)
-    K.fused_sgd_(params, grads[0], bufs, lr=0.1, momentum=0.9, dampening=0.5, nesterov=False, weight_decay=0.0,
+    O.fused_sgd_(params, grads[0], bufs, lr=0.1, momentum=0.9, dampening=0.5, nesterov=False, weight_decay=0.0,
                  maximize=False, first_step=flag)
     assert flag[0] == 0 and all(np.array_equal(b, g) for b, g in zip(bufs, grads[0]))
 
@@ -171,7 +169,7 @@ def test_fused_sgd_bad_arguments_change_nothing(change, error, message):
     args.update(change)
     before = [a.copy() for a in (*args["params"], *(args["momentum_bufs"] or ()))]
     with pytest.raises(error, match=f"fused_sgd_: {message}"):
-        K.fused_sgd_(**args)
+        O.fused_sgd_(**args)
     assert all(np.array_equal(a, b) for a, b in zip((*args["params"], *(args["momentum_bufs"] or ())), before))
 
 
@@ -187,5 +185,5 @@ def test_fused_adam_bad_arguments_change_nothing(change, message):
     args.update(change)
     before = [p.copy() for p in params]
     with pytest.raises(ValueError, match=f"fused_adam_: {message}"):
-        K.fused_adam_(**args)
+        O.fused_adam_(**args)
     assert all(np.array_equal(a, b) for a, b in zip(params, before)) and step[0] == 3.0

@@ -22,8 +22,8 @@ import numbers
 import os
 
 from .. import dtypes
+from ..cuda.compile import KERNEL_DTYPES
 from .kernels import reference
-from .kernels.sources import KERNEL_DTYPES
 
 __all__ = ["kernels_enabled", "softmax_xent_forward", "softmax_xent_backward", "layer_norm_forward",
            "layer_norm_backward", "bias_gelu_forward", "bias_gelu_backward", "bias_relu_forward",

@@ -16,7 +16,8 @@ from cupynet.tensor import Tensor
 
 __all__ = [
     "check_number", "check_found_inf", "check_grads", "params_with_grads", "compute_dtype_of", "scalar",
-    "read_grad", "commit", "blend", "lerp_like_torch", "fused_kernels", "new_state_tensor", "copy_tensor",
+    "read_grad", "commit", "blend", "lerp_like_torch", "new_state_tensor", "copy_tensor", "validate_fused",
+    "use_fused", "kernel_grads",
 ]
 
 
@@ -177,25 +178,6 @@ def lerp_like_torch(start, end, weight):
     return end - (end - start) * (weight.dtype.type(1) - weight)
 
 
-_KERNELS = []
-
-
-def fused_kernels():
-    """``cupynet.amp.kernels`` (the fused multi-tensor kernels) when it imports, else None.
-
-    Args:
-        None.
-    """
-    if not _KERNELS:
-        try:
-            from cupynet.amp import kernels  # noqa: PLC0415 - optional, written in parallel; import on first use
-            ok = hasattr(kernels, "fused_sgd_") and hasattr(kernels, "fused_adam_")
-            _KERNELS.append(kernels if ok else None)
-        except ImportError:
-            _KERNELS.append(None)
-    return _KERNELS[0]
-
-
 def new_state_tensor(param, xp=None, dtype=None):
     """A zero state Tensor shaped like ``param`` (C-contiguous, compute dtype, same device).
 
@@ -218,7 +200,7 @@ def copy_tensor(t) -> Tensor:
 
 
 def validate_fused(owner: str, group) -> None:
-    """Check a group's ``fused`` flag: None, False, or True with the kernels importable and fp32 params.
+    """Check a group's ``fused`` flag: None, False, or True with contiguous fp32 params.
 
     Args:
         owner: the optimizer's class name, for the message.
@@ -229,9 +211,6 @@ def validate_fused(owner: str, group) -> None:
         return
     if fused is not True:
         raise ValueError(f"{owner}: fused must be None, True or False, got {fused!r}")
-    if fused_kernels() is None:
-        raise RuntimeError(f"{owner}: fused=True needs cupynet.amp.kernels (fused_sgd_ / fused_adam_), which is not "
-                           "available; use fused=None or fused=False")
     for i, p in enumerate(group["params"]):
         if p.data.dtype != dtypes.float32 or not p.data.flags.c_contiguous:
             raise ValueError(f"{owner}: fused=True requires contiguous float32 parameters (fp32 master weights), "
@@ -240,7 +219,7 @@ def validate_fused(owner: str, group) -> None:
 
 
 def use_fused(group, params) -> bool:
-    """Whether this step of a group runs the fused multi-tensor kernels.
+    """Whether this step of a group runs the fused multi-tensor kernels (``cupynet.optim.kernels``).
 
     ``fused=None`` picks them when every parameter is a contiguous CUDA fp32
     array; ``fused=True`` always (on the CPU through their NumPy reference).
@@ -250,7 +229,7 @@ def use_fused(group, params) -> bool:
         params: its parameters that have a gradient.
     """
     fused = group.get("fused")
-    if fused is False or fused_kernels() is None:
+    if fused is False:
         return False
     if fused is True:
         return True

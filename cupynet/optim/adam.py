@@ -12,6 +12,10 @@ NOTE: PyTorch reads the step count on the host (``step.item()``); here the
 bias corrections are computed on the device from the float32 ``step`` Tensor,
 in float64 (as Python does on the host) and then rounded to fp32, so the
 result is PyTorch's and no step ever synchronises.
+
+Fused (``fused=True``, or CUDA fp32 parameters with ``fused=None``), one step of the
+whole group is one multi-tensor kernel per grad dtype: ``optim/kernels/adam.cu``
+(``cupynet.optim.kernels.fused_adam_``; its NumPy reference gives the same bits).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import numpy
 
 from cupynet import backend, dtypes
-from cupynet.optim import _common
+from cupynet.optim import _common, kernels
 from cupynet.optim._common import commit, scalar
 from cupynet.optim.optimizer import Optimizer
 from cupynet.tensor import Tensor
@@ -138,7 +142,7 @@ class Adam(Optimizer):
         beta1, beta2 = group["betas"]
         states = [self.state[p] for p in members]
         maxes = [st["max_exp_avg_sq"].data for st in states] if group["amsgrad"] else None
-        _common.fused_kernels().fused_adam_(
+        kernels.fused_adam_(
             [p.data for p in members], _common.kernel_grads(members), [st["exp_avg"].data for st in states],
             [st["exp_avg_sq"].data for st in states], maxes, step.data, lr=group["lr"], beta1=beta1, beta2=beta2,
             eps=group["eps"], weight_decay=group["weight_decay"], decoupled=self._decoupled,

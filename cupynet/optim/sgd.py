@@ -7,12 +7,16 @@ The update, per parameter p with gradient g (all in fp32, whatever g's dtype)::
     buf = momentum * buf + (1 - dampening) * g      (later steps)
     g = g + momentum * buf if nesterov else buf
     p = p - lr * g
+
+Fused (``fused=True``, or CUDA fp32 parameters with ``fused=None``), one step of the
+whole group is one multi-tensor kernel per grad dtype: ``optim/kernels/sgd.cu``
+(``cupynet.optim.kernels.fused_sgd_``; its NumPy reference gives the same bits).
 """
 
 from __future__ import annotations
 
 from cupynet import backend, dtypes
-from cupynet.optim import _common
+from cupynet.optim import _common, kernels
 from cupynet.optim._common import commit, scalar
 from cupynet.optim.optimizer import Optimizer
 from cupynet.tensor import Tensor
@@ -153,7 +157,6 @@ class SGD(Optimizer):
                 commit(flag.data, xp.zeros((), dtype=dtypes.int32), found, xp)
 
     def _fused_update(self, group, params, found, first) -> None:
-        kernels = _common.fused_kernels()
         hyper = dict(lr=group["lr"], momentum=group["momentum"], dampening=group["dampening"],
                      nesterov=group["nesterov"], weight_decay=group["weight_decay"], maximize=group["maximize"])
         if group["momentum"] == 0:

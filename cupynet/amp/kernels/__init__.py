@@ -1,12 +1,14 @@
-"""The AMP kernels of cupynet: fused unscale, loss-scale update, fused SGD / Adam, global L2 norm.
+"""The AMP kernels of cupynet: fused inf/NaN check and unscale, loss-scale update, global L2 norm.
 
 Every function works on plain arrays (no Tensor, no autograd) and picks its
 backend from them: CuPy arrays launch the CUDA kernels of this package
-(``*.cu``, compiled on first use and cached), NumPy arrays run the NumPy
-reference (``reference.py``), which gives the same results bit for bit:
-every value is read as fp32, every operation is one correctly rounded fp32
-operation in the kernel's order, results are rounded to nearest even into
-the storage dtype, and every NaN is stored as one canonical quiet NaN.
+(``*.cu``, launched by ``launch.py``, compiled on first use and cached), NumPy
+arrays run the NumPy reference (``reference.py``), which gives the same results
+bit for bit: every value is read as fp32, every operation is one correctly
+rounded fp32 operation in the kernel's order, results are rounded to nearest
+even into the storage dtype, and every NaN is stored as one canonical quiet NaN.
+(The fused SGD / Adam steps the GradScaler skips on the device are the
+optimizers' own kernels: ``cupynet.optim.kernels``.)
 
 No function reads a device value on the host (no ``.get()``, ``.item()``,
 ``float()``, ``bool()``): flags such as ``found_inf`` are read by the kernels
@@ -22,23 +24,17 @@ import math
 import numpy
 
 from cupynet import dtypes
-from cupynet.amp.kernels import _checks as chk
-from cupynet.amp.kernels import reference
-from cupynet.amp.kernels._optim_api import fused_adam_, fused_sgd_
-from cupynet.amp.kernels.sources import CHUNK_SIZE, SUPPORTED_DTYPES
+from cupynet.amp.kernels import launch, reference
+from cupynet.cuda import checks as chk
+from cupynet.cuda.compile import KERNEL_DTYPES
+from cupynet.cuda.multi_tensor import CHUNK_SIZE, group_by_dtype
 
-__all__ = [
-    "non_finite_check_and_unscale_", "update_scale_", "fused_sgd_", "fused_adam_", "multi_tensor_l2norm",
-    "CHUNK_SIZE", "SUPPORTED_DTYPES",
-]
+__all__ = ["non_finite_check_and_unscale_", "update_scale_", "multi_tensor_l2norm", "CHUNK_SIZE", "SUPPORTED_DTYPES"]
+
+SUPPORTED_DTYPES = KERNEL_DTYPES
+"""Dtypes the kernels accept for the arrays they check, unscale or measure."""
 
 _F32, _I32 = dtypes.float32, dtypes.int32
-
-
-def _launcher():
-    from cupynet.amp.kernels import launch  # noqa: PLC0415 - CuPy-only code, imported on first GPU call
-
-    return launch
 
 
 def non_finite_check_and_unscale_(arrays, found_inf, inv_scale, tensor_stats=None) -> None:
@@ -70,8 +66,7 @@ def non_finite_check_and_unscale_(arrays, found_inf, inv_scale, tensor_stats=Non
     if place == "cpu":
         reference.non_finite_check_and_unscale_(arrays, found_inf, inv_scale, tensor_stats)
     else:
-        _launcher().non_finite_check_and_unscale_(chk.group_by_dtype(arrays), arrays, found_inf, inv_scale,
-                                                  tensor_stats)
+        launch.non_finite_check_and_unscale_(group_by_dtype(arrays), arrays, found_inf, inv_scale, tensor_stats)
 
 
 def _scale_bounds(fn, min_scale, max_scale):
@@ -147,7 +142,7 @@ def update_scale_(scale, growth_tracker, found_inf, growth_factor, backoff_facto
                ("min_hit", min_hit)]
     place = chk.place_of(fn, [*written, ("found_inf", found_inf)])
     chk.check_distinct(fn, written)
-    impl = reference if place == "cpu" else _launcher()
+    impl = reference if place == "cpu" else launch
     impl.update_scale_(scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval,
                        hysteresis, hysteresis_tracker, low, high, min_hit)
 
@@ -171,4 +166,4 @@ def multi_tensor_l2norm(arrays):
     place = chk.place_of(fn, chk.named("arrays", arrays))
     if place == "cpu":
         return reference.multi_tensor_l2norm(arrays)
-    return _launcher().multi_tensor_l2norm(arrays[0].device.id, chk.group_by_dtype(arrays), arrays)
+    return launch.multi_tensor_l2norm(arrays[0].device.id, group_by_dtype(arrays), arrays)

@@ -6,8 +6,8 @@
 //       partials[b] (one launch per dtype group, each at its own offset);
 //   l2norm_finalize_kernel: one block adds the partials and writes sqrt(sum).
 // NOTE: inside a block, thread t adds elements t, t + blockDim, t + 2 blockDim, ...
-// in order, then block_sum_f32 (common.cuh) adds the threads in a fixed tree.
-// reference.py replays exactly this order, so the NumPy result is the same fp32 bits.
+// in order, then block_reduce<ExactSum> (cupynet/cuda/common.cuh) adds the threads in a
+// fixed tree. reference.py replays exactly this order, so the NumPy result is the same fp32 bits.
 
 template <typename T>
 __global__ void l2norm_partial_kernel(const long long* table, int n_tensors, float* partials)
@@ -17,10 +17,10 @@ __global__ void l2norm_partial_kernel(const long long* table, int n_tensors, flo
     const T* data = chunk_pointer<const T>(table, n_tensors, 0, c);
     float acc = 0.0f;
     for (int i = threadIdx.x; i < c.length; i += blockDim.x) {
-        const float v = Element<T>::load(data + i);
+        const float v = load_f32(data + i);
         acc = f32_add(acc, f32_mul(v, v));
     }
-    acc = block_sum_f32(acc, scratch);
+    acc = block_reduce<ExactSum>(acc, scratch);
     if (threadIdx.x == 0) partials[blockIdx.x] = acc;
 }
 
@@ -29,6 +29,6 @@ __global__ void l2norm_finalize_kernel(const float* partials, int n_partials, fl
     __shared__ float scratch[32];
     float acc = 0.0f;
     for (int i = threadIdx.x; i < n_partials; i += blockDim.x) acc = f32_add(acc, partials[i]);
-    acc = block_sum_f32(acc, scratch);
-    if (threadIdx.x == 0) Element<float>::store(out, f32_sqrt(acc));
+    acc = block_reduce<ExactSum>(acc, scratch);
+    if (threadIdx.x == 0) store_f32(out, f32_sqrt(acc));
 }

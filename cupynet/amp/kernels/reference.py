@@ -1,10 +1,12 @@
-"""NumPy references of the AMP kernels: the same results as the CUDA kernels, bit for bit.
+"""NumPy references of the AMP kernels (``unscale.cu``, ``scale_update.cu``, ``l2norm.cu``), bit for bit.
 
-These run whenever the arrays are NumPy arrays (the CPU backend), and the GPU
-tests compare every kernel against them. They follow the kernels operation by
-operation: values are read as fp32, every operation is one correctly rounded
-fp32 (or fp64) operation, results are rounded to the storage dtype to nearest
-even, and every NaN is stored as one canonical quiet NaN (see ``common.cuh``).
+These run whenever the arrays are NumPy arrays (the CPU backend), and the tests
+compare every kernel against them (on the CPU through the CUDA-on-CPU harness,
+on a GPU when there is one). They follow the kernels operation by operation:
+values are read as fp32, every operation is one correctly rounded fp32 (or
+fp64) operation, results are rounded to the storage dtype to nearest even, and
+every NaN is stored as one canonical quiet NaN (``cupynet/cuda/reference.py``
+has the twins of ``common.cuh``'s helpers that this is built from).
 
 The functions here assume their arguments were checked by the public API in
 ``cupynet.amp.kernels``; call those, not these.
@@ -15,64 +17,10 @@ from __future__ import annotations
 import numpy
 
 from cupynet import dtypes
-from cupynet.amp.kernels._checks import group_by_dtype
-from cupynet.amp.kernels.sources import BLOCK_THREADS, CHUNK_SIZE
+from cupynet.cuda.multi_tensor import CHUNK_SIZE, group_by_dtype
+from cupynet.cuda.reference import block_sum, is_set, load_f32, store_f32, strided_thread_sums
 
-__all__ = [
-    "load_f32", "store_f32", "is_set", "non_finite_check_and_unscale_", "update_scale_",
-    "multi_tensor_l2norm", "CANONICAL_NAN_BITS",
-]
-
-CANONICAL_NAN_BITS = {dtypes.float32: 0x7FC00000, dtypes.float16: 0x7E00, dtypes.bfloat16: 0x7FC0}
-"""The one NaN bit pattern every kernel stores, per storage dtype."""
-
-_UINT_OF_SIZE = {2: numpy.uint16, 4: numpy.uint32}
-
-
-def load_f32(a) -> numpy.ndarray:
-    """A flat fp32 copy of ``a`` (exact for float32, float16 and bfloat16).
-
-    Args:
-        a: a contiguous float32 / float16 / bfloat16 NumPy array.
-    """
-    flat = a.reshape(-1)
-    if a.dtype == dtypes.bfloat16:
-        # NOTE: bf16 is the top half of an fp32: widening is a 16-bit shift
-        return (flat.view(numpy.uint16).astype(numpy.uint32) << 16).view(numpy.float32)
-    return flat.astype(numpy.float32)
-
-
-def _round_to_bfloat16(values: numpy.ndarray) -> numpy.ndarray:
-    bits = values.view(numpy.uint32)
-    # NOTE: round to nearest even on the bit pattern, as Element<__nv_bfloat16>::store does
-    rounded = (bits + numpy.uint32(0x7FFF) + ((bits >> 16) & numpy.uint32(1))) >> 16
-    return rounded.astype(numpy.uint16).view(dtypes.bfloat16)
-
-
-def store_f32(values: numpy.ndarray, dtype) -> numpy.ndarray:
-    """Round fp32 values to ``dtype`` (nearest even) with canonical NaNs: what the kernels store.
-
-    Args:
-        values: a flat float32 array.
-        dtype: float32, float16 or bfloat16.
-    """
-    if dtype == dtypes.bfloat16:
-        out = _round_to_bfloat16(values)
-    else:
-        out = values.astype(dtype)  # NOTE: IEEE round to nearest even, as cvt.rn.f16.f32
-    nan = numpy.isnan(values)
-    if nan.any():
-        out.view(_UINT_OF_SIZE[out.dtype.itemsize])[nan] = CANONICAL_NAN_BITS[out.dtype]
-    return out
-
-
-def is_set(flag) -> bool:
-    """Whether an fp32 flag such as found_inf is non-zero, judged on its bits as the kernels do.
-
-    Args:
-        flag: a one-element float32 array (host memory).
-    """
-    return (int(flag.reshape(-1).view(numpy.uint32)[0]) & 0x7FFFFFFF) != 0
+__all__ = ["non_finite_check_and_unscale_", "update_scale_", "multi_tensor_l2norm"]
 
 
 def non_finite_check_and_unscale_(arrays, found_inf, inv_scale, tensor_stats=None) -> None:
@@ -148,38 +96,6 @@ def update_scale_(scale, growth_tracker, found_inf, growth_factor, backoff_facto
         tracker[0] = successful
 
 
-def _warp_tree_sum(lanes: numpy.ndarray) -> numpy.ndarray:
-    """Lane 0 of warp_sum_f32 over the last axis (32 lanes): offsets 16, 8, 4, 2, 1."""
-    offset = 16
-    while offset:
-        lanes = lanes[..., :offset] + lanes[..., offset:2 * offset]
-        offset //= 2
-    return lanes[..., 0]
-
-
-def _block_sum(per_thread: numpy.ndarray) -> numpy.ndarray:
-    """block_sum_f32 over the last axis (BLOCK_THREADS threads), replaying its order."""
-    n_warps = per_thread.shape[-1] // 32
-    warp_sums = _warp_tree_sum(per_thread.reshape(*per_thread.shape[:-1], n_warps, 32))
-    padded = numpy.zeros((*per_thread.shape[:-1], 32), numpy.float32)
-    padded[..., :n_warps] = warp_sums
-    return _warp_tree_sum(padded)
-
-
-def _strided_thread_sums(values: numpy.ndarray) -> numpy.ndarray:
-    """Per-thread sums of a block's loop ``for i = t; i < n; i += BLOCK_THREADS: acc += values[i]``.
-
-    ``values`` has shape ``(blocks, n)``; the result has shape ``(blocks, BLOCK_THREADS)``.
-    NOTE: padding with +0.0 changes nothing (x + 0 == x for the non-negative sums
-    here), and cumsum adds strictly in order, like the thread's loop.
-    """
-    blocks, n = values.shape
-    rounds = max(1, -(-n // BLOCK_THREADS))
-    padded = numpy.zeros((blocks, rounds * BLOCK_THREADS), numpy.float32)
-    padded[:, :n] = values
-    return numpy.cumsum(padded.reshape(blocks, rounds, BLOCK_THREADS), axis=1, dtype=numpy.float32)[:, -1, :]
-
-
 def _chunk_partials(a) -> numpy.ndarray:
     """l2norm_partial_kernel's output for one array: one fp32 sum of squares per chunk."""
     values = load_f32(a)
@@ -190,7 +106,7 @@ def _chunk_partials(a) -> numpy.ndarray:
     width = CHUNK_SIZE if n_chunks > 1 else values.size
     padded = numpy.zeros(n_chunks * width, numpy.float32)
     padded[:values.size] = squares
-    return _block_sum(_strided_thread_sums(padded.reshape(n_chunks, width)))
+    return block_sum(strided_thread_sums(padded.reshape(n_chunks, width)))
 
 
 def multi_tensor_l2norm(arrays) -> numpy.ndarray:
@@ -206,5 +122,5 @@ def multi_tensor_l2norm(arrays) -> numpy.ndarray:
             for i in indices
         ]
         partials = numpy.concatenate(partials) if partials else numpy.zeros(0, numpy.float32)
-        total = _block_sum(_strided_thread_sums(partials.reshape(1, -1)))
+        total = block_sum(strided_thread_sums(partials.reshape(1, -1)))
         return store_f32(numpy.sqrt(total).astype(numpy.float32).reshape(1), dtypes.float32)

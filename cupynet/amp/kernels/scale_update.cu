@@ -1,7 +1,6 @@
-// scale_update.cu -- single-thread bookkeeping kernels: the loss-scale update
-// rule, the Adam step counter and the "first step" flag of SGD momentum.
+// scale_update.cu -- the loss-scale update rule, as a single-thread kernel.
 //
-// They run as one thread on purpose: they touch a handful of scalars that live
+// It runs as one thread on purpose: it touches a handful of scalars that live
 // on the device, and keeping them there means the host never waits for the GPU
 // (no .item(), no sync) to decide how the scale moves.
 
@@ -40,7 +39,7 @@ __global__ void update_scale_kernel(
                 backed_off = min_scale;
                 *min_hit = 1;
             }
-            Element<float>::store(scale, backed_off);
+            store_f32(scale, backed_off);
             *hysteresis_tracker = 0;
         } else {
             *hysteresis_tracker = hyst;
@@ -51,26 +50,10 @@ __global__ void update_scale_kernel(
         const int successful = *growth_tracker + 1;
         if (successful == growth_interval) {
             const float grown = f64_to_f32(__dmul_rn(f32_to_f64(current), growth_factor));
-            if (is_finite_f32(grown)) Element<float>::store(scale, f32_ge(grown, max_scale) ? max_scale : grown);
+            if (is_finite_f32(grown)) store_f32(scale, f32_ge(grown, max_scale) ? max_scale : grown);
             *growth_tracker = 0;
         } else {
             *growth_tracker = successful;
         }
     }
-}
-
-// increment_step_kernel: step += 1 unless found_inf (Adam's step counter, kept
-// in fp32 on the device so bias correction needs no sync; exact below 2**24).
-__global__ void increment_step_kernel(float* step, const float* found_inf)
-{
-    if (threadIdx.x != 0 || blockIdx.x != 0) return;
-    if (!is_nonzero_f32(*found_inf)) *step = f32_add(*step, 1.0f);
-}
-
-// clear_flag_kernel: flag = 0 unless found_inf (SGD's "first step" flag: the
-// momentum buffers count as initialised only once a step really happened).
-__global__ void clear_flag_kernel(int* flag, const float* found_inf)
-{
-    if (threadIdx.x != 0 || blockIdx.x != 0) return;
-    if (!is_nonzero_f32(*found_inf)) *flag = 0;
 }

@@ -1,7 +1,7 @@
 // unscale.cu -- the fused inf/NaN check and unscale of GradScaler.unscale_().
 //
 // One launch per dtype group of gradients: every block takes one chunk of one
-// tensor from the chunk table (see common.cuh), so a single launch covers any
+// tensor from the chunk table (see cupynet/cuda/common.cuh), so one launch covers any
 // number of tensors of any size. Lists in the table: 0 = the data, 1 = the
 // address of the tensor's [inf_count, nan_count] row of tensor_stats (a tensor's
 // row is its index in the caller's whole list, which its dtype group does not know).
@@ -28,10 +28,10 @@ __global__ void non_finite_check_and_unscale_kernel(
 
     int n_inf = 0, n_nan = 0;
     for (int i = threadIdx.x; i < c.length; i += blockDim.x) {
-        const float v = Element<T>::load(data + i);
+        const float v = load_f32(data + i);
         n_inf += is_inf_f32(v) ? 1 : 0;
         n_nan += is_nan_f32(v) ? 1 : 0;
-        if (rescale) Element<T>::store(data + i, f32_mul(v, inv));
+        if (rescale) store_f32(data + i, f32_mul(v, inv));
     }
 
     // One write per block that saw a non-finite value; every writer writes 1.0f,
@@ -40,8 +40,8 @@ __global__ void non_finite_check_and_unscale_kernel(
 
     if (with_stats) {
         // Per-tensor counts: a block-level sum, then one atomicAdd per block and counter.
-        n_inf = block_sum_int(n_inf, scratch);
-        n_nan = block_sum_int(n_nan, scratch);
+        n_inf = block_reduce<IntSum>(n_inf, scratch);
+        n_nan = block_reduce<IntSum>(n_nan, scratch);
         if (threadIdx.x == 0) {
             int* row = reinterpret_cast<int*>(table[n_tensors + c.tensor]);
             if (n_inf) atomicAdd(row, n_inf);

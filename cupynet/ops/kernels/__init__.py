@@ -1,7 +1,7 @@
-"""CUDA sources (``*.cu``) and launchers of cupynet's fused hot ops, with their references.
+"""CUDA kernels of cupynet's fused hot ops (``*.cu``), their launchers and their references.
 
-``sources.py`` holds the kernel text and the template instantiations (no CuPy needed: the
-compile test uses it), ``launch.py`` the CuPy launchers (imported on the first GPU call only),
-``reference.py`` the ``xp`` references. The public entry points, with argument checks and
-dispatch, are in ``cupynet.ops.fused``; see docs/performance.md.
+``launch.py`` holds the :class:`~cupynet.cuda.compile.KernelLibrary` of the ``.cu`` files
+and the CuPy launchers, ``reference.py`` the ``xp`` references (the CPU path and the tests'
+oracle). The public entry points, with argument checks and dispatch, are in
+``cupynet.ops.fused``; see docs/kernels.md and docs/performance.md.
 """

@@ -1,67 +1,40 @@
-"""CuPy launchers of the fused hot-op kernels: lazy compilation, one launch per op, no host sync.
+"""CuPy launchers of the fused hot-op kernels: one launch per op, no host sync.
 
 Only ``cupynet.ops.fused`` calls these, after checking the arguments; every array argument here
 is a CuPy array of a dtype in ``KERNEL_DTYPES`` (or an int64 target / fp32 statistics). Nothing
 here reads a device value on the host (no ``.get()``, ``.item()``, ``float()``, ``bool()``).
-
-NOTE: scalar kernel arguments are passed as ``numpy.int32`` / ``numpy.int64`` / ``numpy.float32``
-explicitly: CuPy turns a Python int into a 64-bit ``long long`` and a Python float into a
-``double``, which would not match the kernels' ``int`` and ``float`` parameters.
+Scalar arguments carry their C type (``cupynet.cuda.args``).
 """
 
 from __future__ import annotations
 
 import math
-import threading
+import pathlib
 
 import numpy
 
-from ...backend import cupy_or_none
-from .sources import BLOCK_THREADS, NAME_EXPRESSIONS, NVRTC_OPTIONS, kernel_name, kernel_source
+from ...cuda import device
+from ...cuda.args import c_float, c_int, c_long_long
+from ...cuda.compile import KernelLibrary, per_dtype
+from ...cuda.multi_tensor import BLOCK_THREADS
 
-__all__ = ["get_kernel", "softmax_xent_forward", "softmax_xent_backward", "layer_norm_forward",
+__all__ = ["KERNELS", "softmax_xent_forward", "softmax_xent_backward", "layer_norm_forward",
            "layer_norm_backward", "bias_gelu_forward", "bias_gelu_backward", "bias_relu_forward",
            "bias_relu_backward", "im2col_2d", "col2im_2d", "batched_matmul_half"]
 
-i32, i64, f32 = numpy.int32, numpy.int64, numpy.float32
+f32 = numpy.float32
 MAX_GRID = 65535 * 8
 """Upper bound on blocks of a grid-stride kernel (enough to fill any current GPU many times)."""
 
-_modules: dict = {}
-_kernels: dict = {}
-_lock = threading.Lock()
-
-
-def _cupy():
-    cupy = cupy_or_none()
-    if cupy is None:  # NOTE: unreachable through cupynet.ops.fused, which only sends CuPy arrays here
-        raise RuntimeError("cupynet.ops.kernels.launch: CuPy with a usable CUDA device is required")
-    return cupy
-
-
-def _module(filename: str):
-    with _lock:
-        if filename not in _modules:
-            _modules[filename] = _cupy().RawModule(code=kernel_source(filename), options=NVRTC_OPTIONS,
-                                                   name_expressions=list(NAME_EXPRESSIONS[filename]))
-        return _modules[filename]
-
-
-def get_kernel(filename: str, kernel: str, dtype):
-    """The compiled kernel for the current device, by file, name and element dtype (cached).
-
-    Args:
-        filename: the ``.cu`` file, e.g. ``"layer_norm.cu"``.
-        kernel: the kernel's name, e.g. ``"layer_norm_forward_kernel"``.
-        dtype: the element dtype (one of ``KERNEL_DTYPES``).
-    """
-    name = kernel_name(kernel, numpy.dtype(dtype))
-    key = (_cupy().cuda.runtime.getDevice(), filename, name)
-    function = _kernels.get(key)
-    if function is None:
-        function = _module(filename).get_function(name)
-        _kernels[key] = function
-    return function
+KERNELS = KernelLibrary(pathlib.Path(__file__).parent, {
+    "softmax_xent.cu": per_dtype("softmax_xent_forward_kernel", "softmax_xent_backward_kernel"),
+    "layer_norm.cu": per_dtype("layer_norm_forward_kernel", "layer_norm_backward_kernel",
+                               "layer_norm_param_grad_kernel"),
+    "bias_act.cu": per_dtype("bias_gelu_forward_kernel", "bias_gelu_backward_kernel", "bias_relu_forward_kernel",
+                             "bias_relu_backward_kernel"),
+    "im2col.cu": per_dtype("im2col_2d_kernel", "col2im_2d_kernel"),
+})
+"""The ``.cu`` files of this package and every kernel the launchers fetch from them."""
 
 
 def _row_threads(length: int) -> int:
@@ -87,15 +60,15 @@ def softmax_xent_forward(logits, target, weight, ignore_index, label_smoothing):
         ignore_index: ignored target value.
         label_smoothing: s in [0, 1].
     """
-    cupy = _cupy()
+    cupy = device.cupy()
     logits = cupy.ascontiguousarray(logits)
     n_rows, n_classes = logits.shape
     loss, lse = cupy.empty((n_rows,), f32), cupy.empty((n_rows,), f32)
     if n_rows:
-        kernel = get_kernel("softmax_xent.cu", "softmax_xent_forward_kernel", logits.dtype)
+        kernel = KERNELS.get_kernel("softmax_xent.cu", "softmax_xent_forward_kernel", logits.dtype)
         kernel((n_rows,), (_row_threads(n_classes),),
-               (logits, cupy.ascontiguousarray(target, dtype=i64), _f32(cupy, weight), i32(n_classes),
-                i64(ignore_index), f32(label_smoothing), loss, lse))
+               (logits, cupy.ascontiguousarray(target, dtype=numpy.int64), _f32(cupy, weight), c_int(n_classes),
+                c_long_long(ignore_index), c_float(label_smoothing), loss, lse))
     return loss, lse
 
 
@@ -111,16 +84,17 @@ def softmax_xent_backward(logits, target, weight, lse, grad_rows, ignore_index, 
         ignore_index: ignored target value.
         label_smoothing: s in [0, 1].
     """
-    cupy = _cupy()
+    cupy = device.cupy()
     logits = cupy.ascontiguousarray(logits)
     n_rows, n_classes = logits.shape
     grad = cupy.empty(logits.shape, logits.dtype)
     grad_rows = cupy.ascontiguousarray(grad_rows, dtype=f32).reshape(-1)
     if n_rows and n_classes:
-        kernel = get_kernel("softmax_xent.cu", "softmax_xent_backward_kernel", logits.dtype)
+        kernel = KERNELS.get_kernel("softmax_xent.cu", "softmax_xent_backward_kernel", logits.dtype)
         kernel((n_rows,), (_row_threads(n_classes),),
-               (logits, cupy.ascontiguousarray(target, dtype=i64), _f32(cupy, weight), _f32(cupy, lse), grad_rows,
-                i32(1 if grad_rows.size > 1 else 0), i32(n_classes), i64(ignore_index), f32(label_smoothing), grad))
+               (logits, cupy.ascontiguousarray(target, dtype=numpy.int64), _f32(cupy, weight), _f32(cupy, lse),
+                grad_rows, c_int(1 if grad_rows.size > 1 else 0), c_int(n_classes), c_long_long(ignore_index),
+                c_float(label_smoothing), grad))
     return grad
 
 
@@ -133,14 +107,14 @@ def layer_norm_forward(x2, weight, bias, eps):
         bias: (D,) or None.
         eps: added to the variance.
     """
-    cupy = _cupy()
+    cupy = device.cupy()
     x2 = cupy.ascontiguousarray(x2)
     rows, d = x2.shape
     y, mean, rstd = cupy.empty_like(x2), cupy.empty((rows,), f32), cupy.empty((rows,), f32)
     if rows:
-        kernel = get_kernel("layer_norm.cu", "layer_norm_forward_kernel", x2.dtype)
+        kernel = KERNELS.get_kernel("layer_norm.cu", "layer_norm_forward_kernel", x2.dtype)
         kernel((rows,), (_row_threads(d),),
-               (x2, _f32(cupy, weight), _f32(cupy, bias), i32(d), f32(eps), y, mean, rstd))
+               (x2, _f32(cupy, weight), _f32(cupy, bias), c_int(d), c_float(eps), y, mean, rstd))
     return y, mean, rstd
 
 
@@ -154,30 +128,30 @@ def layer_norm_backward(grad2, x2, mean, rstd, weight):
         rstd: (rows,) fp32.
         weight: (D,) or None.
     """
-    cupy = _cupy()
+    cupy = device.cupy()
     grad2, x2 = cupy.ascontiguousarray(grad2), cupy.ascontiguousarray(x2)
     mean, rstd = _f32(cupy, mean), _f32(cupy, rstd)
     rows, d = x2.shape
     dx = cupy.empty_like(x2)
     if rows == 0:
         return dx, cupy.zeros((d,), f32), cupy.zeros((d,), f32)
-    get_kernel("layer_norm.cu", "layer_norm_backward_kernel", x2.dtype)(
-        (rows,), (_row_threads(d),), (grad2, x2, mean, rstd, _f32(cupy, weight), i32(d), dx))
+    KERNELS.get_kernel("layer_norm.cu", "layer_norm_backward_kernel", x2.dtype)(
+        (rows,), (_row_threads(d),), (grad2, x2, mean, rstd, _f32(cupy, weight), c_int(d), dx))
     # NOTE: about 128 row chunks: enough blocks to fill the GPU, few partials to add up
     rows_per_chunk = max(8, math.ceil(rows / 128))
     chunks = math.ceil(rows / rows_per_chunk)
     partial_w, partial_b = cupy.empty((chunks, d), f32), cupy.empty((chunks, d), f32)
-    get_kernel("layer_norm.cu", "layer_norm_param_grad_kernel", x2.dtype)(
+    KERNELS.get_kernel("layer_norm.cu", "layer_norm_param_grad_kernel", x2.dtype)(
         (math.ceil(d / 32), chunks), (32, 8),
-        (grad2, x2, mean, rstd, i64(rows), i32(d), i32(rows_per_chunk), partial_w, partial_b))
+        (grad2, x2, mean, rstd, c_long_long(rows), c_int(d), c_int(rows_per_chunk), partial_w, partial_b))
     return dx, partial_w.sum(axis=0), partial_b.sum(axis=0)
 
 
 def _elementwise(filename, kernel, like, *args):
-    cupy = _cupy()
+    cupy = device.cupy()
     out = cupy.empty(like.shape, like.dtype)
     if like.size:
-        get_kernel(filename, kernel, like.dtype)(_grid(like.size), (BLOCK_THREADS,), (*args, out))
+        KERNELS.get_kernel(filename, kernel, like.dtype)(_grid(like.size), (BLOCK_THREADS,), (*args, out))
     return out
 
 
@@ -189,10 +163,10 @@ def bias_gelu_forward(x, bias, approximate):
         bias: (D,).
         approximate: "none" or "tanh".
     """
-    cupy = _cupy()
+    cupy = device.cupy()
     x = cupy.ascontiguousarray(x)
-    return _elementwise("bias_act.cu", "bias_gelu_forward_kernel", x, x, _f32(cupy, bias), i64(x.size),
-                        i32(x.shape[-1]), i32(approximate == "tanh"))
+    return _elementwise("bias_act.cu", "bias_gelu_forward_kernel", x, x, _f32(cupy, bias), c_long_long(x.size),
+                        c_int(x.shape[-1]), c_int(approximate == "tanh"))
 
 
 def bias_gelu_backward(grad, x, bias, approximate):
@@ -204,10 +178,10 @@ def bias_gelu_backward(grad, x, bias, approximate):
         bias: (D,).
         approximate: "none" or "tanh".
     """
-    cupy = _cupy()
+    cupy = device.cupy()
     grad, x = cupy.ascontiguousarray(grad), cupy.ascontiguousarray(x)
-    dx = _elementwise("bias_act.cu", "bias_gelu_backward_kernel", x, grad, x, _f32(cupy, bias), i64(x.size),
-                      i32(x.shape[-1]), i32(approximate == "tanh"))
+    dx = _elementwise("bias_act.cu", "bias_gelu_backward_kernel", x, grad, x, _f32(cupy, bias), c_long_long(x.size),
+                      c_int(x.shape[-1]), c_int(approximate == "tanh"))
     return dx, _column_sum(cupy, dx)
 
 
@@ -218,10 +192,10 @@ def bias_relu_forward(x, bias):
         x: (..., D) CuPy array.
         bias: (D,).
     """
-    cupy = _cupy()
+    cupy = device.cupy()
     x = cupy.ascontiguousarray(x)
-    return _elementwise("bias_act.cu", "bias_relu_forward_kernel", x, x, _f32(cupy, bias), i64(x.size),
-                        i32(x.shape[-1]))
+    return _elementwise("bias_act.cu", "bias_relu_forward_kernel", x, x, _f32(cupy, bias), c_long_long(x.size),
+                        c_int(x.shape[-1]))
 
 
 def bias_relu_backward(grad, y):
@@ -231,9 +205,9 @@ def bias_relu_backward(grad, y):
         grad: upstream gradient.
         y: the forward output.
     """
-    cupy = _cupy()
+    cupy = device.cupy()
     grad, y = cupy.ascontiguousarray(grad), cupy.ascontiguousarray(y)
-    dx = _elementwise("bias_act.cu", "bias_relu_backward_kernel", y, grad, y, i64(y.size))
+    dx = _elementwise("bias_act.cu", "bias_relu_backward_kernel", y, grad, y, c_long_long(y.size))
     return dx, _column_sum(cupy, dx)
 
 
@@ -244,8 +218,8 @@ def _column_sum(cupy, dx):
 
 def _geometry_args(geoms):
     (gh, gw) = geoms
-    return (i32(gh.kernel), i32(gw.kernel), i32(gh.stride), i32(gw.stride), i32(gh.dilation), i32(gw.dilation),
-            i32(gh.lo), i32(gw.lo), i32(gh.out), i32(gw.out))
+    return tuple(c_int(v) for v in (gh.kernel, gw.kernel, gh.stride, gw.stride, gh.dilation, gw.dilation, gh.lo,
+                                    gw.lo, gh.out, gw.out))
 
 
 def im2col_2d(x, geoms, groups):
@@ -256,15 +230,16 @@ def im2col_2d(x, geoms, groups):
         geoms: two ``_im2col.Geometry`` (height, width).
         groups: number of groups.
     """
-    cupy = _cupy()
+    cupy = device.cupy()
     x = cupy.ascontiguousarray(x)
     n, c, h, w = x.shape
     gh, gw = geoms
     cols = cupy.empty((groups, n * gh.out * gw.out, (c // groups) * gh.kernel * gw.kernel), x.dtype)
     if cols.size:
-        get_kernel("im2col.cu", "im2col_2d_kernel", x.dtype)(
+        KERNELS.get_kernel("im2col.cu", "im2col_2d_kernel", x.dtype)(
             _grid(cols.size), (BLOCK_THREADS,),
-            (x, i64(cols.size), i32(n), i32(c), i32(h), i32(w), i32(groups), *_geometry_args(geoms), cols))
+            (x, c_long_long(cols.size), c_int(n), c_int(c), c_int(h), c_int(w), c_int(groups), *_geometry_args(geoms),
+             cols))
     return cols
 
 
@@ -275,14 +250,15 @@ def col2im_2d(cols, geoms):
         cols: CuPy array.
         geoms: two ``_im2col.Geometry`` (height, width).
     """
-    cupy = _cupy()
+    cupy = device.cupy()
     cols = cupy.ascontiguousarray(cols)
     gh, gw = geoms
     out = cupy.empty(cols.shape[:2] + (gh.size, gw.size), cols.dtype)
     if out.size:
-        get_kernel("im2col.cu", "col2im_2d_kernel", cols.dtype)(
+        KERNELS.get_kernel("im2col.cu", "col2im_2d_kernel", cols.dtype)(
             _grid(out.size), (BLOCK_THREADS,),
-            (cols, i64(out.size), i32(cols.shape[1]), i32(gh.size), i32(gw.size), *_geometry_args(geoms), out))
+            (cols, c_long_long(out.size), c_int(cols.shape[1]), c_int(gh.size), c_int(gw.size),
+             *_geometry_args(geoms), out))
     return out
 
 
@@ -293,7 +269,7 @@ def _gemm_operand(a):
     swapped = a.swapaxes(-1, -2)
     if swapped.flags.c_contiguous:
         return swapped, True
-    return _cupy().ascontiguousarray(a), False
+    return device.cupy().ascontiguousarray(a), False
 
 
 def _cuda_data_type(runtime, dtype):
@@ -313,7 +289,7 @@ def batched_matmul_half(a, b):
         a: (..., m, k) CuPy array.
         b: (..., k, n) CuPy array of a's dtype; batch dims equal to a's, or b (or a) 2-D.
     """
-    cupy = _cupy()
+    cupy = device.cupy()
     from cupy_backends.cuda.libs import cublas  # noqa: PLC0415 - CuPy-only
 
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]

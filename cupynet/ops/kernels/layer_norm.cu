@@ -21,13 +21,13 @@ __global__ void layer_norm_forward_kernel(const T* x, const float* weight, const
     T* yr = y + row * d;
     float acc = 0.0f;
     for (int c = threadIdx.x; c < d; c += blockDim.x) acc += load_f32(xr + c);
-    const float mean = block_sum(acc, scratch) / (float)d;
+    const float mean = block_reduce<Sum>(acc, scratch) / (float)d;
     acc = 0.0f;
     for (int c = threadIdx.x; c < d; c += blockDim.x) {
         const float centred = load_f32(xr + c) - mean;
         acc += centred * centred;
     }
-    const float var = block_sum(acc, scratch) / (float)d;
+    const float var = block_reduce<Sum>(acc, scratch) / (float)d;
     const float rstd = 1.0f / sqrtf(var + eps);
     for (int c = threadIdx.x; c < d; c += blockDim.x) {
         float v = (load_f32(xr + c) - mean) * rstd;
@@ -56,8 +56,8 @@ __global__ void layer_norm_backward_kernel(const T* grad, const T* x, const floa
         sum_g += gw;
         sum_gx += gw * (load_f32(xr + c) - mu) * rs;
     }
-    const float mean_g = block_sum(sum_g, scratch) / (float)d;
-    const float mean_gx = block_sum(sum_gx, scratch) / (float)d;
+    const float mean_g = block_reduce<Sum>(sum_g, scratch) / (float)d;
+    const float mean_gx = block_reduce<Sum>(sum_gx, scratch) / (float)d;
     for (int c = threadIdx.x; c < d; c += blockDim.x) {
         const float gw = load_f32(gr + c) * (weight ? weight[c] : 1.0f);
         const float xhat = (load_f32(xr + c) - mu) * rs;

@@ -21,9 +21,9 @@ __global__ void softmax_xent_forward_kernel(const T* logits, const long long* ta
 {
     __shared__ float scratch[32];
     const T* x = logits + (long long)blockIdx.x * n_classes;
-    float m = -CUPYNET_FUSED_INF;
+    float m = -CUPYNET_INF;
     for (int c = threadIdx.x; c < n_classes; c += blockDim.x) m = fmaxf(m, load_f32(x + c));
-    m = block_max(m, scratch);
+    m = block_reduce<Max>(m, scratch);
     // NOTE: sums are taken relative to the row max m: exp never overflows, and the
     // smoothing sum sum_c w[c] * (x[c] - m) has no large cancelling terms.
     float sum_exp = 0.0f, lin = 0.0f, sum_w = 0.0f;
@@ -36,10 +36,10 @@ __global__ void softmax_xent_forward_kernel(const T* logits, const long long* ta
             sum_w += wc;
         }
     }
-    sum_exp = block_sum(sum_exp, scratch);
+    sum_exp = block_reduce<Sum>(sum_exp, scratch);
     if (smoothing != 0.0f) {
-        lin = block_sum(lin, scratch);
-        sum_w = block_sum(sum_w, scratch);
+        lin = block_reduce<Sum>(lin, scratch);
+        sum_w = block_reduce<Sum>(sum_w, scratch);
     }
     if (threadIdx.x != 0) return;
     const float lse = m + logf(sum_exp);
@@ -50,7 +50,7 @@ __global__ void softmax_xent_forward_kernel(const T* logits, const long long* ta
         return;
     }
     if (t < 0 || t >= n_classes) {
-        loss[blockIdx.x] = CUPYNET_FUSED_NAN;
+        loss[blockIdx.x] = CUPYNET_NAN;
         return;
     }
     const float wt = weight ? weight[t] : 1.0f;
@@ -78,10 +78,10 @@ __global__ void softmax_xent_backward_kernel(const T* logits, const long long* t
     if (weight && smoothing != 0.0f) {
         float acc = 0.0f;
         for (int c = threadIdx.x; c < n_classes; c += blockDim.x) acc += weight[c];
-        sum_w = block_sum(acc, scratch);
+        sum_w = block_reduce<Sum>(acc, scratch);
     }
     if (ignored || bad) {
-        const float fill = bad ? CUPYNET_FUSED_NAN : 0.0f;
+        const float fill = bad ? CUPYNET_NAN : 0.0f;
         for (int c = threadIdx.x; c < n_classes; c += blockDim.x) store_f32(dx + c, fill);
         return;
     }

@@ -5,8 +5,8 @@
 //
 // The step counter is an fp32 array on the device holding the number of steps
 // already taken; this kernel uses step + 1 (as PyTorch increments before using
-// it) and the launcher then runs increment_step_kernel (scale_update.cu), so
-// the bias correction needs no host sync.
+// it) and the launcher then runs increment_step_kernel (below), so the bias
+// correction needs no host sync.
 //
 // Per block, thread 0 computes the two step coefficients in double:
 //   n = step + 1;  bc1 = 1 - beta1**n;  bc2 = 1 - beta2**n
@@ -39,7 +39,7 @@ __device__ __forceinline__ unsigned long long next_step_count(float step) {
     // at or above 2**24 (where fp32 stops counting) are clamped there.
     unsigned long long n = 0ull;
     if (f32_ge(step, 16777216.0f)) n = 16777216ull;
-    else if (f32_ge(step, 1.0f)) asm("cvt.rzi.u64.f32 %0, %1;" : "=l"(n) : "f"(step));
+    else if (f32_ge(step, 1.0f)) n = f32_to_u64_rz(step);
     return n + 1ull;
 }
 
@@ -84,7 +84,7 @@ __global__ void fused_adam_kernel(
     const float inv = use_inv_scale ? *inv_scale : 1.0f;
 
     for (int i = threadIdx.x; i < c.length; i += blockDim.x) {
-        float g = Element<G>::load(grad + i);
+        float g = load_f32(grad + i);
         if (use_inv_scale) g = f32_mul(g, inv);
         if (maximize) g = f32_neg(g);
         float p = param[i];
@@ -97,11 +97,20 @@ __global__ void fused_adam_kernel(
         float v_used = v;
         if (amsgrad) {
             v_used = f32_max_np(max_exp_avg_sq[i], v);
-            Element<float>::store(max_exp_avg_sq + i, v_used);
+            store_f32(max_exp_avg_sq + i, v_used);
         }
         const float denom = f32_add(f32_div(f32_sqrt(v_used), bc2_sqrt), eps);
-        Element<float>::store(exp_avg + i, m);
-        Element<float>::store(exp_avg_sq + i, v);
-        Element<float>::store(param + i, f32_add(p, f32_div(f32_mul(neg_step_size, m), denom)));
+        store_f32(exp_avg + i, m);
+        store_f32(exp_avg_sq + i, v);
+        store_f32(param + i, f32_add(p, f32_div(f32_mul(neg_step_size, m), denom)));
     }
+}
+
+// increment_step_kernel: step += 1 unless found_inf (one thread; the launcher runs it
+// after every fused_adam_kernel launch of a step has read the old count). Adam's step
+// counter is kept in fp32 on the device so bias correction needs no sync; exact below 2**24.
+__global__ void increment_step_kernel(float* step, const float* found_inf)
+{
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    if (!is_nonzero_f32(*found_inf)) *step = f32_add(*step, 1.0f);
 }

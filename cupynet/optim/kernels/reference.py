@@ -2,7 +2,7 @@
 
 Every line below is one fp32 operation of the kernel, in the kernel's order;
 ``store_f32`` applies the kernels' canonical NaN. The functions assume checked
-arguments: call the public API in ``cupynet.amp.kernels``.
+arguments: call the public functions in ``cupynet.optim.kernels``.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy
 
 from cupynet import dtypes
-from cupynet.amp.kernels._coefficients import adam_step_coefficients
-from cupynet.amp.kernels.reference import is_set, load_f32, store_f32
+from cupynet.cuda.reference import is_set, load_f32, store_f32
+from cupynet.optim.kernels.coefficients import adam_step_coefficients
 
 __all__ = ["fused_sgd_", "fused_adam_"]
 
@@ -52,7 +52,7 @@ def fused_sgd_(params, grads, momentum_bufs, coefficients, first_step, found_inf
         params: float32 arrays, updated in place.
         grads: float32 / float16 / bfloat16 arrays.
         momentum_bufs: float32 arrays (or None when momentum is 0), updated in place.
-        coefficients: an ``SgdCoefficients`` from ``_coefficients.sgd_coefficients``.
+        coefficients: an ``SgdCoefficients`` from ``coefficients.sgd_coefficients``.
         first_step: a Python bool, or an int32 one-element flag array (cleared after a step taken).
         found_inf: float32 one-element array or None; when set, nothing changes.
         inv_scale: float32 one-element array or None; multiplies the gradients.
@@ -112,7 +112,7 @@ def fused_adam_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, coe
         exp_avg_sqs: float32 second moments, updated in place.
         max_exp_avg_sqs: float32 running maxima (None unless amsgrad), updated in place.
         step: float32 one-element array: steps already taken; incremented unless skipped.
-        coefficients: an ``AdamCoefficients`` from ``_coefficients.adam_coefficients``.
+        coefficients: an ``AdamCoefficients`` from ``coefficients.adam_coefficients``.
         found_inf: float32 one-element array or None; when set, nothing changes.
         inv_scale: float32 one-element array or None; multiplies the gradients.
     """

@@ -1,4 +1,4 @@
-"""Argument checks shared by every kernel entry point (both backends see the same errors).
+"""Argument checks of the array-level kernel functions (both backends see the same errors).
 
 Everything here runs on the host and looks only at metadata (type, dtype,
 shape, strides, device, data pointer): no value is ever read from a device
@@ -17,7 +17,7 @@ from cupynet.backend import cupy_or_none
 
 __all__ = [
     "array_list", "optional_array_list", "scalar_array", "check_stats", "place_of",
-    "named", "check_same_shapes", "check_distinct", "real_number", "positive_int", "group_by_dtype",
+    "named", "check_same_shapes", "check_distinct", "real_number", "positive_int",
 ]
 
 
@@ -231,14 +231,3 @@ def positive_int(fn: str, name: str, value) -> int:
         raise ValueError(f"{fn}: invalid {name} {value!r}; expected an integer in [1, 2**31 - 1]")
     return int(value)
 
-
-def group_by_dtype(arrays) -> list:
-    """Indices of ``arrays`` grouped by dtype, groups in order of first appearance.
-
-    Args:
-        arrays: the arrays whose dtypes decide the groups (one kernel launch per group).
-    """
-    groups: dict = {}
-    for i, a in enumerate(arrays):
-        groups.setdefault(a.dtype, []).append(i)
-    return list(groups.items())

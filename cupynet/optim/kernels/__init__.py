@@ -1,24 +1,28 @@
-"""Public fused optimizer steps (re-exported by ``cupynet.amp.kernels``): checks, then dispatch."""
+"""The optimizers' fused multi-tensor kernels: one SGD or Adam step over many fp32 parameters.
+
+``optim/sgd.py`` and ``optim/adam.py`` call these when they run fused. Every
+function works on plain arrays and picks its backend from them: CuPy arrays
+launch the CUDA kernels of this package (``sgd.cu``, ``adam.cu``, launched by
+``launch.py``), NumPy arrays run ``reference.py``, which gives the same results
+bit for bit. Both start from the same rounded constants (``coefficients.py``).
+The step is skipped on the device when ``found_inf`` is set: no host sync.
+Arguments are checked on metadata only, before anything is written.
+"""
 
 from __future__ import annotations
 
 import numpy
 
 from cupynet import dtypes
-from cupynet.amp.kernels import _checks as chk
-from cupynet.amp.kernels import reference_optim
-from cupynet.amp.kernels._coefficients import adam_coefficients, sgd_coefficients
-from cupynet.amp.kernels.sources import SUPPORTED_DTYPES
+from cupynet.cuda import checks as chk
+from cupynet.cuda.compile import KERNEL_DTYPES
+from cupynet.cuda.multi_tensor import group_by_dtype
+from cupynet.optim.kernels import launch, reference
+from cupynet.optim.kernels.coefficients import adam_coefficients, sgd_coefficients
 
 __all__ = ["fused_sgd_", "fused_adam_"]
 
 _F32 = (dtypes.float32,)
-
-
-def _launcher():
-    from cupynet.amp.kernels import launch  # noqa: PLC0415 - CuPy-only code, imported on first GPU call
-
-    return launch
 
 
 def _flag(fn: str, name: str, value) -> bool:
@@ -76,7 +80,7 @@ def fused_sgd_(params, grads, momentum_bufs, *, lr, momentum, dampening, nestero
     """
     fn = "fused_sgd_"
     params = chk.array_list(fn, "params", params, _F32)
-    grads = chk.array_list(fn, "grads", grads, SUPPORTED_DTYPES)
+    grads = chk.array_list(fn, "grads", grads, KERNEL_DTYPES)
     lr = chk.real_number(fn, "lr", lr, low=0.0)
     momentum = chk.real_number(fn, "momentum", momentum, low=0.0)
     dampening = chk.real_number(fn, "dampening", dampening)
@@ -97,10 +101,10 @@ def fused_sgd_(params, grads, momentum_bufs, *, lr, momentum, dampening, nestero
     chk.check_distinct(fn, written)
     c = sgd_coefficients(lr, momentum, dampening, weight_decay, nesterov, maximize)
     if place == "cpu":
-        reference_optim.fused_sgd_(params, grads, bufs, c, first_step, found_inf, inv_scale)
+        reference.fused_sgd_(params, grads, bufs, c, first_step, found_inf, inv_scale)
     else:
-        _launcher().fused_sgd_(_device_id(place), chk.group_by_dtype(grads), params, grads, bufs, c, first_step,
-                               found_inf, inv_scale)
+        launch.fused_sgd_(_device_id(place), group_by_dtype(grads), params, grads, bufs, c, first_step, found_inf,
+                          inv_scale)
 
 
 def _check_adam_hyper(fn, lr, beta1, beta2, eps, weight_decay):
@@ -149,7 +153,7 @@ def fused_adam_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, *, 
     """
     fn = "fused_adam_"
     params = chk.array_list(fn, "params", params, _F32)
-    grads = chk.array_list(fn, "grads", grads, SUPPORTED_DTYPES)
+    grads = chk.array_list(fn, "grads", grads, KERNEL_DTYPES)
     exp_avgs = chk.array_list(fn, "exp_avgs", exp_avgs, _F32)
     exp_avg_sqs = chk.array_list(fn, "exp_avg_sqs", exp_avg_sqs, _F32)
     lr, beta1, beta2, eps, weight_decay = _check_adam_hyper(fn, lr, beta1, beta2, eps, weight_decay)
@@ -168,7 +172,7 @@ def fused_adam_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, *, 
     chk.check_distinct(fn, written)
     c = adam_coefficients(lr, beta1, beta2, eps, weight_decay, decoupled, amsgrad, maximize)
     if place == "cpu":
-        reference_optim.fused_adam_(params, grads, exp_avgs, exp_avg_sqs, vmax, step, c, found_inf, inv_scale)
+        reference.fused_adam_(params, grads, exp_avgs, exp_avg_sqs, vmax, step, c, found_inf, inv_scale)
     else:
-        _launcher().fused_adam_(_device_id(place), chk.group_by_dtype(grads), params, grads, exp_avgs,
-                                exp_avg_sqs, vmax, step, c, found_inf, inv_scale)
+        launch.fused_adam_(_device_id(place), group_by_dtype(grads), params, grads, exp_avgs, exp_avg_sqs, vmax,
+                           step, c, found_inf, inv_scale)
