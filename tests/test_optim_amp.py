@@ -160,7 +160,7 @@ FUSED = ["sgd", "sgd_nesterov", "sgd_plain", "adam", "adamw"]
 @pytest.mark.parametrize("name", FUSED)
 @pytest.mark.parametrize("grad_dtype", [np.float32, np.float16])
 def test_fused_reference_path_matches_unfused(name, grad_dtype, monkeypatch):
-    kernels = pytest.importorskip("cupynet.amp.kernels")
+    kernels = pytest.importorskip("cupynet.optim.kernels")
     calls = []
     for fn in ("fused_sgd_", "fused_adam_"):
         real = getattr(kernels, fn)
@@ -181,14 +181,14 @@ def test_fused_reference_path_matches_unfused(name, grad_dtype, monkeypatch):
 
 
 def test_fused_true_needs_fp32_params():
-    pytest.importorskip("cupynet.amp.kernels")
+    pytest.importorskip("cupynet.optim.kernels")
     half = Tensor(np.ones(3, np.float16), requires_grad=True)
     with pytest.raises(ValueError, match="fused=True requires contiguous float32 parameters"):
         optim.Adam([half], fused=True)
 
 
 def test_fused_none_on_cpu_uses_per_parameter_path(monkeypatch):
-    kernels = pytest.importorskip("cupynet.amp.kernels")
+    kernels = pytest.importorskip("cupynet.optim.kernels")
 
     def boom(*args, **kwargs):
         raise AssertionError("fused kernel called for CPU params with fused=None")
