@@ -332,6 +332,7 @@ def test_number_divided_by_tensor_follows_reciprocal_policy(number, autocast_dty
     with amp.autocast("cpu", dtype=autocast_dtype):
         out = number / x
         assert out.dtype == x.reciprocal().dtype == cn.float32
+    assert (x / number).dtype == autocast_dtype  # tensor / number, outside autocast: the tensor's dtype
     np.testing.assert_array_equal(out.numpy(), (x.to(cn.float32).reciprocal() * number).numpy())
 
 
