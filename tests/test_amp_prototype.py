@@ -186,9 +186,6 @@ def test_gradient_clipping_with_separate_unscaling():
     _same_params(model, ref)
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError,
-                   reason="cupynet's autograd refuses in-place ops on graph tensors (``grad_norm += ...``; "
-                          "cupynet/ops/inplace.py, documented there): PyTorch rebases history")
 def test_gradient_penalty_as_written_with_in_place_accumulation():
     _gradient_penalty(in_place=True)
 

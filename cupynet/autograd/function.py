@@ -58,6 +58,7 @@ class Node:
     _saved = ()
     _non_diff = ()                # ids of outputs marked non-differentiable
     _outputs = ()                 # weakrefs to the output Tensors
+    _overwritten = ()             # output_nrs an in-place op wrote over (their old values are gone)
     _output_meta = ()             # (shape, dtype, array or None) per output
 
     def __init__(self, fn, needs_input_grad):
@@ -121,6 +122,10 @@ class Node:
         Args:
             index: which output.
         """
+        if index in self._overwritten:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace "
+                f"operation: output {index} of {self.name()} was written over after it was saved")
         t = self._outputs[index]() if self._outputs else None
         if t is not None:
             return t
@@ -130,6 +135,28 @@ class Node:
         t = Tensor(array, requires_grad=True)
         t.grad_fn, t._output_nr = self, index
         return t
+
+    def rebase_output(self, index: int, tensor: Tensor):
+        """Make ``tensor`` output ``index`` of this node (an in-place op took over ``tensor``'s history).
+
+        Args:
+            index: which output.
+            tensor: the Tensor that now holds that output's value.
+        """
+        if self._outputs:
+            refs = list(self._outputs)
+            refs[index] = weakref.ref(tensor)
+            self._outputs = tuple(refs)
+        tensor.grad_fn, tensor._output_nr, tensor._requires_grad = self, index, True
+
+    def mark_overwritten(self, index: int):
+        """Record that output ``index`` was written over in place; a backward that needs it then raises.
+
+        Args:
+            index: which output.
+        """
+        if self._outputs or any(isinstance(entry, int) for entry, _ in self._saved):
+            self._overwritten = (*self._overwritten, index)
 
     def free(self):
         """Drop everything saved for backward (called after backward unless retain_graph)."""
