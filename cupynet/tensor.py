@@ -375,6 +375,10 @@ class Tensor:
         return _ops.div(self, other)
 
     def __rtruediv__(self, other):
+        # NOTE: PyTorch's Tensor.__rdiv__ is reciprocal(self) * other: its rounding, and fp32 under autocast
+        # (reciprocal's policy); cupynet.div(number, tensor) divides directly, as torch.div does
+        if dtypes.is_floating(self.dtype) and isinstance(other, (int, float)):
+            return _ops.mul(_ops.reciprocal(self), other)
         return _ops.div(other, self)
 
     def __pow__(self, other):

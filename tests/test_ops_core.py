@@ -95,3 +95,17 @@ def test_arithmetic_backward_of_0d_tensors_gives_array_gradients():
     (a * b / b - b).backward()
     assert type(a.grad.data) is np.ndarray and type(b.grad.data) is np.ndarray
     assert a.grad.item() == 1.0 and b.grad.item() == -1.0
+
+
+def test_number_over_tensor_rounds_as_torch_both_as_operator_and_as_div():
+    torch = pytest.importorskip("torch")
+    # NOTE: every step is one correctly rounded IEEE operation, so the bits are the same on any CPU
+    x = np.linspace(0.3, 9.7, 97).astype(np.float32)
+    differ = 0
+    for number in (3.0, 10.0, 0.7):
+        want_op = (number / torch.tensor(x)).numpy()  # reciprocal(x) * number, PyTorch's __rdiv__
+        want_div = torch.div(number, torch.tensor(x)).numpy()  # a true division
+        differ += int((want_op != want_div).sum())
+        np.testing.assert_array_equal((number / cn.tensor(x)).numpy(), want_op)
+        np.testing.assert_array_equal(cn.div(number, cn.tensor(x)).numpy(), want_div)
+    assert differ > 0  # the two roundings really differ on these values, so both paths are told apart

@@ -17,7 +17,7 @@ from ..autograd.state import STATE
 from ..tensor import Tensor
 from ._util import data, fix_float_dtype, lift, xp_of
 from .shape import _sum_to_array, sum_to
-from .unary import log, reciprocal
+from .unary import log
 
 __all__ = ["add", "sub", "mul", "div", "neg", "pow", "cast", "to_device", "clone", "contiguous", "maximum",
            "minimum"]
@@ -271,16 +271,13 @@ def mul(input, other):  # noqa: A002
 def div(input, other):  # noqa: A002
     """Elementwise true division with broadcasting.
 
-    ``out = input / other``; integers give float32.
-    ``number / tensor`` (``Tensor.__rtruediv__``) is ``reciprocal(tensor) * number``, PyTorch's
-    ``Tensor.__rdiv__``: the same rounding as PyTorch, and fp32 under autocast (reciprocal's policy).
+    ``out = input / other``; integers give float32. (The operator ``number / tensor`` is
+    ``reciprocal(tensor) * number`` instead, as PyTorch's ``Tensor.__rdiv__``; see ``Tensor.__rtruediv__``.)
 
     Args:
         input: a Tensor or number.
         other: a Tensor or number.
     """
-    if isinstance(input, (int, float)) and isinstance(other, Tensor) and dtypes.is_floating(other.dtype):
-        return _binary(Mul, reciprocal(other), input)
     return _binary(Div, input, other)
 
 
