@@ -22,7 +22,7 @@ def generate() -> str:
         None.
     """
     sys.path.insert(0, str(ROOT))
-    from cupynet.amp.policy_table import render_markdown  # noqa: PLC0415 - after the path is set
+    from cupynet.amp.policy import render_markdown  # noqa: PLC0415 - after the path is set
     from cupynet.ops import OP_CLASSES  # noqa: PLC0415
 
     return render_markdown(OP_CLASSES)

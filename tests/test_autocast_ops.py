@@ -11,7 +11,7 @@ import pytest
 
 import cupynet as cn
 from cupynet import amp
-from cupynet.amp.policy_table import public_op_classes
+from cupynet.amp.policy import public_op_classes
 from cupynet.autograd.function import Function
 from cupynet.autograd.state import STATE
 

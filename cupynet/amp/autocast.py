@@ -1,7 +1,7 @@
 """``autocast``: regions in which each op runs in the dtype its AMP policy asks for.
 
 The state lives in ``cupynet.autograd.state.STATE`` (thread-local), and the
-casting itself is done by one function, ``autocast_dispatch.apply_cast_policy``,
+casting itself is done by one function, ``cupynet.amp.policy.apply_cast_policy``,
 called from ``Function.apply``. This module only opens and closes regions:
 
 * entering saves (the region dict, the cache flag), counts one more nesting

@@ -2,7 +2,7 @@
 
 For learners ("what does autocast actually do to my model?") and for debugging
 ("why is this op in fp32?"). While the context is open, the dispatcher
-(``autocast_dispatch.apply_cast_policy``) calls ``record`` for every op this
+(``cupynet.amp.policy.apply_cast_policy``) calls ``record`` for every op this
 thread runs: forward ops, and also backward ops when ``backward()`` is called
 inside the context (those show "autocast off": backward never re-decides).
 

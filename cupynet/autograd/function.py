@@ -218,7 +218,7 @@ class Function:
         """
         state = STATE
         if state.autocast or state.tracers:
-            from .autocast_dispatch import apply_cast_policy  # noqa: PLC0415 - only when autocast/trace is on
+            from ..amp.policy import apply_cast_policy  # noqa: PLC0415 - amp sits above autograd; only when on
             args = apply_cast_policy(cls, args)
         needs = _scan_inputs(cls, args)
         needs_graph = state.grad_enabled and True in needs
