@@ -91,12 +91,12 @@ def _roots_and_seeds(tensors, grads, caller):
 
 def _seed(t, g):
     if g is None:
-        if t.data.size != 1:
+        if t.array.size != 1:
             raise RuntimeError(
                 f"grad can be implicitly created only for scalar outputs (got an output of shape "
                 f"{tuple(t.shape)}); pass gradient= with the same shape"
             )
-        return Tensor(_ones_like(t.data))
+        return Tensor(_ones_like(t.array))
     if not isinstance(g, Tensor):
         raise TypeError(f"gradient must be a Tensor or None, got {type(g).__name__}")
     if tuple(g.shape) != tuple(t.shape):
@@ -148,7 +148,7 @@ def _send(run, edge, g):
         slots[nr] = g
     else:
         # NOTE: without create_graph the sum needs no graph: add the arrays directly
-        slots[nr] = slots[nr] + g if run.create_graph else Tensor(slots[nr].data + g.data)
+        slots[nr] = slots[nr] + g if run.create_graph else Tensor(slots[nr].array + g.array)
 
 
 def _run_node(run, node):
@@ -201,10 +201,10 @@ def _zeros(node, nr):
 def _validate(node, i, edge, g):
     target, nr = edge
     if nr is None:
-        shape, dtype = target.data.shape, target.data.dtype
+        shape, dtype = target.array.shape, target.array.dtype
     else:
         shape, dtype = target._output_meta[nr][:2]
-    array = g.data
+    array = g.array
     if type(array) is not numpy.ndarray and isinstance(array, numpy.generic):
         # NOTE: NumPy returns scalars for 0-d results; a Tensor (and the next op's device check) wants an array
         g = Tensor(numpy.asarray(array))
@@ -238,7 +238,7 @@ def _fresh_grad(run, g):
     ``.grad`` (an unscale, a clip) silently change another. Views and arrays
     already handed out are copied; everything else is stored without a copy.
     """
-    array = g.data
+    array = g.array
     owner = array.base if array.base is not None else array
     if array.base is not None or id(owner) in run.handed_out:
         array = array.copy()

@@ -7,7 +7,7 @@ An op is a subclass with two static methods, as in PyTorch::
         @staticmethod
         def forward(ctx, a, b):                 # Tensors in; arrays (or Tensors) out
             ctx.save_for_backward(a, b)
-            return a.data * b.data
+            return a.array * b.array
         @staticmethod
         def backward(ctx, grad):                # Tensors in, Tensors out
             a, b = ctx.saved_tensors
@@ -185,7 +185,7 @@ class Function:
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
-        """Compute the op on ``x.data`` arrays; return an array, a Tensor, or a tuple of them.
+        """Compute the op on ``x.array`` arrays; return an array, a Tensor, or a tuple of them.
 
         Args:
             ctx: the Node, for save_for_backward and attributes.
@@ -239,8 +239,8 @@ def _scan_inputs(cls, args):
     for a in args:
         if isinstance(a, Tensor):
             if kind is None:
-                kind, first = type(a.data), a
-            elif type(a.data) is not kind and _array_kind(a.data) is not _array_kind(first.data):
+                kind, first = type(a.array), a
+            elif type(a.array) is not kind and _array_kind(a.array) is not _array_kind(first.array):
                 raise RuntimeError(
                     "Expected all tensors to be on the same device, but found at least two devices, "
                     f"{first.device} and {a.device}! (in op {cls.name()})"
@@ -273,9 +273,9 @@ def _as_output_tensor(value):
     if type(value) is numpy.ndarray:
         return Tensor(value)
     if isinstance(value, Tensor):
-        if isinstance(value.data, numpy.generic):
-            return Tensor(numpy.asarray(value.data))
-        return Tensor(value.data) if (value.grad_fn is not None or value.requires_grad) else value
+        if isinstance(value.array, numpy.generic):
+            return Tensor(numpy.asarray(value.array))
+        return Tensor(value.array) if (value.grad_fn is not None or value.requires_grad) else value
     if isinstance(value, numpy.generic):
         value = numpy.asarray(value)  # NOTE: NumPy reductions return scalars; a Tensor always holds an array
     return Tensor(value)
@@ -299,7 +299,7 @@ def _link(cls, ctx, args, outputs):
     keep = cls.save_outputs
     meta = []
     for i, out in enumerate(outputs):
-        array = out.data
+        array = out.array
         dtype = array.dtype
         if (dtype.kind == "f" or dtype == _BFLOAT16) and (not non_diff or id(out) not in non_diff):
             out._requires_grad, out.grad_fn, out._output_nr = True, ctx, i
@@ -323,7 +323,7 @@ def _saved_outputs_by_index(ctx, outputs):
     out_ids = {id(o): i for i, o in enumerate(outputs)}
     ctx._saved = tuple((out_ids[id(t)], v) if t is not None and id(t) in out_ids else (t, v)
                        for t, v in ctx._saved)
-    ctx._output_meta = tuple((o.shape, o.dtype, o.data) for o in outputs)
+    ctx._output_meta = tuple((o.shape, o.dtype, o.array) for o in outputs)
 
 
 class Cast(Function):
@@ -339,7 +339,7 @@ class Cast(Function):
     @staticmethod
     def forward(ctx, x, dtype=None):
         ctx.source_dtype = x.dtype
-        return x.data.astype(dtype, copy=False)
+        return x.array.astype(dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):

@@ -40,7 +40,7 @@ def _check_inputs(inputs):
 
 
 def _like(t, host):
-    module = type(t.data).__module__.split(".")[0]
+    module = type(t.array).__module__.split(".")[0]
     if module == "numpy":
         return numpy.asarray(host, dtype=t.dtype)
     import cupy  # noqa: PLC0415
@@ -50,14 +50,14 @@ def _like(t, host):
 def _dot(outputs, cotangents):
     total = 0.0
     for o, v in zip(outputs, cotangents):
-        total += float((o.data.astype(numpy.float64) * v.data).sum())
+        total += float((o.array.astype(numpy.float64) * v.array).sum())
     return total
 
 
 def _numerical_vjp(fn, inputs, diff, cotangents, eps):
     result = []
     for t in diff:
-        flat = t.data.reshape(-1)
+        flat = t.array.reshape(-1)
         g = numpy.zeros(flat.size)
         for i in range(flat.size):
             orig = float(flat[i])
@@ -94,7 +94,7 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, seed=0, raise_exceptio
                   else (None,) * len(diff))
     numerical = _numerical_vjp(fn, inputs, diff, cots, eps)
     for k, (a, n) in enumerate(zip(analytical, numerical)):
-        a_host = numpy.zeros_like(n) if a is None else numpy.asarray(to_numpy(a.data), dtype=numpy.float64)
+        a_host = numpy.zeros_like(n) if a is None else numpy.asarray(to_numpy(a.array), dtype=numpy.float64)
         if not numpy.allclose(a_host, n, atol=atol, rtol=rtol):
             if not raise_exception:
                 return False

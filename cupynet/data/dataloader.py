@@ -28,7 +28,7 @@ _ALIGN = 16
 
 def _to_host(value):
     if isinstance(value, Tensor):
-        return backend.to_numpy(value.data)
+        return backend.to_numpy(value.array)
     if isinstance(value, (bool, numpy.bool_)):
         return numpy.asarray(value, dtype=numpy.bool_)
     if isinstance(value, numbers.Integral):

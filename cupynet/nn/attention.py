@@ -43,8 +43,8 @@ def _additive(mask, dtype, name: str, layer):
     if not isinstance(mask, Tensor):
         raise TypeError(f"{layer!r}: {name} must be a Tensor, got {type(mask).__name__}")
     if mask.dtype == bool:
-        xp = backend.get_array_module(mask.data)
-        return Tensor(xp.where(mask.data, -xp.inf, 0.0).astype(dtype))
+        xp = backend.get_array_module(mask.array)
+        return Tensor(xp.where(mask.array, -xp.inf, 0.0).astype(dtype))
     if mask.dtype.kind != "f" and mask.dtype.name != "bfloat16":
         raise TypeError(f"{layer!r}: {name} must be bool or floating, got dtype {mask.dtype}")
     return mask if mask.dtype == dtype else mask.to(dtype)
@@ -176,7 +176,7 @@ class MultiheadAttention(Module):
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))
         n, length, source = query.shape[0], query.shape[1], key.shape[1]
         if is_causal and attn_mask is None:
-            xp = backend.get_array_module(query.data)
+            xp = backend.get_array_module(query.array)
             attn_mask = Tensor(xp.triu(xp.ones((length, source), dtype=bool), k=1))
         q, k, v = (self._split_heads(x) for x in self._project(query, key, value))
         mask = self._merged_mask(attn_mask, key_padding_mask, q.dtype, n, length, source)

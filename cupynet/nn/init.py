@@ -1,6 +1,6 @@
 """``cupynet.nn.init``: in-place initialisers with PyTorch's names, formulas and defaults.
 
-Every function writes into ``tensor.data`` directly (no graph is recorded, as
+Every function writes into ``tensor.array`` directly (no graph is recorded, as
 under ``no_grad``), bumps the tensor's version counter, and returns the tensor.
 Random values come from ``cupynet.random.generator_for(tensor.device)``, drawn
 in float32 (float64 for float64 tensors) and rounded once to the tensor's dtype.
@@ -56,8 +56,8 @@ def _check_tensor(fn: str, tensor):
 
 
 def _write(tensor, values):
-    xp = backend.get_array_module(tensor.data)
-    xp.copyto(tensor.data, values.astype(tensor.dtype, copy=False), casting="unsafe")
+    xp = backend.get_array_module(tensor.array)
+    xp.copyto(tensor.array, values.astype(tensor.dtype, copy=False), casting="unsafe")
     tensor._bump_version()
     return tensor
 
@@ -151,7 +151,7 @@ def constant_(tensor, val: float):
     """
     if not isinstance(tensor, Tensor):
         raise TypeError(f"nn.init.constant_: expected a cupynet Tensor, got {type(tensor).__name__}")
-    tensor.data[...] = val
+    tensor.array[...] = val
     tensor._bump_version()
     return tensor
 

@@ -116,7 +116,7 @@ class Linear(Module):
 
     def _checked_params(self, input):  # noqa: A002
         params = self._parameters
-        if not isinstance(input, Tensor) or not input.data.ndim or input.data.shape[-1] != self.in_features:
+        if not isinstance(input, Tensor) or not input.array.ndim or input.array.shape[-1] != self.in_features:
             check_input(self, input, 1)
             raise ValueError(f"{self!r}: expected input with last dimension {self.in_features} (in_features), "
                              f"got input of shape {tuple(input.shape)} (weight shape {tuple(self.weight.shape)})")

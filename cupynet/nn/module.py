@@ -96,12 +96,12 @@ def _converted(array, device, dtype):
 
 
 def _convert_tensor(t, device, dtype):
-    new = _converted(t.data, device, dtype)
-    if new is not t.data:
-        t.data = new
+    new = _converted(t.array, device, dtype)
+    if new is not t.array:
+        t.array = new
         t._bump_version()
     if t.grad is not None:
-        t.grad.data = _converted(t.grad.data, device, dtype)
+        t.grad.array = _converted(t.grad.array, device, dtype)
 
 
 def _buffer_dtype(keep_fp32, dtype):
@@ -195,8 +195,8 @@ def copy_into(target, array):
             cupy = target.device.xp
             with cupy.cuda.Device(target.device.index):
                 array = cupy.asarray(array)
-    xp = backend.get_array_module(target.data)
-    xp.copyto(target.data, array.astype(target.dtype, copy=False), casting="unsafe")
+    xp = backend.get_array_module(target.array)
+    xp.copyto(target.array, array.astype(target.dtype, copy=False), casting="unsafe")
     target._bump_version()
 
 def load_state(module, state, strict=True):
@@ -554,7 +554,7 @@ class Module:
                 param.grad = None
             else:
                 param.grad = param.grad.detach()
-                param.grad.data[...] = 0
+                param.grad.array[...] = 0
                 param.grad._bump_version()
 
     def apply(self, fn):

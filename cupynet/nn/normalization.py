@@ -285,7 +285,7 @@ class Embedding(Module):
         """Draw the weight from N(0, 1) and zero the padding row."""
         init.normal_(self.weight)
         if self.padding_idx is not None:
-            self.weight.data[self.padding_idx] = 0
+            self.weight.array[self.padding_idx] = 0
 
     def forward(self, input):  # noqa: A002
         """Look the indices up.

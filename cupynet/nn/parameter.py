@@ -21,7 +21,7 @@ def as_array(value, what: str):
     import numpy  # noqa: PLC0415 - keep the module namespace small
 
     if isinstance(value, Tensor):
-        return value.data
+        return value.array
     if isinstance(value, numpy.ndarray):
         return value
     cupy = backend.cupy_or_none()
@@ -61,13 +61,13 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
     def __reduce_ex__(self, protocol):
-        return (_rebuild_parameter, (self.data, self.requires_grad))
+        return (_rebuild_parameter, (self.array, self.requires_grad))
 
     def __deepcopy__(self, memo):
         import copy  # noqa: PLC0415
         if id(self) in memo:
             return memo[id(self)]
-        result = Parameter(self.data.copy(), requires_grad=self.requires_grad)
+        result = Parameter(self.array.copy(), requires_grad=self.requires_grad)
         if self.grad is not None:
             result.grad = copy.deepcopy(self.grad, memo)
         memo[id(self)] = result

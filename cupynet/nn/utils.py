@@ -44,10 +44,10 @@ def _max_norm(fn: str, value):
     if not isinstance(value, Tensor):
         return _real(fn, "max_norm", value)
     real = dtypes.is_floating(value.dtype) or numpy.issubdtype(value.dtype, numpy.integer)
-    if value.data.size != 1 or not real:
+    if value.array.size != 1 or not real:
         raise ValueError(f"{fn}: max_norm must be a real number or a one-element real Tensor, got a {value.dtype} "
                          f"Tensor of shape {tuple(value.shape)}")
-    array = value.data.reshape(())
+    array = value.array.reshape(())
     return array if dtypes.is_floating(array.dtype) else array.astype(dtypes.float32)
 
 
@@ -86,7 +86,7 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
     norm_type = _real("get_total_norm", "norm_type", norm_type)
     if not norm_type > 0:
         raise ValueError(f"get_total_norm: norm_type must be positive or inf, got {norm_type}")
-    arrays = [t.data for t in _param_list("get_total_norm", tensors)]
+    arrays = [t.array for t in _param_list("get_total_norm", tensors)]
     if not arrays:
         return Tensor(numpy.zeros((), numpy.float32))
     first = backend.device_of_array(arrays[0])
@@ -122,15 +122,15 @@ def clip_grad_norm_(parameters, max_norm, norm_type: float = 2.0, error_if_nonfi
     total = get_total_norm(grads, norm_type, error_if_nonfinite)
     if not grads:
         return total
-    xp = backend.get_array_module(total.data)
+    xp = backend.get_array_module(total.array)
     if not isinstance(max_norm, float):
-        max_norm = move_array(max_norm, backend.device_of_array(total.data))
-    coef = xp.asarray(xp.minimum(max_norm / (total.data + 1e-6), 1.0))
+        max_norm = move_array(max_norm, backend.device_of_array(total.array))
+    coef = xp.asarray(xp.minimum(max_norm / (total.array + 1e-6), 1.0))
     for g in grads:
-        gxp = backend.get_array_module(g.data)
-        local = move_array(coef, backend.device_of_array(g.data))
+        gxp = backend.get_array_module(g.array)
+        local = move_array(coef, backend.device_of_array(g.array))
         with numpy.errstate(invalid="ignore"):  # NOTE: an inf norm gives 0 * inf = nan grads, as in torch
-            gxp.multiply(g.data, local.astype(g.dtype), out=g.data, casting="unsafe")
+            gxp.multiply(g.array, local.astype(g.dtype), out=g.array, casting="unsafe")
         g._bump_version()
     return total
 
@@ -146,7 +146,7 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
     clip_value = _real("clip_grad_value_", "clip_value", clip_value)
     for p in _param_list("clip_grad_value_", parameters):
         if p.grad is not None:
-            backend.get_array_module(p.grad.data).clip(p.grad.data, -clip_value, clip_value, out=p.grad.data)
+            backend.get_array_module(p.grad.array).clip(p.grad.array, -clip_value, clip_value, out=p.grad.array)
             p.grad._bump_version()
 
 
@@ -178,7 +178,7 @@ def vector_to_parameters(vec, parameters):
         raise ValueError(f"vector_to_parameters: the vector has {vec.shape[0]} elements, the parameters {total}")
     offset = 0
     for p in params:
-        chunk = move_array(vec.data[offset:offset + p.numel()], p.device).reshape(p.shape)
-        backend.get_array_module(p.data).copyto(p.data, chunk.astype(p.dtype, copy=False))
+        chunk = move_array(vec.array[offset:offset + p.numel()], p.device).reshape(p.shape)
+        backend.get_array_module(p.array).copyto(p.array, chunk.astype(p.dtype, copy=False))
         p._bump_version()
         offset += p.numel()

@@ -34,7 +34,7 @@ class _LinearRelu(Function):
     def forward(ctx, x, weight, bias=None):
         _check_linear(x, weight, bias)
         ctx.save_for_backward(x, weight)
-        y = linear_array(x.data, weight.data, bias.data if bias is not None else None)
+        y = linear_array(x.array, weight.array, bias.array if bias is not None else None)
         return xp_of(y).maximum(y, 0, out=y)  # NOTE: y is fresh (the GEMM's output): relu in place
 
     @staticmethod
@@ -44,7 +44,7 @@ class _LinearRelu(Function):
         if STATE.grad_enabled:  # NOTE: create_graph: the mask is a constant, as in relu's derivative
             masked = grad * (y > 0).to(grad.dtype)
         else:
-            masked = Tensor(zero_where_not(y.data > 0, grad.data, xp_of(grad)))
+            masked = Tensor(zero_where_not(y.array > 0, grad.array, xp_of(grad)))
         return linear_backward(ctx, masked, x, weight)
 
 

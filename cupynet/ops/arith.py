@@ -60,7 +60,7 @@ class Sub(Function):
     @staticmethod
     def backward(ctx, grad):
         if _arrays_will_do(grad):
-            g = grad.data
+            g = grad.array
             return _array_grads(ctx, lambda: g, lambda: -g)
         ga = sum_to(grad, ctx.shapes[0]) if ctx.needs_input_grad[0] else None
         gb = sum_to(-grad, ctx.shapes[1]) if ctx.needs_input_grad[1] else None
@@ -81,7 +81,7 @@ class Mul(Function):
     def backward(ctx, grad):
         a, b = _restore(ctx)
         if _arrays_will_do(grad, a, b):
-            g, a, b = grad.data, data(a), data(b)
+            g, a, b = grad.array, data(a), data(b)
             return _array_grads(ctx, lambda: g * b, lambda: g * a)
         return _grad_for(ctx, 0, lambda: grad * b), _grad_for(ctx, 1, lambda: grad * a)
 
@@ -101,7 +101,7 @@ class Div(Function):
     def backward(ctx, grad):
         a, b = _restore(ctx)
         if _arrays_will_do(grad, a, b):
-            g, a, b = grad.data, data(a), data(b)
+            g, a, b = grad.array, data(a), data(b)
             return _array_grads(ctx, lambda: g / b, lambda: -g * a / (b * b))
         ga = _grad_for(ctx, 0, lambda: grad / b)
         gb = _grad_for(ctx, 1, lambda: -grad * a / (b * b))
@@ -116,8 +116,8 @@ def _arrays_will_do(grad, *operands) -> bool:
     """
     if STATE.grad_enabled:
         return False
-    dtype = grad.data.dtype
-    return all(not isinstance(v, Tensor) or v.data.dtype == dtype for v in operands)
+    dtype = grad.array.dtype
+    return all(not isinstance(v, Tensor) or v.array.dtype == dtype for v in operands)
 
 
 def _array_grads(ctx, *makers):
@@ -156,7 +156,7 @@ class Neg(Function):
 
     @staticmethod
     def forward(ctx, a):
-        return -a.data
+        return -a.array
 
     @staticmethod
     def backward(ctx, grad):
@@ -190,7 +190,7 @@ class ToDevice(Function):
     @staticmethod
     def forward(ctx, a, device=None):
         ctx.source = a.device
-        return _move(a.data, device)
+        return _move(a.array, device)
 
     @staticmethod
     def backward(ctx, grad):
@@ -337,7 +337,7 @@ def contiguous(input):  # noqa: A002
     Args:
         input: a Tensor.
     """
-    return input if input.data.flags.c_contiguous else Clone.apply(input)
+    return input if input.array.flags.c_contiguous else Clone.apply(input)
 
 
 class Clone(Function):
@@ -347,7 +347,7 @@ class Clone(Function):
 
     @staticmethod
     def forward(ctx, a):
-        return a.data.copy(order="C")  # NOTE: not ascontiguousarray, which turns a 0-d array into shape (1,)
+        return a.array.copy(order="C")  # NOTE: not ascontiguousarray, which turns a 0-d array into shape (1,)
 
     @staticmethod
     def backward(ctx, grad):
@@ -363,7 +363,7 @@ class Maximum(Function):
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
         ctx.shapes = (a.shape, b.shape)
-        return xp_of(a, b).maximum(a.data, b.data)
+        return xp_of(a, b).maximum(a.array, b.array)
 
     @staticmethod
     def backward(ctx, grad):
@@ -380,7 +380,7 @@ class Minimum(Function):
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
         ctx.shapes = (a.shape, b.shape)
-        return xp_of(a, b).minimum(a.data, b.data)
+        return xp_of(a, b).minimum(a.array, b.array)
 
     @staticmethod
     def backward(ctx, grad):

@@ -38,7 +38,7 @@ def _mask_bias(xp, attn_mask, is_causal, n_queries, n_keys, work):
         keep = xp.tril(xp.ones((n_queries, n_keys), dtype=bool))
         bias = xp.where(keep, 0.0, -xp.inf).astype(work)
     if attn_mask is not None:
-        m = attn_mask.data
+        m = attn_mask.array
         extra = xp.where(m, 0.0, -xp.inf).astype(work) if m.dtype == dtypes.bool_ else m.astype(work)
         bias = extra if bias is None else bias + extra
     return bias
@@ -68,7 +68,7 @@ class ScaledDotProductAttention(Function):
             ctx.mask_shape, ctx.mask_dtype = attn_mask.shape, attn_mask.dtype
         ctx.scale = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
         ctx.bias = _mask_bias(xp, attn_mask, is_causal, q.shape[-2], k.shape[-2], ctx.work)
-        scores = matmul_arrays(q.data, xp.swapaxes(k.data, -1, -2)).astype(ctx.work) * ctx.scale
+        scores = matmul_arrays(q.array, xp.swapaxes(k.array, -1, -2)).astype(ctx.work) * ctx.scale
         if ctx.bias is not None:
             scores = scores + ctx.bias
         probs, ctx.row_max, ctx.empty = _safe_softmax_array(scores)
@@ -79,7 +79,7 @@ class ScaledDotProductAttention(Function):
             ctx.keep = (u >= dropout_p).astype(ctx.work) / (1.0 - dropout_p)
             probs = probs * ctx.keep
         ctx.save_for_backward(q, k, v)
-        return matmul_arrays(probs.astype(v.dtype), v.data)
+        return matmul_arrays(probs.astype(v.dtype), v.array)
 
     @staticmethod
     def backward(ctx, grad):

@@ -81,7 +81,7 @@ def logical_not(input):  # noqa: A002
     Args:
         input: a Tensor.
     """
-    return Tensor(xp_of(input).logical_not(input.data))
+    return Tensor(xp_of(input).logical_not(input.array))
 
 
 def logical_and(input, other):  # noqa: A002

@@ -39,7 +39,7 @@ class Dropout(Function):
     def forward(ctx, a, p=0.5, mask_shape=None):
         scale = _scaled_mask(a, p, a.shape if mask_shape is None else mask_shape)
         ctx.scale = Tensor(scale)
-        return (compute_in_fp32(a.data) * scale).astype(a.dtype, copy=False)
+        return (compute_in_fp32(a.array) * scale).astype(a.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):

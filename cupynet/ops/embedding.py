@@ -43,7 +43,7 @@ class Embedding(Function):
     def forward(ctx, weight, indices=None, padding_idx=None, scale_grad_by_freq=False):
         ctx.indices, ctx.padding_idx, ctx.scale_by_freq = indices, padding_idx, scale_grad_by_freq
         ctx.num_weights = weight.shape[0]
-        return weight.data[indices]
+        return weight.array[indices]
 
     @staticmethod
     def backward(ctx, grad):
@@ -70,7 +70,7 @@ class EmbeddingBackward(Function):
     @staticmethod
     def forward(ctx, grad, indices=None, num_weights=0, padding_idx=None, scale_grad_by_freq=False):
         xp, flat = xp_of(grad), indices.reshape(-1)
-        rows = compute_in_fp32(grad.data).reshape(flat.size, grad.shape[-1])  # NOTE: not -1: empty indices
+        rows = compute_in_fp32(grad.array).reshape(flat.size, grad.shape[-1])  # NOTE: not -1: empty indices
         ctx.scale = _position_scale(xp, flat, num_weights, padding_idx, scale_grad_by_freq, rows.dtype)
         ctx.indices, ctx.grad_shape = indices, grad.shape
         out = xp.zeros((num_weights, rows.shape[1]), dtype=rows.dtype)
@@ -89,10 +89,10 @@ def _renorm_rows_(weight, indices, max_norm, norm_type):
     """Scale the looked-up rows whose ``norm_type``-norm exceeds ``max_norm`` down to it, in place (no graph)."""
     xp = xp_of(weight)
     rows = xp.unique(indices.reshape(-1))
-    picked = compute_in_fp32(weight.data[rows])
+    picked = compute_in_fp32(weight.array[rows])
     norms = (xp.abs(picked) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
     factor = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
-    weight.data[rows] = (picked * factor[:, None]).astype(weight.dtype)
+    weight.array[rows] = (picked * factor[:, None]).astype(weight.dtype)
     weight._bump_version()
 
 
@@ -111,7 +111,7 @@ def _check_embedding_args(input, weight, padding_idx, max_norm, sparse):  # noqa
     check_same_device("embedding", weight=weight, input=input)
     if sparse:
         raise NotImplementedError("embedding: sparse gradients are not supported (use sparse=False)")
-    host_check_range("embedding", input.data, 0, num - 1,
+    host_check_range("embedding", input.array, 0, num - 1,
                      lambda: f"index out of range: expected indices in [0, {num - 1}] for num_embeddings={num}")
 
 
@@ -132,8 +132,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # 
     if padding_idx is not None and padding_idx < 0:
         padding_idx += weight.shape[0]
     if max_norm is not None:
-        _renorm_rows_(weight, input.data, float(max_norm), float(norm_type))
-    return Embedding.apply(weight, indices=input.data.astype(numpy.int64, copy=False), padding_idx=padding_idx,
+        _renorm_rows_(weight, input.array, float(max_norm), float(norm_type))
+    return Embedding.apply(weight, indices=input.array.astype(numpy.int64, copy=False), padding_idx=padding_idx,
                            scale_grad_by_freq=bool(scale_grad_by_freq))
 
 
@@ -149,7 +149,7 @@ def one_hot(tensor, num_classes=-1):
         raise TypeError(f"one_hot: expected an integer (int64) Tensor of class values, got {got}")
     if not isinstance(num_classes, numbers.Integral) or (num_classes < 1 and num_classes != -1):
         raise ValueError(f"one_hot: num_classes must be a positive int or -1, got {num_classes!r}")
-    xp, values = xp_of(tensor), tensor.data
+    xp, values = xp_of(tensor), tensor.array
     if values.size and int(values.min()) < 0:
         raise ValueError("one_hot: Class values must be non-negative.")
     if num_classes == -1:

@@ -54,7 +54,7 @@ def normalize_index(op_name, x, index):
         x: the Tensor being indexed.
         index: anything Python's ``x[...]`` accepts.
     """
-    xp = backend.get_array_module(x.data)
+    xp = backend.get_array_module(x.array)
     items = index if isinstance(index, tuple) else (index,)
     out = []
     for item in items:
@@ -71,10 +71,10 @@ def normalize_index(op_name, x, index):
 
 def _index_array(op_name, xp, x, item):
     if isinstance(item, Tensor):
-        if type(item.data) is not type(x.data):
+        if type(item.array) is not type(x.array):
             raise IndexError(f"{op_name}: the index tensor is on {item.device} but the indexed tensor is on "
                              f"{x.device}; expected both on the same device")
-        array = item.data
+        array = item.array
     elif isinstance(item, (list, range)) or (isinstance(item, tuple) and len(item) > 0):
         array = xp.asarray(backend.to_numpy(numpy.asarray(_plain(item))))
     elif isinstance(item, (numpy.ndarray, numpy.generic)) or hasattr(item, "__cuda_array_interface__"):
@@ -272,7 +272,7 @@ class GetItem(Function):
     @classmethod
     def forward(cls, ctx, a, index=()):
         ctx.index, ctx.in_shape = index, a.shape
-        return read(cls.op_name, a.data, index)
+        return read(cls.op_name, a.array, index)
 
     @staticmethod
     def backward(ctx, grad):
@@ -287,7 +287,7 @@ class IndexAddZeros(Function):
     @staticmethod
     def forward(ctx, values, index=(), shape=()):
         ctx.index = index
-        return index_add(xp_of(values).zeros(shape, dtype=values.dtype), index, values.data)
+        return index_add(xp_of(values).zeros(shape, dtype=values.dtype), index, values.array)
 
     @staticmethod
     def backward(ctx, grad):
@@ -307,7 +307,7 @@ class Gather(GetItem):
 
 
 def _check_index_device(op_name, t, index):
-    if type(index.data) is not type(t.data):
+    if type(index.array) is not type(t.array):
         raise RuntimeError(f"{op_name}: expected index on the same device as input ({t.device}), "
                            f"got index on {index.device}")
 
@@ -336,7 +336,7 @@ def setitem_(input, index, value):  # noqa: A002
     index = normalize_index("setitem_", input, index)
     source = _value_array("setitem_", input, value)
     try:
-        input.data[index] = source
+        input.array[index] = source
     except ValueError as error:
         shape = getattr(source, "shape", ())
         raise RuntimeError(f"setitem_: cannot assign a value of shape {tuple(shape)} into a tensor of shape "
@@ -351,10 +351,10 @@ def _value_array(op_name, t, value):
     if isinstance(value, numbers.Number):
         return value
     if isinstance(value, Tensor):
-        if type(value.data) is not type(t.data):
+        if type(value.array) is not type(t.array):
             raise RuntimeError(f"{op_name}: value is on {value.device} but the tensor is on {t.device}")
-        return value.data.astype(t.dtype, copy=False)
-    return lift(value, like=t).data.astype(t.dtype, copy=False)
+        return value.array.astype(t.dtype, copy=False)
+    return lift(value, like=t).array.astype(t.dtype, copy=False)
 
 
 def index_select(input, dim, index):  # noqa: A002
@@ -371,8 +371,8 @@ def index_select(input, dim, index):  # noqa: A002
     if input.ndim == 0:  # NOTE: as PyTorch: a 0-d input takes one index (which must be 0) and stays 0-d
         if index.numel() != 1:
             raise IndexError(f"index_select(): Index to scalar can have only 1 value, got {index.numel()} value(s)")
-        return reshape(IndexSelect.apply(reshape(input, (1,)), index=(index.data.reshape(-1),)), ())
-    return IndexSelect.apply(input, index=(slice(None),) * d + (index.data.reshape(-1),))
+        return reshape(IndexSelect.apply(reshape(input, (1,)), index=(index.array.reshape(-1),)), ())
+    return IndexSelect.apply(input, index=(slice(None),) * d + (index.array.reshape(-1),))
 
 
 def gather(input, dim, index, *, sparse_grad=False):  # noqa: A002
@@ -388,7 +388,7 @@ def gather(input, dim, index, *, sparse_grad=False):  # noqa: A002
     _check_index_device("gather", input, index)
     d = normalize_dim("gather", dim, input.ndim)
     check_gather_shapes("gather", d, index, ("input", input, False))
-    return Gather.apply(input, index=along_dim_index(xp_of(input), index.data, d))
+    return Gather.apply(input, index=along_dim_index(xp_of(input), index.array, d))
 
 
 # ---- scattering ------------------------------------------------------------------------------------
@@ -401,7 +401,7 @@ class ScatterAdd(Function):
     @staticmethod
     def forward(ctx, a, src, index=(), src_view=()):
         ctx.index, ctx.src_view, ctx.src_shape = index, src_view, src.shape
-        return index_add(a.data.copy(), index, src.data[src_view])
+        return index_add(a.array.copy(), index, src.array[src_view])
 
     @staticmethod
     def backward(ctx, grad):
@@ -430,7 +430,7 @@ def scatter_add(input, dim, index, src):  # noqa: A002
     check_gather_shapes("scatter_add", d, index, ("input", input, False), ("src", src, True))
     _check_same_dtype_unless_autocast("scatter_add", input, src)
     src_view = tuple(slice(0, s) for s in index.shape)
-    return ScatterAdd.apply(input, src, index=along_dim_index(xp_of(input), index.data, d), src_view=src_view)
+    return ScatterAdd.apply(input, src, index=along_dim_index(xp_of(input), index.array, d), src_view=src_view)
 
 
 def _check_same_dtype_unless_autocast(op_name, a, b):
@@ -449,7 +449,7 @@ class Where(Function):
     def forward(ctx, condition, a, b, dtype=None):
         ctx.save_for_backward(condition)
         ctx.shapes = (getattr(a, "shape", ()), getattr(b, "shape", ()))
-        return xp_of(condition).where(condition.data, data(a), data(b)).astype(dtype, copy=False)
+        return xp_of(condition).where(condition.array, data(a), data(b)).astype(dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
@@ -509,7 +509,7 @@ def where(condition, input=None, other=None):  # noqa: A002
     """
     _check_condition("where", condition)
     if input is None and other is None:
-        return tuple(Tensor(a) for a in condition.data.nonzero())
+        return tuple(Tensor(a) for a in condition.array.nonzero())
     values = (input, other)
     for name, v in zip(("input", "other"), values):
         if not isinstance(v, (Tensor, numbers.Number)):
@@ -558,7 +558,7 @@ def masked_fill_(input, mask, value):  # noqa: A002
     if tuple(shape) != tuple(input.shape):
         raise RuntimeError(f"masked_fill_: mask of shape {tuple(mask.shape)} does not broadcast to the shape "
                            f"{tuple(input.shape)} of the tensor being updated")
-    xp.copyto(input.data, _value_array("masked_fill_", input, value), casting="unsafe", where=mask.data)
+    xp.copyto(input.array, _value_array("masked_fill_", input, value), casting="unsafe", where=mask.array)
     input._bump_version()
     return input
 
@@ -574,7 +574,7 @@ class Cat(Function):
     def forward(ctx, *tensors, dim=0):
         ctx.dim, ctx.sizes = dim, tuple(t.shape[dim] for t in tensors)
         dtype = dtypes.result_type(*(t.dtype for t in tensors))
-        return xp_of(*tensors).concatenate([t.data.astype(dtype, copy=False) for t in tensors], axis=dim)
+        return xp_of(*tensors).concatenate([t.array.astype(dtype, copy=False) for t in tensors], axis=dim)
 
     @staticmethod
     def backward(ctx, grad):
@@ -592,7 +592,7 @@ class Stack(Function):
     def forward(ctx, *tensors, dim=0):
         ctx.dim = dim
         dtype = dtypes.result_type(*(t.dtype for t in tensors))
-        return xp_of(*tensors).stack([t.data.astype(dtype, copy=False) for t in tensors], axis=dim)
+        return xp_of(*tensors).stack([t.array.astype(dtype, copy=False) for t in tensors], axis=dim)
 
     @staticmethod
     def backward(ctx, grad):
@@ -609,7 +609,7 @@ class Split(Function):
     def forward(ctx, a, sizes=(), dim=0):
         ctx.dim, start, pieces = dim, 0, []
         for size in sizes:
-            pieces.append(a.data[(slice(None),) * dim + (slice(start, start + size),)])
+            pieces.append(a.array[(slice(None),) * dim + (slice(start, start + size),)])
             start += size
         return tuple(pieces)
 
@@ -626,7 +626,7 @@ class Unbind(Function):
     @staticmethod
     def forward(ctx, a, dim=0):
         ctx.dim = dim
-        return tuple(a.data[(slice(None),) * dim + (i,)] for i in range(a.shape[dim]))
+        return tuple(a.array[(slice(None),) * dim + (i,)] for i in range(a.shape[dim]))
 
     @staticmethod
     def backward(ctx, *grads):
@@ -729,7 +729,7 @@ class Tril(Function):
     @classmethod
     def forward(cls, ctx, a, diagonal=0):
         ctx.diagonal = diagonal
-        return getattr(xp_of(a), cls.op_name)(a.data, k=diagonal)
+        return getattr(xp_of(a), cls.op_name)(a.array, k=diagonal)
 
     @classmethod
     def backward(cls, ctx, grad):
@@ -779,7 +779,7 @@ class Repeat(Function):
     @staticmethod
     def forward(ctx, a, repeats=()):
         ctx.in_shape, ctx.repeats = a.shape, repeats
-        return xp_of(a).tile(a.data, repeats)
+        return xp_of(a).tile(a.array, repeats)
 
     @staticmethod
     def backward(ctx, grad):
@@ -836,7 +836,7 @@ class Flip(Function):
     @staticmethod
     def forward(ctx, a, dims=()):
         ctx.dims = dims
-        return xp_of(a).flip(a.data, axis=dims)
+        return xp_of(a).flip(a.array, axis=dims)
 
     @staticmethod
     def backward(ctx, grad):
@@ -862,7 +862,7 @@ class Roll(Function):
     @staticmethod
     def forward(ctx, a, shifts=0, dims=None):
         ctx.shifts, ctx.dims = shifts, dims
-        return xp_of(a).roll(a.data, shifts, axis=dims)
+        return xp_of(a).roll(a.array, shifts, axis=dims)
 
     @staticmethod
     def backward(ctx, grad):

@@ -91,7 +91,7 @@ def _inplace(name, t, compute, other=None, out_of_place=None):
     result = compute()
     if result.dtype != t.dtype:
         result = result.astype(t.dtype)
-    xp_of(t).copyto(t.data, result)
+    xp_of(t).copyto(t.array, result)
     t._bump_version()
     return t
 
@@ -104,7 +104,7 @@ def add_(input, other, alpha=1):  # noqa: A002
         other: a Tensor or number.
         alpha: multiplier of ``other``.
     """
-    return _inplace("add_", input, lambda: input.data + alpha * data(other), other,
+    return _inplace("add_", input, lambda: input.array + alpha * data(other), other,
                     lambda old: add(old, other, alpha=alpha))
 
 
@@ -116,7 +116,7 @@ def sub_(input, other, alpha=1):  # noqa: A002
         other: a Tensor or number.
         alpha: multiplier of ``other``.
     """
-    return _inplace("sub_", input, lambda: input.data - alpha * data(other), other,
+    return _inplace("sub_", input, lambda: input.array - alpha * data(other), other,
                     lambda old: sub(old, other, alpha=alpha))
 
 
@@ -127,7 +127,7 @@ def mul_(input, other):  # noqa: A002
         input: the Tensor to update.
         other: a Tensor or number.
     """
-    return _inplace("mul_", input, lambda: input.data * data(other), other, lambda old: mul(old, other))
+    return _inplace("mul_", input, lambda: input.array * data(other), other, lambda old: mul(old, other))
 
 
 def div_(input, other):  # noqa: A002
@@ -137,7 +137,7 @@ def div_(input, other):  # noqa: A002
         input: the Tensor to update.
         other: a Tensor or number.
     """
-    return _inplace("div_", input, lambda: input.data / data(other), other, lambda old: div(old, other))
+    return _inplace("div_", input, lambda: input.array / data(other), other, lambda old: div(old, other))
 
 
 def zero_(input):  # noqa: A002
@@ -146,7 +146,7 @@ def zero_(input):  # noqa: A002
     Args:
         input: the Tensor to update.
     """
-    return _inplace("zero_", input, lambda: xp_of(input).zeros_like(input.data))
+    return _inplace("zero_", input, lambda: xp_of(input).zeros_like(input.array))
 
 
 def fill_(input, value):  # noqa: A002
@@ -156,7 +156,7 @@ def fill_(input, value):  # noqa: A002
         input: the Tensor to update.
         value: a number.
     """
-    return _inplace("fill_", input, lambda: xp_of(input).full_like(input.data, data(value)))
+    return _inplace("fill_", input, lambda: xp_of(input).full_like(input.array, data(value)))
 
 
 def copy_(input, src):  # noqa: A002
@@ -166,7 +166,7 @@ def copy_(input, src):  # noqa: A002
         input: the Tensor to update.
         src: a Tensor or array with a broadcastable shape.
     """
-    source = src.data if isinstance(src, Tensor) else src
+    source = src.array if isinstance(src, Tensor) else src
     if input.is_cuda != (type(source).__module__.split(".")[0] == "cupy"):
         source = _move(source, input.device)
     return _inplace("copy_", input, lambda: xp_of(input).broadcast_to(source, input.shape))

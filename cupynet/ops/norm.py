@@ -59,9 +59,9 @@ def _standardize_array(xf, axes, eps):
 def _affine_array(xhat, weight, bias, param_shape, out_dtype):
     """``xhat * weight + bias`` (either may be None) in xhat's dtype, rounded once to ``out_dtype``."""
     if weight is not None:
-        xhat = xhat * weight.data.reshape(param_shape).astype(xhat.dtype)
+        xhat = xhat * weight.array.reshape(param_shape).astype(xhat.dtype)
     if bias is not None:
-        xhat = xhat + bias.data.reshape(param_shape).astype(xhat.dtype)
+        xhat = xhat + bias.array.reshape(param_shape).astype(xhat.dtype)
     return xhat.astype(out_dtype, copy=False)
 
 
@@ -127,7 +127,7 @@ class LayerNorm(Function):
         ctx.eps, ctx.param_shape = eps, x.shape[x.ndim - ndim_norm:]
         ctx.save_for_backward(x, weight)
         _remember_bias(ctx, bias)
-        xhat, _, _ = _standardize_array(compute_in_fp32(x.data), ctx.axes, eps)
+        xhat, _, _ = _standardize_array(compute_in_fp32(x.array), ctx.axes, eps)
         return _affine_array(xhat, weight, bias, ctx.param_shape, x.dtype)
 
     @staticmethod
@@ -145,11 +145,11 @@ class GroupNorm(Function):
     @staticmethod
     def forward(ctx, x, weight, bias, num_groups=1, eps=1e-5):
         n = x.shape[0]
-        ctx.stat_shape = (n, num_groups, x.data.size // max(n * num_groups, 1))
+        ctx.stat_shape = (n, num_groups, x.array.size // max(n * num_groups, 1))
         ctx.eps, ctx.param_shape = eps, _channel_param_shape(x)
         ctx.save_for_backward(x, weight)
         _remember_bias(ctx, bias)
-        xhat, _, _ = _standardize_array(compute_in_fp32(x.data).reshape(ctx.stat_shape), (2,), eps)
+        xhat, _, _ = _standardize_array(compute_in_fp32(x.array).reshape(ctx.stat_shape), (2,), eps)
         return _affine_array(xhat.reshape(x.shape), weight, bias, ctx.param_shape, x.dtype)
 
     @staticmethod
@@ -238,9 +238,9 @@ def _update_running_stats(running_mean, running_var, batch_mean, batch_var, coun
     for buf, stat in ((running_mean, batch_mean), (running_var, unbiased)):
         if buf is None:
             continue
-        old = compute_in_fp32(buf.data)
+        old = compute_in_fp32(buf.array)
         new = old * (1.0 - momentum) + stat.reshape(buf.shape).astype(old.dtype) * momentum
-        buf.data[...] = new.astype(buf.dtype, copy=False)
+        buf.array[...] = new.astype(buf.dtype, copy=False)
         buf._bump_version()
 
 
@@ -256,7 +256,7 @@ class BatchNorm(Function):
         ctx.param_shape, ctx.eps, ctx.axes, ctx.training = _channel_param_shape(x), eps, axes, training
         ctx.save_for_backward(x, weight)
         _remember_bias(ctx, bias)
-        xf = compute_in_fp32(x.data)
+        xf = compute_in_fp32(x.array)
         if training and xf.size == 0:
             # NOTE: an empty batch has no statistics: as PyTorch, an empty result, running stats untouched,
             # zero gradients for weight and bias (the affine path below with mean 0, rstd 1)
@@ -266,10 +266,10 @@ class BatchNorm(Function):
             return _affine_array(xf, weight, bias, ctx.param_shape, x.dtype)
         if training:
             xhat, mu, var = _standardize_array(xf, axes, eps)
-            _update_running_stats(running_mean, running_var, mu, var, x.data.size // x.shape[1], momentum)
+            _update_running_stats(running_mean, running_var, mu, var, x.array.size // x.shape[1], momentum)
         else:
-            ctx.mean = running_mean.data.reshape(ctx.param_shape).astype(xf.dtype)
-            ctx.rstd = 1.0 / xp_of(x).sqrt(running_var.data.reshape(ctx.param_shape).astype(xf.dtype) + eps)
+            ctx.mean = running_mean.array.reshape(ctx.param_shape).astype(xf.dtype)
+            ctx.rstd = 1.0 / xp_of(x).sqrt(running_var.array.reshape(ctx.param_shape).astype(xf.dtype) + eps)
             xhat = (xf - ctx.mean) * ctx.rstd
         return _affine_array(xhat, weight, bias, ctx.param_shape, x.dtype)
 
@@ -310,7 +310,7 @@ def _check_batch_args(op, input, weight, bias, momentum, eps, training):
     if not isinstance(momentum, (int, float)) or isinstance(momentum, bool) or not 0.0 <= momentum <= 1.0:
         raise ValueError(f"{op}: momentum must be a number in [0, 1], got {momentum!r} (the BatchNorm layer "
                          "passes 1 / num_batches_tracked for a cumulative average)")
-    if training and input.data.size // max(input.shape[1], 1) == 1:
+    if training and input.array.size // max(input.shape[1], 1) == 1:
         raise ValueError(f"{op}: Expected more than 1 value per channel when training, got input size "
                          f"{tuple(input.shape)}")
 
@@ -343,8 +343,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 def _instance_running_update(input, running_mean, running_var, momentum, eps):
     """Average the per-instance statistics over the batch into the running buffers (as PyTorch does)."""
     n, c = input.shape[:2]
-    _, mu, var = _standardize_array(compute_in_fp32(input.data).reshape(n, c, -1), (2,), eps)
-    count = input.data.size // max(n * c, 1)
+    _, mu, var = _standardize_array(compute_in_fp32(input.array).reshape(n, c, -1), (2,), eps)
+    count = input.array.size // max(n * c, 1)
     unbiased_mean_of_vars = (var * (count / max(count - 1, 1))).mean(axis=0)
     # NOTE: passing count=1 keeps the already-unbiased variance as it is
     _update_running_stats(running_mean, running_var, mu.mean(axis=0), unbiased_mean_of_vars, 1, momentum)
@@ -387,7 +387,7 @@ class RMSNorm(Function):
     def forward(ctx, x, weight, ndim_norm=1, eps=1e-6):
         ctx.axes, ctx.eps = tuple(range(x.ndim - ndim_norm, x.ndim)), eps
         ctx.save_for_backward(x, weight)
-        xf = compute_in_fp32(x.data)
+        xf = compute_in_fp32(x.array)
         y = xf / xp_of(x).sqrt((xf * xf).mean(axis=ctx.axes, keepdims=True) + eps)
         return _affine_array(y, weight, None, x.shape[x.ndim - ndim_norm:], x.dtype)
 
@@ -433,7 +433,7 @@ class Normalize(Function):
     def forward(ctx, x, p=2.0, dim=1, eps=1e-12):
         ctx.p, ctx.dim, ctx.eps = p, dim, eps
         ctx.save_for_backward(x)
-        xp, xf = xp_of(x), compute_in_fp32(x.data)
+        xp, xf = xp_of(x), compute_in_fp32(x.array)
         norm = (xp.abs(xf) ** p).sum(axis=dim, keepdims=True) ** (1.0 / p)
         return (xf / xp.maximum(norm, eps)).astype(x.dtype, copy=False)
 
@@ -442,12 +442,12 @@ class Normalize(Function):
         (x,) = ctx.saved_tensors
         xf, gf, p, dim = _fp32(x), _fp32(grad), ctx.p, ctx.dim
         xp = xp_of(x)
-        sign = Tensor(xp.sign(xf.data))
+        sign = Tensor(xp.sign(xf.array))
         norm = sum_((xf * sign) ** p, dim=dim, keepdim=True) ** (1.0 / p)
         denom = maximum(norm, ctx.eps)
         # NOTE: y = x / d with d = max(||x||, eps); dd/dx = d||x||/dx where ||x|| > eps, else 0.
         #       d||x||_p / dx = sign(x) |x|^(p-1) / ||x||^(p-1) (x / ||x|| for p = 2).
-        active = Tensor((norm.data > ctx.eps).astype(xf.dtype))
+        active = Tensor((norm.array > ctx.eps).astype(xf.dtype))
         if p == 2.0:
             dnorm = xf / denom
         elif p == 1.0:

@@ -54,7 +54,7 @@ class MaxPool(Function):
 
     @staticmethod
     def forward(ctx, x, geoms=()):
-        flat = _flat_windows(x.data, geoms, -numpy.inf)
+        flat = _flat_windows(x.array, geoms, -numpy.inf)
         arg = flat.argmax(axis=-1)
         ctx.geoms, ctx.arg, ctx.dtype = geoms, arg, x.dtype
         out = xp_of(x).take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
@@ -73,7 +73,7 @@ class _WindowScatter(Function):
     @staticmethod
     def forward(ctx, g, geoms=(), arg=None, dtype=None):
         ctx.geoms, ctx.arg = geoms, arg
-        return _scatter(g.data, geoms, arg, dtype)
+        return _scatter(g.array, geoms, arg, dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -88,7 +88,7 @@ class _WindowGather(Function):
     @staticmethod
     def forward(ctx, x, geoms=(), arg=None):
         ctx.geoms, ctx.arg, ctx.dtype = geoms, arg, x.dtype
-        return _gather(x.data, geoms, arg)
+        return _gather(x.array, geoms, arg)
 
     @staticmethod
     def backward(ctx, grad):
@@ -114,7 +114,7 @@ class AvgPool(Function):
     @staticmethod
     def forward(ctx, x, geoms=(), inv_divisor=None):
         ctx.geoms, ctx.inv_divisor, ctx.dtype = geoms, inv_divisor, x.dtype
-        win = windows(x.data, geoms, 0.0)
+        win = windows(x.array, geoms, 0.0)
         nd = len(geoms)
         acc = dtypes.float32 if x.dtype in dtypes.LOW_PRECISION else None
         total = win.sum(axis=tuple(range(-nd, 0)), dtype=acc)
@@ -133,7 +133,7 @@ class _AvgSpread(Function):
     @staticmethod
     def forward(ctx, g, geoms=(), inv_divisor=None, dtype=None):
         ctx.geoms, ctx.inv_divisor = geoms, inv_divisor
-        scaled = compute_in_fp32(g.data) * inv_divisor
+        scaled = compute_in_fp32(g.array) * inv_divisor
         kernel = tuple(gm.kernel for gm in geoms)
         cols = xp_of(g).broadcast_to(scaled.reshape(scaled.shape + (1,) * len(kernel)), scaled.shape + kernel)
         return col2im(cols, geoms, dtype)
@@ -151,7 +151,7 @@ class AdaptiveAvgPool(Function):
     @staticmethod
     def forward(ctx, x, mats=(), transposed=False):
         ctx.mats, ctx.transposed = mats, transposed
-        y = compute_in_fp32(x.data)
+        y = compute_in_fp32(x.array)
         nd = len(mats)
         for i, m in enumerate(mats):
             axis = x.ndim - nd + i

@@ -96,7 +96,7 @@ class Sum(Function):
     def forward(ctx, a, axes=(), keepdim=False, dtype=None):
         ctx.in_shape, ctx.axes, ctx.keepdim = a.shape, axes, keepdim
         out_dtype = dtype or (a.dtype if dtypes.is_floating(a.dtype) else dtypes.int64)
-        out = a.data.sum(axis=axes, keepdims=keepdim, dtype=_acc_dtype(a.dtype) or out_dtype)
+        out = a.array.sum(axis=axes, keepdims=keepdim, dtype=_acc_dtype(a.dtype) or out_dtype)
         return out.astype(out_dtype, copy=False)
 
     @staticmethod
@@ -120,7 +120,7 @@ class Mean(Function):
             count *= a.shape[ax]
         ctx.count = count
         out_dtype = dtype or a.dtype
-        out = a.data.mean(axis=axes, keepdims=keepdim, dtype=_acc_dtype(a.dtype) or out_dtype)
+        out = a.array.mean(axis=axes, keepdims=keepdim, dtype=_acc_dtype(a.dtype) or out_dtype)
         return out.astype(out_dtype, copy=False)
 
     @staticmethod
@@ -179,7 +179,7 @@ class Var(Function):
         ctx.save_for_backward(a)
         ctx.axes, ctx.keepdim = axes, keepdim
         ctx.divisor = builtins.max(_count(a.shape, axes) - correction, 0)
-        return _variance(a.data, axes, correction, keepdim).astype(a.dtype, copy=False)
+        return _variance(a.array, axes, correction, keepdim).astype(a.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
@@ -200,7 +200,7 @@ class Std(Function):
         ctx.save_for_backward(a)
         ctx.axes, ctx.keepdim = axes, keepdim
         ctx.divisor = builtins.max(_count(a.shape, axes) - correction, 0)
-        out = xp_of(a).sqrt(_variance(a.data, axes, correction, keepdim))
+        out = xp_of(a).sqrt(_variance(a.array, axes, correction, keepdim))
         return out.astype(a.dtype, copy=False)
 
     @staticmethod
@@ -213,7 +213,7 @@ class Std(Function):
         if not ctx.divisor:
             return g * centered * float("inf")
         out = _keep(ctx.output(0), a.shape, ctx.axes, ctx.keepdim)
-        zero = Tensor(out.data == 0)
+        zero = Tensor(out.array == 0)
         return where(zero, 0.0, g * centered / (where(zero, 1.0, out) * ctx.divisor))
 
 
@@ -275,13 +275,13 @@ class Amax(Function):
     def forward(cls, ctx, a, axes=(), keepdim=False):
         ctx.save_for_backward(a)
         ctx.axes, ctx.keepdim = axes, keepdim
-        return getattr(a.data, cls.reduce_name)(axis=axes, keepdims=keepdim)
+        return getattr(a.array, cls.reduce_name)(axis=axes, keepdims=keepdim)
 
     @classmethod
     def backward(cls, ctx, grad):
         (a,) = ctx.saved_tensors
-        extreme = getattr(a.data, cls.reduce_name)(axis=ctx.axes, keepdims=True)
-        hit = (a.data == extreme).astype(dtypes.float32)
+        extreme = getattr(a.array, cls.reduce_name)(axis=ctx.axes, keepdims=True)
+        hit = (a.array == extreme).astype(dtypes.float32)
         share = hit / hit.sum(axis=ctx.axes, keepdims=True)  # NOTE: ties share the gradient, as PyTorch
         return _keep(grad, a.shape, ctx.axes, ctx.keepdim) * Tensor(share.astype(grad.dtype))
 
@@ -302,9 +302,9 @@ class MaxDim(Function):
     @classmethod
     def forward(cls, ctx, a, dim=0, keepdim=False):
         xp = xp_of(a)
-        idx = xp.expand_dims(getattr(xp, cls.arg_name)(a.data, axis=dim), dim)
+        idx = xp.expand_dims(getattr(xp, cls.arg_name)(a.array, axis=dim), dim)
         ctx.index, ctx.keepdim, ctx.dim, ctx.in_shape = along_dim_index(xp, idx, dim), keepdim, dim, a.shape
-        values = xp.take_along_axis(a.data, idx, axis=dim)
+        values = xp.take_along_axis(a.array, idx, axis=dim)
         if not keepdim:
             values, idx = values.squeeze(dim), idx.squeeze(dim)
         return values, idx.astype(dtypes.int64, copy=False)
@@ -404,14 +404,14 @@ def _arg_extreme(name, input, dim, keepdim):  # noqa: A002
     if dim is None:
         if input.numel() == 0:
             raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
-        out = getattr(xp, name)(input.data.reshape(-1))
+        out = getattr(xp, name)(input.array.reshape(-1))
         out = xp.asarray(out).reshape((1,) * input.ndim if keepdim else ())
     else:
         d = normalize_dim(name, dim, input.ndim)
         if input.ndim == 0:
             return Tensor(xp.zeros((), dtype=dtypes.int64))
         _check_reduced_nonempty(name, input, (d,))
-        out = getattr(xp, name)(input.data, axis=d)
+        out = getattr(xp, name)(input.array, axis=d)
         out = xp.expand_dims(out, d) if keepdim else out
     return Tensor(xp.asarray(out).astype(dtypes.int64, copy=False))
 
@@ -450,7 +450,7 @@ class LogSumExp(Function):
     def forward(ctx, a, axes=(), keepdim=False):
         ctx.save_for_backward(a)
         ctx.axes, ctx.keepdim = axes, keepdim
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, x = xp_of(a), compute_in_fp32(a.array)
         if _count(a.shape, axes) == 0:
             return xp.full(x.sum(axis=axes, keepdims=keepdim).shape, -numpy.inf, dtype=a.dtype)
         # NOTE: subtract the max so exp never overflows; a row of all -inf (or an inf) keeps its
@@ -484,7 +484,7 @@ def logsumexp(input, dim, keepdim=False):  # noqa: A002
 
 def _logical(name, input, dim, keepdim):  # noqa: A002
     axes = _axes(name, dim, input.ndim)
-    out = getattr(input.data.astype(dtypes.bool_, copy=False), name)(axis=axes, keepdims=keepdim)
+    out = getattr(input.array.astype(dtypes.bool_, copy=False), name)(axis=axes, keepdims=keepdim)
     return Tensor(xp_of(input).asarray(out))
 
 
@@ -532,7 +532,7 @@ class CumSum(Function):
     def forward(ctx, a, dim=0, dtype=None, reverse=False):
         ctx.dim, ctx.reverse = dim, reverse
         xp, out_dtype = xp_of(a), _out_dtype(a, dtype)
-        x = a.data.astype(dtypes.compute_dtype(out_dtype), copy=False)
+        x = a.array.astype(dtypes.compute_dtype(out_dtype), copy=False)
         x = xp.flip(x, dim) if reverse else x
         out = xp.cumsum(x, axis=dim)
         return (xp.flip(out, dim) if reverse else out).astype(out_dtype, copy=False)
@@ -554,7 +554,7 @@ class CumProd(Function):
     def forward(ctx, a, dim=0, dtype=None):
         ctx.save_for_backward(a)
         ctx.dim, out_dtype = dim, _out_dtype(a, dtype)
-        x = a.data.astype(dtypes.compute_dtype(out_dtype), copy=False)
+        x = a.array.astype(dtypes.compute_dtype(out_dtype), copy=False)
         return xp_of(a).cumprod(x, axis=dim).astype(out_dtype, copy=False)
 
     @staticmethod
@@ -562,7 +562,7 @@ class CumProd(Function):
         (a,) = ctx.saved_tensors
         if is_grad_enabled():  # NOTE: create_graph: the differentiable O(n^2) form (PyTorch does the same)
             return _cumprod_grad_differentiable(a, grad, ctx.dim)
-        return Tensor(_cumprod_grad_array(a.data, ctx.output(0).data, grad.data, ctx.dim))
+        return Tensor(_cumprod_grad_array(a.array, ctx.output(0).array, grad.array, ctx.dim))
 
 
 def _cumprod_grad_array(x, y, g, dim):
@@ -648,7 +648,7 @@ class Prod(Function):
     def forward(ctx, a, dim=0, keepdim=False, dtype=None):
         ctx.save_for_backward(a)
         ctx.dim, ctx.keepdim, out_dtype = dim, keepdim, _out_dtype(a, dtype)
-        x = a.data.astype(dtypes.compute_dtype(out_dtype), copy=False)
+        x = a.array.astype(dtypes.compute_dtype(out_dtype), copy=False)
         return x.prod(axis=dim, keepdims=keepdim).astype(out_dtype, copy=False)
 
     @staticmethod
@@ -707,7 +707,7 @@ class Norm(Function):
     def forward(ctx, a, ord=2.0, axes=(), keepdim=False):  # noqa: A002 - PyTorch's name
         ctx.save_for_backward(a)
         ctx.ord, ctx.axes, ctx.keepdim = ord, axes, keepdim
-        return _norm_array(a.data, ord, axes, keepdim).astype(a.dtype, copy=False)
+        return _norm_array(a.array, ord, axes, keepdim).astype(a.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
@@ -715,16 +715,16 @@ class Norm(Function):
         if ctx.ord == 0:
             return None  # NOTE: counting nonzeros is piecewise constant: no gradient
         g = _keep(grad, a.shape, ctx.axes, ctx.keepdim)
-        sign = Tensor(xp_of(a).sign(a.data))
+        sign = Tensor(xp_of(a).sign(a.array))
         if ctx.ord == 1:
             return g * sign
         out = _keep(ctx.output(0), a.shape, ctx.axes, ctx.keepdim)
         if math.isinf(ctx.ord):
-            hit = (xp_of(a).abs(a.data) == out.data).astype(dtypes.float32)
+            hit = (xp_of(a).abs(a.array) == out.array).astype(dtypes.float32)
             share = hit / hit.sum(axis=ctx.axes, keepdims=True)  # NOTE: ties share it, as PyTorch
             return g * sign * Tensor(share.astype(grad.dtype))
         # NOTE: a zero norm means x is all zeros there; dividing by 1 instead gives the 0 gradient PyTorch gives
-        safe = out + Tensor((out.data == 0).astype(out.dtype))
+        safe = out + Tensor((out.array == 0).astype(out.dtype))
         if ctx.ord == 2:
             return g * a / safe
         # NOTE: for p < 1, |x|^(p-1) is infinite at x == 0; PyTorch's gradient is 0 there (sign is 0),

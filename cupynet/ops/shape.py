@@ -40,7 +40,7 @@ class Reshape(Function):
     @staticmethod
     def forward(ctx, a, shape=None):
         ctx.in_shape = a.shape
-        return a.data.reshape(shape)
+        return a.array.reshape(shape)
 
     @staticmethod
     def backward(ctx, grad):
@@ -55,7 +55,7 @@ class Permute(Function):
     @staticmethod
     def forward(ctx, a, dims=None):
         ctx.dims = dims
-        return a.data.transpose(dims)
+        return a.array.transpose(dims)
 
     @staticmethod
     def backward(ctx, grad):
@@ -73,7 +73,7 @@ class BroadcastTo(Function):
     @staticmethod
     def forward(ctx, a, shape=None):
         ctx.in_shape = a.shape
-        return xp_of(a).broadcast_to(a.data, shape)
+        return xp_of(a).broadcast_to(a.array, shape)
 
     @staticmethod
     def backward(ctx, grad):
@@ -88,7 +88,7 @@ class SumTo(Function):
     @staticmethod
     def forward(ctx, a, shape=None):
         ctx.in_shape = a.shape
-        return _sum_to_array(a.data, shape)
+        return _sum_to_array(a.array, shape)
 
     @staticmethod
     def backward(ctx, grad):
@@ -114,7 +114,7 @@ def reshape(input, *shape):  # noqa: A002 - PyTorch's name
         *shape: the new shape, as ints or one tuple.
     """
     shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-    shape = _resolve_shape("reshape", input.data.size, shape)
+    shape = _resolve_shape("reshape", input.array.size, shape)
     return input if shape == input.shape else Reshape.apply(input, shape=shape)
 
 

@@ -83,7 +83,7 @@ def _index(where, key) -> int:
 
 def _as_array(value):
     if isinstance(value, Tensor):
-        return value.data
+        return value.array
     if isinstance(value, numpy.ndarray) or type(value).__module__.startswith("cupy"):
         return value
     return None
@@ -91,7 +91,7 @@ def _as_array(value):
 
 def _place_like(array, param):
     """A copy of ``array`` on ``param``'s device."""
-    target = backend.device_of_array(param.data)
+    target = backend.device_of_array(param.array)
     if target.type == "cpu":
         return numpy.array(backend.to_numpy(array), copy=True)
     cupy = target.xp
@@ -129,7 +129,7 @@ def _merge_shared_scalars(state, groups, scalar_keys) -> None:
             for p in group["params"]:
                 value = state.get(p, {}).get(key)
                 if isinstance(value, Tensor):
-                    host = backend.to_numpy(value.data)
+                    host = backend.to_numpy(value.array)
                     token = (str(value.device), str(host.dtype), host.tobytes())
                     state[p][key] = shared.setdefault(token, value)
 

@@ -105,7 +105,7 @@ class Optimizer:
                     p.grad = None
                 else:
                     p.grad = p.grad.detach() if p.grad.grad_fn is not None else p.grad
-                    p.grad.data[...] = 0
+                    p.grad.array[...] = 0
                     p.grad._bump_version()
 
     # ---- step ------------------------------------------------------------------------------

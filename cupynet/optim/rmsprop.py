@@ -56,8 +56,8 @@ class RMSprop(Optimizer):
         self._init_state(group, params)
         self._unshare(params, "step")
         for step, _ in self._group_by_shared(params, "step"):
-            xp = backend.get_array_module(step.data)
-            commit(step.data, step.data + numpy.float32(1.0), found, xp)
+            xp = backend.get_array_module(step.array)
+            commit(step.array, step.array + numpy.float32(1.0), found, xp)
         with numpy.errstate(all="ignore"):
             for p in params:
                 self._update_one(p, group, found)
@@ -67,9 +67,9 @@ class RMSprop(Optimizer):
         steps = {}
         for p in params:
             st = self.state[p]
-            xp = backend.get_array_module(p.data)
+            xp = backend.get_array_module(p.array)
             if not st:
-                device = str(backend.device_of_array(p.data))
+                device = str(backend.device_of_array(p.array))
                 st["step"] = steps.setdefault(device, Tensor(xp.zeros((), dtype=dtypes.float32)))
                 st["square_avg"] = _common.new_state_tensor(p, xp)
             if group["momentum"] > 0 and "momentum_buffer" not in st:
@@ -78,27 +78,27 @@ class RMSprop(Optimizer):
                 st["grad_avg"] = _common.new_state_tensor(p, xp)
 
     def _update_one(self, p, group, found) -> None:
-        xp = backend.get_array_module(p.data)
+        xp = backend.get_array_module(p.array)
         dt = _common.compute_dtype_of(p)
         st = self.state[p]
         alpha = group["alpha"]
         g = _common.read_grad(p, dt, group["maximize"])
-        value = p.data.astype(dt) if p.data.dtype != dt else p.data
+        value = p.array.astype(dt) if p.array.dtype != dt else p.array
         if group["weight_decay"] != 0:
             g = g + scalar(group["weight_decay"], dt) * value
-        sq = st["square_avg"].data * scalar(alpha, dt) + (scalar(1.0 - alpha, dt) * g) * g
+        sq = st["square_avg"].array * scalar(alpha, dt) + (scalar(1.0 - alpha, dt) * g) * g
         if group["centered"]:
-            ga = _common.lerp_like_torch(st["grad_avg"].data, g, scalar(1.0 - alpha, dt))
+            ga = _common.lerp_like_torch(st["grad_avg"].array, g, scalar(1.0 - alpha, dt))
             avg = xp.sqrt(sq + (scalar(-1.0, dt) * ga) * ga)
-            commit(st["grad_avg"].data, ga, found, xp)
+            commit(st["grad_avg"].array, ga, found, xp)
         else:
             avg = xp.sqrt(sq)
         avg = avg + scalar(group["eps"], dt)
         if group["momentum"] > 0:
-            buf = st["momentum_buffer"].data * scalar(group["momentum"], dt) + g / avg
+            buf = st["momentum_buffer"].array * scalar(group["momentum"], dt) + g / avg
             new_param = value + scalar(-group["lr"], dt) * buf
-            commit(st["momentum_buffer"].data, buf, found, xp)
+            commit(st["momentum_buffer"].array, buf, found, xp)
         else:
             new_param = value + (scalar(-group["lr"], dt) * g) / avg
-        commit(st["square_avg"].data, sq, found, xp)
-        commit(p.data, new_param, found, xp)
+        commit(st["square_avg"].array, sq, found, xp)
+        commit(p.array, new_param, found, xp)

@@ -347,7 +347,7 @@ class Trainer:
             return None
         scale = getattr(self.scaler, "_scale", None)
         # NOTE: a copy: the scaler updates its scale in place, and we read many steps later
-        return scale.data.copy() if scale is not None else None
+        return scale.array.copy() if scale is not None else None
 
     def _skipped_tensor(self):
         counters = getattr(self.scaler, "_counters", None) if self.scaler is not None else None
@@ -362,7 +362,7 @@ def _read_all(values):
     """Host copies of many device scalars (Tensors or arrays) in one transfer; None if any is missing."""
     if not values or any(v is None for v in values):
         return None
-    arrays = [v.data if isinstance(v, cn.Tensor) else v for v in values]
+    arrays = [v.array if isinstance(v, cn.Tensor) else v for v in values]
     xp = backend.get_array_module(*arrays)
     return backend.to_numpy(xp.stack([a.reshape(()) for a in arrays])).astype(float)
 
