@@ -7,9 +7,10 @@ comparison is on bits: the kernels store one canonical NaN, so even NaNs must
 match exactly.
 """
 
-import ml_dtypes
 import numpy as np
 import pytest
+from cuda_emulation import cases
+from cuda_emulation.cases import SIZES, mixed_arrays, optimizer_problem, scalar
 
 from cupynet.backend import cuda_available, cupy_or_none
 
@@ -20,53 +21,18 @@ from cupynet.cuda import multi_tensor  # noqa: E402
 from cupynet.cuda.multi_tensor import CHUNK_SIZE  # noqa: E402
 from cupynet.optim import kernels as O  # noqa: E402
 
-BF16 = np.dtype(ml_dtypes.bfloat16)
-F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
-SIZES = (0, 1, 7, CHUNK_SIZE - 1, CHUNK_SIZE + 1, 2 * CHUNK_SIZE + 3)
-SUBNORMAL = {F32: 3e-40, F16: 3e-6, BF16: 3e-40}
-
 
 def cp():
     return cupy_or_none()
 
 
-def host_bits(a):
-    a = np.asarray(cp().asnumpy(a) if isinstance(a, cp().ndarray) else a)
-    return a.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
-
-
 def assert_same_bits(device_arrays, host_arrays):
-    for i, (d, h) in enumerate(zip(device_arrays, host_arrays)):
-        assert d.dtype == h.dtype and d.shape == h.shape, i
-        mismatch = np.flatnonzero(host_bits(d).reshape(-1) != host_bits(h).reshape(-1))
-        assert mismatch.size == 0, f"array {i}: {mismatch.size} elements differ, first at {mismatch[:5]}"
-
-
-def planted(rng, size, dtype, scale=2.0):
-    a = (rng.standard_normal(size) * scale).astype(np.float32)
-    if size:
-        a[rng.integers(0, size, max(1, size // 97))] = SUBNORMAL[dtype]
-        for position, value in ((CHUNK_SIZE - 1, np.inf), (CHUNK_SIZE, -np.inf), (size - 1, np.nan)):
-            if size > CHUNK_SIZE - 1 and position < size:
-                a[position] = value
-    return a.astype(dtype)
+    cases.assert_same_bits(device_arrays, host_arrays, cp().asnumpy)
 
 
 def both(arrays):
     """(device copies, host copies) of a list of NumPy arrays."""
     return [cp().asarray(a) for a in arrays], [a.copy() for a in arrays]
-
-
-def scalar(value, dtype=np.float32):
-    return np.array([value], dtype)
-
-
-def mixed_arrays(rng, finite=False):
-    dtypes = (F16, F32, BF16)
-    arrays = [planted(rng, n, dtypes[i % 3]) for i, n in enumerate(SIZES)]
-    if finite:
-        arrays = [np.nan_to_num(a.astype(np.float32), posinf=1.0, neginf=-1.0).astype(a.dtype) for a in arrays]
-    return arrays
 
 
 @pytest.mark.parametrize("inv", [1 / 1024, 1.0, 3.0, 0.0])
@@ -102,14 +68,6 @@ def test_update_scale_bit_for_bit(options):
             K.update_scale_(state[0], state[1], fi, 1.5, 0.3, 3, hysteresis_tracker=state[2], min_hit=state[3],
                             **options)
         assert_same_bits(dev, host)
-
-
-def optimizer_problem(rng, grad_dtypes=(F16, F32, BF16, F16)):
-    sizes = (CHUNK_SIZE + 5, 33, 1, 0)
-    params = [rng.standard_normal(n).astype(np.float32) for n in sizes]
-    grads = [planted(rng, n, d, 1.0) if i else (rng.standard_normal(n) * 1e3).astype(d)
-             for i, (n, d) in enumerate(zip(sizes, grad_dtypes))]
-    return params, grads
 
 
 @pytest.mark.parametrize("hyper", [
@@ -160,7 +118,7 @@ def test_l2norm_bit_for_bit():
     assert_same_bits([K.multi_tensor_l2norm(dev)], [K.multi_tensor_l2norm(host)])
     dev, host = both(mixed_arrays(rng))
     assert_same_bits([K.multi_tensor_l2norm(dev)], [K.multi_tensor_l2norm(host)])
-    assert host_bits(K.multi_tensor_l2norm(dev)).tolist() == host_bits(K.multi_tensor_l2norm(dev)).tolist()
+    assert_same_bits([K.multi_tensor_l2norm(dev)], [cp().asnumpy(K.multi_tensor_l2norm(dev))])  # deterministic
 
 
 def test_repeated_calls_reuse_the_cached_pointer_table():

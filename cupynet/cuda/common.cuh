@@ -22,22 +22,18 @@
 // and no f32 `fma`. (The fused-op kernels use plain C++ arithmetic and the CUDA
 // math library, and are compared with a tolerance.)
 //
-// NOTE: the `#ifdef __CUDA_ARCH__` guards. NVRTC and nvcc compile device code
+// NOTE: the `#ifdef __CUDA_ARCH__` guard. NVRTC and nvcc compile device code
 // with __CUDA_ARCH__ defined, so a GPU always runs the PTX. The other branch
 // exists for the CUDA-on-CPU test harness (tests/cuda_emulation), which compiles
 // this very text as C++ with g++: there each operation is the same IEEE
-// operation on the host, inside CUPYNET_IEEE_SCOPE, which switches the CPU's
-// flush-to-zero mode (set by the harness to mirror -ftz=true) off around it.
+// operation on the host (cupynet_emu::ieee_*), run with the CPU's flush-to-zero
+// mode off (the harness turns it on everywhere else, to mirror -ftz=true).
 
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
 #define CUPYNET_INF __int_as_float(0x7f800000)
 #define CUPYNET_NAN __int_as_float(0x7fc00000)
-
-#if !defined(__CUDA_ARCH__) && !defined(CUPYNET_IEEE_SCOPE)
-#define CUPYNET_IEEE_SCOPE
-#endif
 
 // ---- 1. exact IEEE fp32 / fp64 arithmetic (no FTZ, no contraction) -------------------
 
@@ -103,17 +99,17 @@ __device__ __forceinline__ unsigned long long f32_to_u64_rz(float a) {
     return r;
 }
 
-#else  // the CUDA-on-CPU harness: the same operations on the host, flush-to-zero off
+#else  // the CUDA-on-CPU harness: the same IEEE operations on the host, flush-to-zero off
 
-__device__ __forceinline__ float f32_add(float a, float b) { CUPYNET_IEEE_SCOPE; return a + b; }
-__device__ __forceinline__ float f32_sub(float a, float b) { CUPYNET_IEEE_SCOPE; return a - b; }
-__device__ __forceinline__ float f32_mul(float a, float b) { CUPYNET_IEEE_SCOPE; return a * b; }
-__device__ __forceinline__ float f32_div(float a, float b) { CUPYNET_IEEE_SCOPE; return a / b; }
-__device__ __forceinline__ float f32_sqrt(float a) { CUPYNET_IEEE_SCOPE; return sqrtf(a); }
-__device__ __forceinline__ bool f32_ge(float a, float b) { CUPYNET_IEEE_SCOPE; return a >= b; }
-__device__ __forceinline__ bool f32_lt(float a, float b) { CUPYNET_IEEE_SCOPE; return a < b; }
-__device__ __forceinline__ double f32_to_f64(float a) { CUPYNET_IEEE_SCOPE; return (double)a; }
-__device__ __forceinline__ float f64_to_f32(double a) { CUPYNET_IEEE_SCOPE; return (float)a; }
+__device__ __forceinline__ float f32_add(float a, float b) { return cupynet_emu::ieee_add(a, b); }
+__device__ __forceinline__ float f32_sub(float a, float b) { return cupynet_emu::ieee_sub(a, b); }
+__device__ __forceinline__ float f32_mul(float a, float b) { return cupynet_emu::ieee_mul(a, b); }
+__device__ __forceinline__ float f32_div(float a, float b) { return cupynet_emu::ieee_div(a, b); }
+__device__ __forceinline__ float f32_sqrt(float a) { return cupynet_emu::ieee_sqrt(a); }
+__device__ __forceinline__ bool f32_ge(float a, float b) { return cupynet_emu::ieee_ge(a, b); }
+__device__ __forceinline__ bool f32_lt(float a, float b) { return cupynet_emu::ieee_lt(a, b); }
+__device__ __forceinline__ double f32_to_f64(float a) { return cupynet_emu::ieee_widen(a); }
+__device__ __forceinline__ float f64_to_f32(double a) { return cupynet_emu::ieee_narrow(a); }
 __device__ __forceinline__ unsigned long long f32_to_u64_rz(float a) { return (unsigned long long)a; }
 
 #endif
