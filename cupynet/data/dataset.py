@@ -64,8 +64,8 @@ class TensorDataset(Dataset):
             indices: a list of sample indices.
         """
         idx = numpy.asarray(indices, dtype=numpy.int64)
-        return tuple(backend.to_numpy(t.data)[idx] if isinstance(t.data, numpy.ndarray)
-                     else backend.to_numpy(t.data[backend.get_array_module(t.data).asarray(idx)])
+        return tuple(backend.to_numpy(t.array)[idx] if isinstance(t.array, numpy.ndarray)
+                     else backend.to_numpy(t.array[backend.get_array_module(t.array).asarray(idx)])
                      for t in self.tensors)
 
     def __len__(self):

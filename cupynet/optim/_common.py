@@ -1,6 +1,6 @@
 """Array-level helpers shared by the optimizers: argument checks, fp32 gradients, device-side skipping.
 
-Everything here works on the raw xp arrays (``tensor.data``) and never reads a
+Everything here works on the raw xp arrays (``tensor.array``) and never reads a
 device value on the host: the AMP skip decision (``found_inf``) stays on the
 GPU, so an optimizer step costs no synchronisation.
 """
@@ -61,16 +61,16 @@ def check_found_inf(owner: str, found_inf, params):
     """
     if found_inf is None:
         return None
-    array = found_inf.data if isinstance(found_inf, Tensor) else found_inf
+    array = found_inf.array if isinstance(found_inf, Tensor) else found_inf
     if not hasattr(array, "dtype") or not hasattr(array, "shape"):
         raise TypeError(f"{owner}.step: found_inf must be a float32 array of shape (1,), got {type(found_inf)}")
     if array.dtype != dtypes.float32 or array.size != 1 or array.ndim > 1:
         raise ValueError(f"{owner}.step: found_inf must be a float32 array of shape (1,), "
                          f"got {array.dtype} of shape {tuple(array.shape)}")
     for p in params:
-        if _place(p.data) != _place(array):
+        if _place(p.array) != _place(array):
             raise ValueError(f"{owner}.step: found_inf is on {_place(array)} but a parameter is on "
-                             f"{_place(p.data)}; expected both on one device (no host copy is made)")
+                             f"{_place(p.array)}; expected both on one device (no host copy is made)")
     return array.reshape(())
 
 
@@ -91,16 +91,16 @@ def check_grads(owner: str, params) -> None:
         params: parameters whose ``.grad`` is not None.
     """
     for i, p in enumerate(params):
-        g = p.grad.data
-        if tuple(g.shape) != tuple(p.data.shape):
-            raise ValueError(f"{owner}.step: parameter {i} has shape {tuple(p.data.shape)} but its grad has shape "
+        g = p.grad.array
+        if tuple(g.shape) != tuple(p.array.shape):
+            raise ValueError(f"{owner}.step: parameter {i} has shape {tuple(p.array.shape)} but its grad has shape "
                              f"{tuple(g.shape)}; expected equal shapes")
         if not dtypes.is_floating(g.dtype):
             raise TypeError(f"{owner}.step: parameter {i} has a grad of dtype {g.dtype}; expected a floating dtype")
-        if type(g) is numpy.ndarray and type(p.data) is numpy.ndarray:
+        if type(g) is numpy.ndarray and type(p.array) is numpy.ndarray:
             continue  # NOTE: both on the CPU: no device names to build and compare
-        if _place(g) != _place(p.data):
-            raise ValueError(f"{owner}.step: parameter {i} is on {_place(p.data)} but its grad is on {_place(g)}")
+        if _place(g) != _place(p.array):
+            raise ValueError(f"{owner}.step: parameter {i} is on {_place(p.array)} but its grad is on {_place(g)}")
 
 
 def compute_dtype_of(param):
@@ -109,7 +109,7 @@ def compute_dtype_of(param):
     Args:
         param: a parameter Tensor.
     """
-    return dtypes.compute_dtype(param.data.dtype)
+    return dtypes.compute_dtype(param.array.dtype)
 
 
 def scalar(value, dtype):
@@ -130,7 +130,7 @@ def read_grad(param, dtype, maximize: bool):
         dtype: the compute dtype.
         maximize: ascend instead of descend.
     """
-    g = param.grad.data
+    g = param.grad.array
     g = g.astype(dtype) if g.dtype != dtype else g
     return -g if maximize else g
 
@@ -186,8 +186,8 @@ def new_state_tensor(param, xp=None, dtype=None):
         xp: the array module (default: the parameter's).
         dtype: the dtype (default: the parameter's compute dtype).
     """
-    xp = xp or backend.get_array_module(param.data)
-    return Tensor(xp.zeros(param.data.shape, dtype=dtype or compute_dtype_of(param)))
+    xp = xp or backend.get_array_module(param.array)
+    return Tensor(xp.zeros(param.array.shape, dtype=dtype or compute_dtype_of(param)))
 
 
 def copy_tensor(t) -> Tensor:
@@ -196,7 +196,7 @@ def copy_tensor(t) -> Tensor:
     Args:
         t: a Tensor.
     """
-    return Tensor(t.data.copy())
+    return Tensor(t.array.copy())
 
 
 def validate_fused(owner: str, group) -> None:
@@ -212,10 +212,10 @@ def validate_fused(owner: str, group) -> None:
     if fused is not True:
         raise ValueError(f"{owner}: fused must be None, True or False, got {fused!r}")
     for i, p in enumerate(group["params"]):
-        if p.data.dtype != dtypes.float32 or not p.data.flags.c_contiguous:
+        if p.array.dtype != dtypes.float32 or not p.array.flags.c_contiguous:
             raise ValueError(f"{owner}: fused=True requires contiguous float32 parameters (fp32 master weights), "
-                             f"but parameter {i} is {p.data.dtype} of shape {tuple(p.data.shape)}"
-                             + ("" if p.data.flags.c_contiguous else " and not contiguous"))
+                             f"but parameter {i} is {p.array.dtype} of shape {tuple(p.array.shape)}"
+                             + ("" if p.array.flags.c_contiguous else " and not contiguous"))
 
 
 def use_fused(group, params) -> bool:
@@ -233,8 +233,8 @@ def use_fused(group, params) -> bool:
         return False
     if fused is True:
         return True
-    return all(not isinstance(p.data, numpy.ndarray) and p.data.dtype == dtypes.float32
-               and p.data.flags.c_contiguous for p in params)
+    return all(not isinstance(p.array, numpy.ndarray) and p.array.dtype == dtypes.float32
+               and p.array.flags.c_contiguous for p in params)
 
 
 def kernel_grads(params) -> list:
@@ -245,7 +245,7 @@ def kernel_grads(params) -> list:
     """
     out = []
     for p in params:
-        g = p.grad.data
+        g = p.grad.array
         xp = backend.get_array_module(g)
         g = g if g.dtype in dtypes.FLOATING[:3] else g.astype(dtypes.float32)
         out.append(xp.ascontiguousarray(g))

@@ -83,9 +83,9 @@ class Adam(Optimizer):
         steps = {}
         for p in params:
             st = self.state[p]
-            xp = backend.get_array_module(p.data)
+            xp = backend.get_array_module(p.array)
             if not st:
-                device = str(backend.device_of_array(p.data))
+                device = str(backend.device_of_array(p.array))
                 st["step"] = steps.setdefault(device, Tensor(xp.zeros((), dtype=dtypes.float32)))
                 st["exp_avg"] = _common.new_state_tensor(p, xp)
                 st["exp_avg_sq"] = _common.new_state_tensor(p, xp)
@@ -103,8 +103,8 @@ class Adam(Optimizer):
             return xp.asarray(-step_size).astype(dt), xp.asarray(xp.power(bias_correction2, 0.5)).astype(dt)
 
     def _plain_update(self, group, members, step, found) -> None:
-        xp = backend.get_array_module(step.data)
-        new_step = _common.blend(found, step.data, step.data + numpy.float32(1.0), xp)
+        xp = backend.get_array_module(step.array)
+        new_step = _common.blend(found, step.array, step.array + numpy.float32(1.0), xp)
         terms = {}
         for p in members:
             dt = _common.compute_dtype_of(p)
@@ -112,39 +112,39 @@ class Adam(Optimizer):
                 terms[dt] = self._bias_terms(group, new_step, dt, xp)
             with numpy.errstate(all="ignore"):
                 self._update_one(p, group, found, *terms[dt])
-        step.data[...] = new_step
+        step.array[...] = new_step
 
     def _update_one(self, p, group, found, neg_step_size, bias_correction2_sqrt) -> None:
-        xp = backend.get_array_module(p.data)
+        xp = backend.get_array_module(p.array)
         dt = _common.compute_dtype_of(p)
         st = self.state[p]
         beta1, beta2 = group["betas"]
         g = _common.read_grad(p, dt, group["maximize"])
-        value = p.data.astype(dt) if p.data.dtype != dt else p.data
+        value = p.array.astype(dt) if p.array.dtype != dt else p.array
         wd = group["weight_decay"]
         if wd != 0 and self._decoupled:
             value = value * scalar(1.0 - group["lr"] * wd, dt)
         elif wd != 0:
             g = g + scalar(wd, dt) * value
-        m = _common.lerp_like_torch(st["exp_avg"].data, g, scalar(1.0 - beta1, dt))
-        v = st["exp_avg_sq"].data * scalar(beta2, dt) + (scalar(1.0 - beta2, dt) * g) * g
+        m = _common.lerp_like_torch(st["exp_avg"].array, g, scalar(1.0 - beta1, dt))
+        v = st["exp_avg_sq"].array * scalar(beta2, dt) + (scalar(1.0 - beta2, dt) * g) * g
         v_hat = v
         if group["amsgrad"]:
-            v_hat = xp.maximum(st["max_exp_avg_sq"].data, v)
-            commit(st["max_exp_avg_sq"].data, v_hat, found, xp)
+            v_hat = xp.maximum(st["max_exp_avg_sq"].array, v)
+            commit(st["max_exp_avg_sq"].array, v_hat, found, xp)
         denom = xp.sqrt(v_hat) / bias_correction2_sqrt + scalar(group["eps"], dt)
         new_param = value + (neg_step_size * m) / denom
-        commit(st["exp_avg"].data, m, found, xp)
-        commit(st["exp_avg_sq"].data, v, found, xp)
-        commit(p.data, new_param, found, xp)
+        commit(st["exp_avg"].array, m, found, xp)
+        commit(st["exp_avg_sq"].array, v, found, xp)
+        commit(p.array, new_param, found, xp)
 
     def _fused_update(self, group, members, step, found) -> None:
         beta1, beta2 = group["betas"]
         states = [self.state[p] for p in members]
-        maxes = [st["max_exp_avg_sq"].data for st in states] if group["amsgrad"] else None
+        maxes = [st["max_exp_avg_sq"].array for st in states] if group["amsgrad"] else None
         kernels.fused_adam_(
-            [p.data for p in members], _common.kernel_grads(members), [st["exp_avg"].data for st in states],
-            [st["exp_avg_sq"].data for st in states], maxes, step.data, lr=group["lr"], beta1=beta1, beta2=beta2,
+            [p.array for p in members], _common.kernel_grads(members), [st["exp_avg"].array for st in states],
+            [st["exp_avg_sq"].array for st in states], maxes, step.array, lr=group["lr"], beta1=beta1, beta2=beta2,
             eps=group["eps"], weight_decay=group["weight_decay"], decoupled=self._decoupled,
             amsgrad=group["amsgrad"], maximize=group["maximize"], found_inf=found)
 

@@ -72,7 +72,7 @@ class SGD(Optimizer):
             constants = {}
             for p in params:
                 st = self.state[p]
-                if found is None and _FLAG not in st and p.data.dtype == dtypes.compute_dtype(p.data.dtype):
+                if found is None and _FLAG not in st and p.array.dtype == dtypes.compute_dtype(p.array.dtype):
                     self._update_in_place(p, group, id(p) in first, st, constants)
                 else:
                     self._update_one(p, group, found, id(p) in first)
@@ -86,37 +86,37 @@ class SGD(Optimizer):
         new = [p for p in params if self.state[p].get("momentum_buffer") is None]
         flags = {}
         for p in new:
-            xp = backend.get_array_module(p.data)
+            xp = backend.get_array_module(p.array)
             self.state[p]["momentum_buffer"] = _common.new_state_tensor(p, xp)
             if found is not None:
-                device = str(backend.device_of_array(p.data))
+                device = str(backend.device_of_array(p.array))
                 self.state[p][_FLAG] = flags.setdefault(device, Tensor(xp.ones((), dtype=dtypes.int32)))
         self._unshare(params, _FLAG)
         return {id(p) for p in new} if found is None else set()
 
     def _update_one(self, p, group, found, first: bool) -> None:
-        xp = backend.get_array_module(p.data)
+        xp = backend.get_array_module(p.array)
         dt = _common.compute_dtype_of(p)
         g = _common.read_grad(p, dt, group["maximize"])
-        value = p.data.astype(dt) if p.data.dtype != dt else p.data
+        value = p.array.astype(dt) if p.array.dtype != dt else p.array
         if group["weight_decay"] != 0:
             g = g + scalar(group["weight_decay"], dt) * value
         momentum = group["momentum"]
         if momentum != 0:
             st = self.state[p]
-            buf = st["momentum_buffer"].data
+            buf = st["momentum_buffer"].array
             if first:
                 new_buf = g
             else:
                 new_buf = buf * scalar(momentum, dt) + scalar(1.0 - group["dampening"], dt) * g
                 if st.get(_FLAG) is not None:
-                    new_buf = xp.where(st[_FLAG].data != 0, g, new_buf)
+                    new_buf = xp.where(st[_FLAG].array != 0, g, new_buf)
             g = g + scalar(momentum, dt) * new_buf if group["nesterov"] else new_buf
             new_param = value + scalar(-group["lr"], dt) * g
             commit(buf, new_buf, found, xp)
         else:
             new_param = value + scalar(-group["lr"], dt) * g
-        commit(p.data, new_param, found, xp)
+        commit(p.array, new_param, found, xp)
 
     def _update_in_place(self, p, group, first: bool, st, constants) -> None:
         """The same update as ``_update_one`` when there is no skip to decide and the param is in its compute dtype.
@@ -133,34 +133,34 @@ class SGD(Optimizer):
             st: ``self.state[p]``.
             constants: per-dtype hyper-parameters rounded once, shared by the group's parameters.
         """
-        dt = p.data.dtype
+        dt = p.array.dtype
         c = constants.get(dt)
         if c is None:
             c = constants[dt] = _rounded_constants(group, dt)
         g = _common.read_grad(p, dt, group["maximize"])
         if c["weight_decay"] is not None:
-            g = g + c["weight_decay"] * p.data
+            g = g + c["weight_decay"] * p.array
         if c["momentum"] is not None:
-            buf = st["momentum_buffer"].data
+            buf = st["momentum_buffer"].array
             if first:
                 buf[...] = g
             else:
                 buf *= c["momentum"]
                 buf += g if c["one_minus_dampening"] is None else c["one_minus_dampening"] * g
             g = g + c["momentum"] * buf if group["nesterov"] else buf
-        p.data += c["minus_lr"] * g
+        p.array += c["minus_lr"] * g
 
     def _clear_flags(self, params, found) -> None:
         for flag, _ in self._group_by_shared(params, _FLAG):
             if flag is not None:
-                xp = backend.get_array_module(flag.data)
-                commit(flag.data, xp.zeros((), dtype=dtypes.int32), found, xp)
+                xp = backend.get_array_module(flag.array)
+                commit(flag.array, xp.zeros((), dtype=dtypes.int32), found, xp)
 
     def _fused_update(self, group, params, found, first) -> None:
         hyper = dict(lr=group["lr"], momentum=group["momentum"], dampening=group["dampening"],
                      nesterov=group["nesterov"], weight_decay=group["weight_decay"], maximize=group["maximize"])
         if group["momentum"] == 0:
-            kernels.fused_sgd_([p.data for p in params], _common.kernel_grads(params), None, first_step=False,
+            kernels.fused_sgd_([p.array for p in params], _common.kernel_grads(params), None, first_step=False,
                                found_inf=found, **hyper)
             return
         for flag, members in self._group_by_shared(params, _FLAG):
@@ -168,9 +168,9 @@ class SGD(Optimizer):
                 batch = [p for p in members if (id(p) in first) == is_first]
                 if not batch:
                     continue
-                first_step = True if is_first else (flag.data if flag is not None else False)
-                bufs = [self.state[p]["momentum_buffer"].data for p in batch]
-                kernels.fused_sgd_([p.data for p in batch], _common.kernel_grads(batch), bufs,
+                first_step = True if is_first else (flag.array if flag is not None else False)
+                bufs = [self.state[p]["momentum_buffer"].array for p in batch]
+                kernels.fused_sgd_([p.array for p in batch], _common.kernel_grads(batch), bufs,
                                    first_step=first_step, found_inf=found, **hyper)
 
 
