@@ -1,4 +1,4 @@
-"""Elementwise arithmetic with broadcasting, casts, device moves, comparisons and in-place updates.
+"""Elementwise arithmetic with broadcasting, casts, device moves and maximum/minimum.
 
 Binary ops broadcast like NumPy; backward sums the gradient back to each
 input's shape (``sum_to``). A Python number as an operand stays a Python
