@@ -24,6 +24,7 @@
 
 set -u -o pipefail
 
+CALLER_DIR=$(pwd)
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 ROOT=$(pwd)
 
@@ -157,6 +158,7 @@ fi
 
 # ---- 2. the steps ---------------------------------------------------------------------------------------
 RESULTS=${OUT:-$ROOT/benchmarks/results/gpu-$(date -u +%Y%m%d)}
+[[ $RESULTS == /* ]] || RESULTS=$CALLER_DIR/$RESULTS  # a relative $OUT is relative to where it was run
 mkdir -p "$RESULTS" || exit 1
 RESULTS=$(cd "$RESULTS" && pwd)
 export RESULTS
@@ -208,7 +210,7 @@ for i in "${!STEP_NAMES[@]}"; do
 done
 
 {
-    echo "# gpu_check.sh run finished $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
+    echo "# gpu_check.sh run finished $(date -u +%Y-%m-%dT%H:%M:%SZ) on ${HOSTNAME:-unknown host}"
     echo "# steps: ${SELECTED[*]:-all}"
     echo "# step                 exit   status"
     printf '%s\n' "${SUMMARY_LINES[@]}"
