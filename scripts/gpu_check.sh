@@ -87,7 +87,7 @@ else
     add_step sanitizer 10 "echo 'compute-sanitizer is not on PATH: memcheck, racecheck and synccheck \
 were NOT run (it ships with the CUDA toolkit: add its bin/ to PATH)'"
 fi
-add_step suite 300 "$PY -m pytest -q -p no:cacheprovider --maxfail=200 -rfE --durations=25 \
+add_step suite 480 "$PY -m pytest -q -p no:cacheprovider --maxfail=200 -rfE --durations=25 \
 --junitxml=\"\$RESULTS/suite-junit.xml\" tests/"
 add_step bench-gpu 240 "$PY benchmarks/bench_gpu.py --device cuda --repeats 50 --out \"\$RESULTS\""
 add_step bench-fused 150 "$PY benchmarks/bench_fused.py --device cuda --repeats 50 --out \"\$RESULTS\""
