@@ -137,6 +137,7 @@ def test_steps_record_commands_exit_codes_and_a_summary(tmp_path, fake_gpu):
     assert "RESULT: FAILED" in summary and "all steps exited 0" not in summary
     if shutil.which("compute-sanitizer", path=fake_gpu["PATH"]) is None:
         assert "NOT run" in (out / "sanitizer.txt").read_text()
+        assert re.search(r"^sanitizer\s+0\s+SKIPPED: compute-sanitizer is not on PATH", summary, re.M)
 
     # a second part into the same folder appends its own block
     again = _run(["info", "bench-unscale"], OUT=str(out), **fake_gpu)
@@ -144,6 +145,11 @@ def test_steps_record_commands_exit_codes_and_a_summary(tmp_path, fake_gpu):
     summary = (out / "summary.txt").read_text()
     assert summary.count("# gpu_check.sh run finished") == 2
     assert summary.rstrip().endswith("RESULT: all steps exited 0")
+
+    sanitizer_only = _run(["sanitizer"], OUT=str(tmp_path / "s"), **fake_gpu)
+    if shutil.which("compute-sanitizer", path=fake_gpu["PATH"]) is None:
+        assert sanitizer_only.returncode == 0
+        assert "memcheck, racecheck, synccheck NOT run" in (tmp_path / "s" / "summary.txt").read_text()
 
 
 def test_steps_that_do_not_fit_the_budget_fail_the_run(tmp_path, fake_gpu):
