@@ -10,22 +10,27 @@ File format (version 1), documented in docs/checkpoints.md:
 * ``arrays/N.bin``: the raw little-endian bytes of array N in C order. bfloat16
   and float16 are stored bit for bit.
 
-Loading never unpickles and never executes anything. Every size in the manifest
-is checked against the archive before any memory is allocated, so a hostile file
-cannot make us allocate more than its own size.
+Loading never unpickles and never executes anything; every way a file can be
+wrong is a ``CheckpointError`` naming the file. Every size, offset and shape is
+checked against the file before any memory is allocated (compressed entries,
+overlapping entries, oversized claims are refused), JSON nesting and integer
+length are bounded, and the tree's tags are a fixed whitelist; so a hostile file
+cannot make us allocate much more than its own size.
 
-Writes are atomic: a temporary file in the same directory, flush + fsync,
-``os.replace`` over the old file, fsync of the directory. A crash at any moment
-leaves either the old file or the new one, plus at worst a ``.*.tmp-*`` file
-that loaders and ``Checkpoint.latest()`` ignore.
+Writes are atomic (``cupynet._atomic``): a temporary file in the same directory,
+flush + fsync, ``os.replace`` over the old file, fsync of the directory. A crash at
+any moment leaves either the old file or the new one, plus at worst a
+``.NAME.tmp-PID-...`` file, which the next save to NAME removes once process PID is gone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
-import tempfile
+import re
+import struct
 import time
 import zipfile
 import zlib
@@ -33,15 +38,23 @@ import zlib
 import numpy
 
 from . import backend, dtypes
+from ._atomic import TEMP_MARKER, atomic_write, stall_point
 from .tensor import Tensor
 
 __all__ = ["save", "load", "CheckpointError", "FORMAT_VERSION", "atomic_write", "TEMP_MARKER"]
 
 FORMAT_VERSION = 1
-TEMP_MARKER = ".tmp-"
-_MAX_NDIM = 32
+_MAX_NDIM = 64  # NumPy's and CuPy's limit
+_MAX_DEPTH = 100  # nesting of saved containers (a state dict needs about 6)
+_MAX_INT_DIGITS = 4300  # Python's default limit for int("..."); also bounds the work of parsing one
+_MAX_MANIFEST = 64 * 2 ** 20
+_DEVICE = re.compile(r"^(cpu|cuda(:\d{1,4})?)$")
 _ALLOWED_DTYPES = {str(d): d for d in (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64, dtypes.int8,
                                        dtypes.uint8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.bool_)}
+_REFUSED_FLAGS = 0x1 | 0x20 | 0x40 | 0x2000  # ZIP general-purpose flags: encrypted, patched, strong encryption, masked
+# NOTE: the errors zipfile (and the file underneath) raise on a damaged archive; only BadZipFile is documented
+_ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError, RuntimeError,
+               ValueError, struct.error, OverflowError, IndexError)
 
 
 class CheckpointError(ValueError):
@@ -55,33 +68,46 @@ class _Encoder:
     def __init__(self):
         self.arrays = []
 
-    def encode(self, obj, path="obj"):
+    def encode(self, obj, path="obj", depth=0):
+        if depth > _MAX_DEPTH:
+            raise ValueError(f"save: {path} is nested more than {_MAX_DEPTH} containers deep (a cycle?)")
         if obj is None or isinstance(obj, (bool, str)):
             return obj
         if isinstance(obj, int):
-            return obj
+            if obj.bit_length() > 14000:  # NOTE: about 4214 digits, within what load accepts
+                raise ValueError(f"save: the integer at {path} has more than {_MAX_INT_DIGITS} digits")
+            return int(obj)
         if isinstance(obj, float):
-            return obj if math.isfinite(obj) else {"__float__": repr(obj)}
+            return float(obj) if math.isfinite(obj) else {"__float__": repr(float(obj))}
         if isinstance(obj, Tensor):
-            return {"__tensor__": self._add(obj.data), "requires_grad": obj.requires_grad}
+            return {"__tensor__": self._add(obj.data, path), "requires_grad": obj.requires_grad}
         if isinstance(obj, numpy.generic):
-            return {"__scalar__": str(obj.dtype), "value": self.encode(obj.item(), path)}
+            self._check_dtype(obj.dtype, path)
+            return {"__scalar__": str(obj.dtype), "value": self.encode(obj.item(), path, depth + 1)}
         if _is_array(obj):
-            return {"__ndarray__": self._add(obj)}
+            return {"__ndarray__": self._add(obj, path)}
         if isinstance(obj, numpy.dtype):
+            self._check_dtype(obj, path)
             return {"__dtype__": str(obj)}
         if isinstance(obj, (list, tuple)):
-            items = [self.encode(v, f"{path}[{i}]") for i, v in enumerate(obj)]
+            items = [self.encode(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(obj)]
             return {"__list__": items} if isinstance(obj, list) else {"__tuple__": items}
         if isinstance(obj, dict):
-            return {"__dict__": [[self.encode(k, f"{path} key"), self.encode(v, f"{path}[{k!r}]")]
+            return {"__dict__": [[self.encode(k, f"{path} key", depth + 1), self.encode(v, f"{path}[{k!r}]", depth + 1)]
                                  for k, v in obj.items()]}
         raise TypeError(f"save: cannot save {path} of type {type(obj).__name__}; checkpoints hold tensors, arrays, "
                         "numbers, strings, None, lists, tuples and dicts (no pickled objects)")
 
-    def _add(self, array):
+    def _add(self, array, path):
+        self._check_dtype(array.dtype, path)
         self.arrays.append(array)
         return len(self.arrays) - 1
+
+    @staticmethod
+    def _check_dtype(dtype, path):
+        if str(dtype) not in _ALLOWED_DTYPES:
+            raise TypeError(f"save: {path} has dtype {dtype}, which checkpoints do not support "
+                            f"(supported: {', '.join(_ALLOWED_DTYPES)})")
 
 
 def _is_array(obj):
@@ -99,22 +125,22 @@ def _host_array(array):
 def save(obj, path):
     """Save tensors, arrays, numbers, strings and None in nested dicts/lists/tuples to ``path`` atomically.
 
+    The file gets the permissions ``open(path, "w")`` would give it (0666 less the umask), or the
+    replaced file's permissions; temp files left by killed saves to ``path`` are removed.
+
     Args:
         obj: the object (state dicts of models, optimizers, schedulers, scalers, ...).
         path: the file to write (replaced atomically if it exists).
     """
     encoder = _Encoder()
     tree = encoder.encode(obj)
-    for array in encoder.arrays:
-        if str(array.dtype) not in _ALLOWED_DTYPES:
-            raise TypeError(f"save: arrays of dtype {array.dtype} are not supported")
 
     def write(f):
         entries = []
         with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
             for i, array in enumerate(encoder.arrays):
                 entries.append(_write_array(zf, i, array))
-                _test_hook_mid_save(path)
+                stall_point(f"array:{i + 1}", path)
             # NOTE: the manifest goes last, so it can carry the CRC-32 that zipfile
             # computed while streaming each array (one pass over the data, no copy).
             manifest = {"format": "cupynet", "version": FORMAT_VERSION, "tree": tree, "arrays": entries,
@@ -134,56 +160,46 @@ def _write_array(zf, index, array):
             "crc32": info.CRC, "device": str(backend.device_of_array(array))}
 
 
-def _test_hook_mid_save(path):
-    # NOTE: tests set CUPYNET_TEST_SAVE_STALL to a file name: the save announces
-    # that it is mid-write by creating the file, then stalls, so a test can
-    # SIGKILL it at exactly this point. Unset (always, in real use) it costs one lookup.
-    flag = os.environ.get("CUPYNET_TEST_SAVE_STALL")
-    if flag and not os.path.exists(flag):
-        with open(flag, "w") as f:
-            f.write(str(path))
-        time.sleep(60)
+# ---- checks shared with safetensors_io -----------------------------------------------------------------
+def _array_nbytes(shape, itemsize):
+    """The byte size of an array of ``shape``, or None unless ``shape`` is a list of at most 64 non-negative
+    ints that NumPy can allocate (the product of its non-zero dims times ``itemsize`` fits in an int64)."""
+    if not isinstance(shape, list) or len(shape) > _MAX_NDIM:
+        return None
+    elements = 1
+    for s in shape:
+        if type(s) is not int or s < 0:  # NOTE: type(), not isinstance: True is not a dimension
+            return None
+        elements *= max(s, 1)  # NOTE: NumPy refuses (2**62, 2**62, 0) too, though it holds nothing
+        if elements * itemsize > 2 ** 63 - 1:
+            return None
+    return itemsize * math.prod(shape)
 
 
-def atomic_write(path, write_fn):
-    """Write a file atomically: temp file beside it, flush + fsync, rename over ``path``, fsync the directory.
+def _parse_json(raw, where, what):
+    """``json.loads`` with every failure a CheckpointError: bad UTF-8 or JSON, nesting, integers over 4300 digits."""
+    def parse_int(text):
+        if len(text) > _MAX_INT_DIGITS:
+            raise CheckpointError(f"{where}: {what} holds an integer of {len(text)} digits "
+                                  f"(limit {_MAX_INT_DIGITS})")
+        return int(text)
 
-    Args:
-        path: the destination.
-        write_fn: called with an open binary file object to write the content.
-    """
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(f"save: directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}{TEMP_MARKER}", dir=directory)
     try:
-        with os.fdopen(fd, "wb") as f:
-            write_fn(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        return json.loads(raw.decode("utf-8"), parse_int=parse_int)
+    except CheckpointError:
         raise
-    _fsync_directory(directory)
-
-
-def _fsync_directory(directory):
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # some platforms cannot open directories; the rename is still atomic
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    except RecursionError:
+        raise CheckpointError(f"{where}: {what} is nested too deeply") from None
+    except ValueError as error:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise CheckpointError(f"{where}: {what} is not valid JSON ({error})") from None
 
 
 # ---- reading --------------------------------------------------------------------------------------
 def load(path, map_location=None):
     """Load an object saved by ``save``; nothing in the file is executed.
+
+    Any defect of the file raises ``CheckpointError`` naming the file and the defect; memory use is
+    bounded by a small multiple of the file's size.
 
     Args:
         path: the checkpoint file.
@@ -195,18 +211,31 @@ def load(path, map_location=None):
         raise FileNotFoundError(f"load: {path} does not exist or is not a file")
     with open(path, "rb") as f:
         head = f.read(4)
+        size = os.fstat(f.fileno()).st_size
     if head != b"PK\x03\x04":
         raise CheckpointError(f"load: {path} is not a cupynet checkpoint ({_describe_head(head)}); "
                               "cupynet never unpickles files")
-    size = os.path.getsize(path)
+    with _zip_errors(path):
+        zf = zipfile.ZipFile(path)
+    with zf:
+        infos = _check_archive(zf, path, size)
+        manifest = _read_manifest(zf, infos, path)
+        specs = [_check_array_entry(path, entry, i, infos) for i, entry in enumerate(manifest["arrays"])]
+    with open(path, "rb") as f:
+        arrays = [_read_array(f, path, size, spec) for spec in specs]
+    target = backend.device(map_location) if map_location is not None else None
+    return _Decoder(path, arrays, target).decode_root(manifest["tree"])
+
+
+@contextlib.contextmanager
+def _zip_errors(path):
     try:
-        with zipfile.ZipFile(path) as zf:
-            manifest = _read_manifest(zf, path)
-            arrays = [_read_array(zf, path, entry, i, size) for i, entry in enumerate(manifest["arrays"])]
-            target = backend.device(map_location) if map_location is not None else None
-            return _Decoder(path, arrays, target).decode(manifest["tree"])
-    except zipfile.BadZipFile as error:
-        raise CheckpointError(f"load: {path} is damaged (truncated or corrupted archive: {error})") from None
+        yield
+    except CheckpointError:
+        raise
+    except _ZIP_ERRORS as error:
+        raise CheckpointError(f"load: {path} is damaged (truncated or corrupted archive: "
+                              f"{type(error).__name__}: {error})") from None
 
 
 def _describe_head(head):
@@ -217,101 +246,207 @@ def _describe_head(head):
     return f"it starts with bytes {head!r}, not a ZIP archive"
 
 
-def _read_manifest(zf, path):
-    try:
-        info = zf.getinfo("manifest.json")
-    except KeyError:
-        raise CheckpointError(f"load: {path} has no manifest.json; not a cupynet checkpoint") from None
-    if info.file_size > 64 * 2 ** 20:
+def _check_archive(zf, path, size):
+    """Check every entry's declared layout against the file before anything is read; returns {name: info}."""
+    infos, spans = {}, []
+    for info in zf.infolist():
+        where = f"load: {path}: entry {info.filename!r}"
+        if info.filename in infos:
+            raise CheckpointError(f"{where} appears twice in the archive")
+        if info.compress_type != zipfile.ZIP_STORED:
+            raise CheckpointError(f"{where} is compressed (method {info.compress_type}); cupynet checkpoints "
+                                  "store every entry uncompressed")
+        if info.flag_bits & _REFUSED_FLAGS:
+            raise CheckpointError(f"{where} is encrypted or patched (ZIP flags {info.flag_bits:#x})")
+        if info.file_size != info.compress_size:
+            raise CheckpointError(f"{where} claims {info.file_size} bytes but stores {info.compress_size}")
+        # NOTE: a local header takes at least 30 bytes before the data; spans that overlap would let
+        # many entries claim the same bytes (and a reader allocate many times the file's size).
+        spans.append((info.header_offset, info.header_offset + 30 + info.compress_size, info.filename))
+        infos[info.filename] = info
+    end_before = 0
+    for begin, end, name in sorted(spans):
+        if begin < end_before or end > size:
+            raise CheckpointError(f"load: {path}: entry {name!r} (bytes {begin}..{end}) overlaps another entry or "
+                                  f"runs past the end of the {size}-byte file")
+        end_before = end
+    return infos
+
+
+def _read_manifest(zf, infos, path):
+    info = infos.get("manifest.json")
+    if info is None:
+        raise CheckpointError(f"load: {path} has no manifest.json; not a cupynet checkpoint")
+    if info.file_size > _MAX_MANIFEST:
         raise CheckpointError(f"load: {path}: manifest.json claims {info.file_size} bytes (limit 64 MiB)")
-    try:
-        manifest = json.loads(zf.read(info).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise CheckpointError(f"load: {path}: manifest.json is not valid JSON ({error})") from None
+    with _zip_errors(path):
+        raw = zf.read(info)  # zipfile verifies the entry's CRC-32 here
+    manifest = _parse_json(raw, f"load: {path}", "manifest.json")
     if not isinstance(manifest, dict) or manifest.get("format") != "cupynet":
         raise CheckpointError(f"load: {path}: manifest.json is not a cupynet manifest")
-    if manifest.get("version") != FORMAT_VERSION:
-        raise CheckpointError(f"load: {path}: format version {manifest.get('version')!r} is not supported "
+    version = manifest.get("version")
+    if type(version) is not int or version != FORMAT_VERSION:
+        raise CheckpointError(f"load: {path}: format version {version!r:.80} is not supported "
                               f"(this cupynet reads version {FORMAT_VERSION})")
     if not isinstance(manifest.get("arrays"), list) or "tree" not in manifest:
         raise CheckpointError(f"load: {path}: manifest.json lacks 'arrays' or 'tree'")
     return manifest
 
 
-def _read_array(zf, path, entry, index, archive_size):
+def _check_array_entry(path, entry, index, infos):
     where = f"load: {path}: array {index}"
     if not isinstance(entry, dict):
         raise CheckpointError(f"{where}: manifest entry is not an object")
     name, dtype_name, shape = entry.get("file"), entry.get("dtype"), entry.get("shape")
     if name != f"arrays/{index}.bin":
-        raise CheckpointError(f"{where}: manifest points at {name!r}, expected 'arrays/{index}.bin' inside the archive")
-    if dtype_name not in _ALLOWED_DTYPES:
-        raise CheckpointError(f"{where}: unsupported dtype {dtype_name!r}")
-    if not isinstance(shape, list) or len(shape) > _MAX_NDIM or \
-            not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
-        raise CheckpointError(f"{where}: invalid shape {shape!r}")
+        raise CheckpointError(f"{where}: manifest points at {name!r:.80}, expected 'arrays/{index}.bin' inside "
+                              "the archive")
+    if not isinstance(dtype_name, str) or dtype_name not in _ALLOWED_DTYPES:
+        raise CheckpointError(f"{where}: unsupported dtype {dtype_name!r:.80}")
     dtype = _ALLOWED_DTYPES[dtype_name]
-    nbytes = dtype.itemsize * math.prod(shape)
-    try:
-        info = zf.getinfo(name)
-    except KeyError:
-        raise CheckpointError(f"{where}: {name} is missing from the archive") from None
-    # NOTE: check every claimed size against the real file BEFORE reading, so a
-    # hostile manifest cannot make us allocate more than the file's own size.
-    if info.compress_type != zipfile.ZIP_STORED or info.file_size != nbytes or info.compress_size != nbytes \
-            or nbytes > archive_size:
+    nbytes = _array_nbytes(shape, dtype.itemsize)
+    if nbytes is None:
+        raise CheckpointError(f"{where}: invalid shape {shape!r:.200} (at most {_MAX_NDIM} non-negative ints)")
+    crc, device = entry.get("crc32"), entry.get("device", "cpu")
+    if type(crc) is not int or not 0 <= crc < 2 ** 32:
+        raise CheckpointError(f"{where}: invalid crc32 {crc!r:.80}")
+    if not isinstance(device, str) or not _DEVICE.match(device):
+        raise CheckpointError(f"{where}: invalid device {device!r:.80}")
+    info = infos.get(name)
+    if info is None:
+        raise CheckpointError(f"{where}: {name} is missing from the archive")
+    if info.file_size != nbytes:  # NOTE: checked before anything is allocated
         raise CheckpointError(f"{where}: shape {tuple(shape)} of {dtype_name} needs {nbytes} bytes but the archive "
-                              f"holds {info.file_size} (stored {info.compress_size}, file size {archive_size})")
-    raw = zf.read(info)  # zipfile verifies the entry's CRC-32 here
-    if zlib.crc32(raw) != entry.get("crc32"):
+                              f"holds {info.file_size}")
+    if "nbytes" in entry and (type(entry["nbytes"]) is not int or entry["nbytes"] != nbytes):
+        raise CheckpointError(f"{where}: nbytes {entry['nbytes']!r:.80} disagrees with shape {shape} of {dtype_name}")
+    return index, info, dtype, tuple(shape), crc, device
+
+
+def _read_array(f, path, size, spec):
+    """Read one array straight into its final buffer (one copy of the data, the CRC computed once)."""
+    index, info, dtype, shape, crc, device = spec
+    where = f"load: {path}: array {index}"
+    f.seek(info.header_offset)
+    fixed = f.read(30)
+    if len(fixed) < 30:
+        raise CheckpointError(f"{where}: local header is truncated")
+    signature, _, flags, method, _, _, _, _, _, name_length, extra_length = struct.unpack("<4s5H3L2H", fixed)
+    if signature != b"PK\x03\x04" or f.read(name_length) != info.filename.encode() or method != zipfile.ZIP_STORED \
+            or flags & _REFUSED_FLAGS:
+        raise CheckpointError(f"{where}: local header of {info.filename} does not match the central directory")
+    start = info.header_offset + 30 + name_length + extra_length
+    if start + info.file_size > size:
+        raise CheckpointError(f"{where}: data of {info.filename} runs past the end of the {size}-byte file")
+    host = numpy.empty(shape, dtype)
+    flat, done = host.reshape(-1).view(numpy.uint8), 0
+    f.seek(start)
+    while done < flat.size:
+        got = f.readinto(flat[done:])
+        if not got:
+            raise CheckpointError(f"{where}: {info.filename} is truncated")
+        done += got
+    running = zlib.crc32(flat)
+    if running != crc or running != info.CRC:
         raise CheckpointError(f"{where}: checksum mismatch (the file is corrupted)")
-    return numpy.frombuffer(raw, dtype=dtype).reshape(shape).copy(), entry.get("device", "cpu")
+    return host, device
 
 
 class _Decoder:
-    """Rebuilds the saved object from tagged JSON and the arrays, on the requested device."""
+    """Rebuilds the saved object from tagged JSON and the arrays, on the requested device.
+
+    The tags are a fixed whitelist (``self.handlers``); each node may carry only its tag and the keys listed
+    with it, each array is referenced exactly once, and nesting is bounded.
+    """
 
     def __init__(self, path, arrays, target):
-        self.path, self.arrays, self.target = path, arrays, target
+        self.path, self.arrays, self.target, self.used = path, arrays, target, set()
+        # NOTE: the whitelist: each tag, the function that decodes it and the other keys its node may have
+        self.handlers = {"__list__": (self._list, ()), "__tuple__": (self._tuple, ()), "__dict__": (self._dict, ()),
+                         "__float__": (self._float, ()), "__dtype__": (self._dtype, ()),
+                         "__scalar__": (self._scalar, ("value",)), "__ndarray__": (self._ndarray, ()),
+                         "__tensor__": (self._tensor, ("requires_grad",))}
 
-    def decode(self, node):
+    def fail(self, message):
+        raise CheckpointError(f"load: {self.path}: {message}")
+
+    def decode_root(self, tree):
+        obj = self.decode(tree, 0)
+        if len(self.used) != len(self.arrays):
+            self.fail(f"array {min(set(range(len(self.arrays))) - self.used)} is not referenced by the tree")
+        return obj
+
+    def decode(self, node, depth):
         if node is None or isinstance(node, (bool, int, float, str)):
             return node
-        if isinstance(node, list):
-            raise CheckpointError(f"load: {self.path}: malformed tree (bare list)")
-        if not isinstance(node, dict) or len(node) == 0:
-            raise CheckpointError(f"load: {self.path}: malformed tree node {node!r:.80}")
-        tag = next(iter(node))
-        handler = getattr(self, "_" + tag.strip("_"), None) if tag.startswith("__") else None
-        if handler is None:
-            raise CheckpointError(f"load: {self.path}: unknown tree tag {tag!r}")
-        return handler(node)
+        if depth > _MAX_DEPTH:
+            self.fail(f"tree is nested more than {_MAX_DEPTH} containers deep")
+        if not isinstance(node, dict):
+            self.fail(f"malformed tree node {node!r:.80} (bare list)")
+        tags = [key for key in node if key in self.handlers]
+        if len(tags) != 1:
+            self.fail(f"unknown tree tag {next(iter(node), None)!r:.80}" if not tags else f"tree node with tags {tags}")
+        handler, extra = self.handlers[tags[0]]
+        if not set(node) <= {tags[0], *extra}:
+            self.fail(f"tree node {tags[0]} has unexpected keys {sorted(set(node) - {tags[0], *extra})!r:.80}")
+        return handler(node[tags[0]], node, depth + 1)
 
-    def _list(self, node):
-        return [self.decode(v) for v in node["__list__"]]
+    def _items(self, value, tag):
+        if not isinstance(value, list):
+            self.fail(f"{tag} holds {type(value).__name__}, not a list")
+        return value
 
-    def _tuple(self, node):
-        return tuple(self.decode(v) for v in node["__tuple__"])
+    def _list(self, value, node, depth):
+        return [self.decode(v, depth) for v in self._items(value, "__list__")]
 
-    def _dict(self, node):
-        return {_hashable(self.decode(k)): self.decode(v) for k, v in node["__dict__"]}
+    def _tuple(self, value, node, depth):
+        return tuple(self.decode(v, depth) for v in self._items(value, "__tuple__"))
 
-    def _float(self, node):
-        if node["__float__"] not in ("inf", "-inf", "nan"):
-            raise CheckpointError(f"load: {self.path}: bad float {node['__float__']!r}")
-        return float(node["__float__"])
+    def _dict(self, value, node, depth):
+        out = {}
+        for pair in self._items(value, "__dict__"):
+            if not isinstance(pair, list) or len(pair) != 2:
+                self.fail(f"__dict__ item {pair!r:.80} is not a [key, value] pair")
+            key = _hashable(self.decode(pair[0], depth))
+            try:
+                if key in out:
+                    self.fail(f"dict key {key!r:.80} appears twice")
+            except TypeError:
+                self.fail(f"dict key of type {type(key).__name__} is not hashable")
+            out[key] = self.decode(pair[1], depth)
+        return out
 
-    def _dtype(self, node):
-        return dtypes.as_dtype(node["__dtype__"])
+    def _float(self, value, node, depth):
+        if not isinstance(value, str) or value not in ("inf", "-inf", "nan"):
+            self.fail(f"bad float {value!r:.80}")
+        return float(value)
 
-    def _scalar(self, node):
-        if node["__scalar__"] not in _ALLOWED_DTYPES:
-            raise CheckpointError(f"load: {self.path}: bad scalar dtype {node['__scalar__']!r}")
-        return _ALLOWED_DTYPES[node["__scalar__"]].type(self.decode(node["value"]))
+    def _dtype(self, value, node, depth):
+        if not isinstance(value, str) or value not in _ALLOWED_DTYPES:
+            self.fail(f"bad dtype {value!r:.80}")
+        return _ALLOWED_DTYPES[value]
+
+    def _scalar(self, value, node, depth):
+        if not isinstance(value, str) or value not in _ALLOWED_DTYPES or "value" not in node:
+            self.fail(f"bad scalar dtype {value!r:.80}")
+        dtype, number = _ALLOWED_DTYPES[value], self.decode(node["value"], depth)
+        kind = bool if dtype.kind == "b" else int if dtype.kind in "iu" else float
+        if type(number) is not kind and not (kind is float and type(number) is int):
+            self.fail(f"scalar of {value} holds {number!r:.80}")
+        if kind is int and not numpy.iinfo(dtype).min <= number <= numpy.iinfo(dtype).max:
+            self.fail(f"scalar {number} is out of the range of {value}")
+        with numpy.errstate(all="ignore"):
+            scalar = dtype.type(number)
+        if kind is float and float(scalar) != number and not (math.isnan(number) and math.isnan(scalar)):
+            self.fail(f"scalar {number!r} is not a {value} value")
+        return scalar
 
     def _array_at(self, index):
-        if not isinstance(index, int) or not 0 <= index < len(self.arrays):
-            raise CheckpointError(f"load: {self.path}: tree refers to array {index!r}, which does not exist")
+        if type(index) is not int or not 0 <= index < len(self.arrays):
+            self.fail(f"tree refers to array {index!r:.80}, which does not exist")
+        if index in self.used:
+            self.fail(f"tree refers to array {index} twice")
+        self.used.add(index)
         host, saved_device = self.arrays[index]
         device = self.target if self.target is not None else self._saved_device(saved_device)
         if device.type == "cpu":
@@ -326,16 +461,20 @@ class _Decoder:
             raise RuntimeError(f"load: {self.path} holds arrays saved on {name}, which is not usable here "
                                f"({error}); pass map_location='cpu'") from None
 
-    def _ndarray(self, node):
-        return self._array_at(node["__ndarray__"])
+    def _ndarray(self, value, node, depth):
+        return self._array_at(value)
 
-    def _tensor(self, node):
-        t = Tensor(self._array_at(node["__tensor__"]))
-        if node.get("requires_grad"):
+    def _tensor(self, value, node, depth):
+        requires_grad = node.get("requires_grad", False)
+        if type(requires_grad) is not bool:
+            self.fail(f"requires_grad is {requires_grad!r:.80}, not a bool")
+        t = Tensor(self._array_at(value))
+        if requires_grad:
+            if not dtypes.is_floating(t.dtype):
+                self.fail(f"a tensor of {t.dtype} cannot require gradients")
             t.requires_grad = True
         return t
 
 
 def _hashable(key):
     return tuple(_hashable(k) for k in key) if isinstance(key, list) else key
-

@@ -14,7 +14,8 @@ epoch says that epoch is done, as its loader state does (next epoch, batch 0).
 ``cupynet train`` keeps in ``extra`` what the scaler's PyTorch-shaped state
 does not carry: ``{"skipped_steps": int}``.
 Files are named ``step-00001234.ckpt``; ``latest()`` picks the highest step and
-ignores temporary files left by an interrupted save.
+ignores temporary files left by an interrupted save, and ``save()`` removes those
+whose writing process is gone (``cupynet._atomic.remove_stale_temp_files``).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from __future__ import annotations
 import os
 import re
 
+from .._atomic import TEMP_MARKER, remove_stale_temp_files
 from ..random import get_rng_state, set_rng_state
-from ..serialization import TEMP_MARKER, load, save
+from ..serialization import load, save
 
 __all__ = ["Checkpoint", "attach_checkpointing"]
 
@@ -61,6 +63,8 @@ class Checkpoint:
     def save(self, step: int, epoch: int = 0, metrics=None, extra=None) -> str:
         """Save everything at ``step``; returns the path. Keeps only the newest ``keep`` files.
 
+        Temp files of checkpoint saves that were killed (their process is gone) are removed first.
+
         Args:
             step: the global step count.
             epoch: completed epochs.
@@ -68,6 +72,9 @@ class Checkpoint:
             extra: any other saveable data.
         """
         os.makedirs(self.directory, exist_ok=True)
+        # NOTE: each step has its own file name, so the next save never targets a killed save's name:
+        # clean every step file's stale temp files here, before writing (they may be filling the disk).
+        remove_stale_temp_files(self.directory, lambda target: _NAME.match(target) is not None)
         state = {"format": "cupynet-run", "step": int(step), "epoch": int(epoch), "rng": get_rng_state(),
                  "metrics": metrics or {}, "extra": extra or {}}
         for name, obj in self.objects.items():
