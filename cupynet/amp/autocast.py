@@ -10,6 +10,10 @@ called from ``Function.apply``. This module only opens and closes regions:
 * leaving, also when the body raised, puts the saved values back exactly, and
   when the outermost region closes the weight-cast cache is emptied.
 
+What a region saved is kept in the thread's own ``STATE.autocast_saved``, not on
+the ``autocast`` object, so one object (a module-level region, a decorator) may
+be entered in several threads at once: each thread gets its own state back.
+
 The dict is replaced, never mutated, so a snapshot taken by an op
 (``ctx.autocast_snapshot``) or by an outer region can never change under it.
 """
@@ -154,7 +158,6 @@ class autocast:  # noqa: N801 - PyTorch's name
         self.fast_dtype = fast_dtype
         self._enabled = enabled
         self._cache_enabled = cache_enabled
-        self._saved = []   # NOTE: a stack, so entering the same object twice (nested) still restores exactly
 
     def __enter__(self):
         region = dict(STATE.autocast)
@@ -163,21 +166,28 @@ class autocast:  # noqa: N801 - PyTorch's name
         else:
             region.pop(self.device, None)
         cache = STATE.autocast_cache_enabled if self._cache_enabled is None else self._cache_enabled
-        self._saved.append(push_region(region, cache))
+        STATE.autocast_saved.append((self, push_region(region, cache)))
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        pop_region(self._saved.pop())
+        pop_region(self._take_saved())
         return False
 
-    def _fresh(self):
-        clone = object.__new__(autocast)
-        clone.device, clone.fast_dtype = self.device, self.fast_dtype
-        clone._enabled, clone._cache_enabled, clone._saved = self._enabled, self._cache_enabled, []
-        return clone
+    def _take_saved(self) -> _Saved:
+        """Remove and return what this object's innermost entry saved in this thread.
+
+        NOTE: searched from the top, not just popped: with-blocks always leave the top entry, but a
+        generator suspended inside a region can make regions of one thread close out of order.
+        """
+        stack = STATE.autocast_saved
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i][0] is self:
+                return stack.pop(i)[1]
+        raise RuntimeError("autocast: __exit__ in a thread that did not enter this region (or left it already); "
+                           "enter and leave a region in the same thread")
 
     def __call__(self, func):
-        """Decorate ``func`` so each call runs inside a fresh region with these settings.
+        """Decorate ``func`` so each call runs inside a region with these settings (recursion and threads too).
 
         Args:
             func: the function to wrap.
@@ -187,7 +197,7 @@ class autocast:  # noqa: N801 - PyTorch's name
 
         @functools.wraps(func)
         def decorate_autocast(*args, **kwargs):
-            with self._fresh():
+            with self:
                 return func(*args, **kwargs)
         return decorate_autocast
 

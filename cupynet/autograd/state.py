@@ -20,6 +20,9 @@ class _ThreadState(threading.local):
         self.autocast = {}
         self.autocast_nesting = 0          # depth of autocast regions, disabled ones included
         self.autocast_cache_enabled = True
+        # what each open autocast region replaced, innermost last: (region object, saved state); per thread,
+        # so one region object entered in several threads restores each thread's own state
+        self.autocast_saved = []
         self.cast_cache = {}               # id(fp32 leaf) -> (leaf, dtype, cast tensor)
         self.tracers = []                  # active cupynet.amp.trace recorders
         self.cast_counter = 0              # casts made by autocast (for tests and trace)
