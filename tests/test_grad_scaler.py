@@ -315,7 +315,7 @@ GOOD = {"scale": 8.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_inter
 
 @pytest.mark.parametrize("bad, error, text", [
     ({k: v for k, v in GOOD.items() if k != "scale"}, KeyError, "missing keys ['scale']"),
-    ({**GOOD, "bogus": 1}, KeyError, "unexpected keys ['bogus']"),
+    ({**GOOD, "bogus": 1, "growth_factor": 0.5}, ValueError, "The growth factor must be > 1.0"),
     ({**GOOD, "hysteresis": 2}, KeyError, "only some of cupynet's extra keys"),
     ({**GOOD, "scale": "8"}, TypeError, "scale must be a real number, got str"),
     ({**GOOD, "growth_interval": 2.0}, TypeError, "growth_interval must be an int"),
@@ -334,6 +334,49 @@ def test_bad_state_dicts_raise_and_change_nothing(bad, error, text):
         scaler.load_state_dict(bad)
     assert text in str(info.value)
     assert scaler.state_dict() == before
+
+
+@pytest.mark.parametrize("lazy", [True, False], ids=["before-first-scale", "after-first-scale"])
+def test_unknown_keys_are_ignored_as_torch_does(lazy):
+    """PyTorch's load_state_dict reads its five keys and ignores any other (a subclass's, a newer version's)."""
+    scaler = GradScaler("cpu", init_scale=4.0)
+    if not lazy:
+        scaler.scale(cn.tensor(1.0))
+    scaler.load_state_dict({**GOOD, "bogus": 1, "_saved_by": "a subclass", 3: None})
+    assert scaler.state_dict() == GOOD and scaler.get_scale() == 8.0 and scaler._get_growth_tracker() == 2
+
+
+def test_unknown_keys_beside_cupynet_extra_keys_are_ignored():
+    model, opt, scaler = _setup(init_scale=4.0, growth_interval=1, hysteresis=2, history_size=3)
+    for inf in (False, True):
+        _backward(model, scaler, inf)
+        scaler.step(opt)
+        scaler.update()
+    saved = scaler.state_dict()
+    other = GradScaler("cpu")
+    other.load_state_dict({**saved, "bogus": [1, 2]})
+    assert other.state_dict() == saved and other.history() == scaler.history()
+
+
+def test_state_dict_keys_as_torch_loads_them():
+    """The same dicts load (or fail) in torch.amp.GradScaler and in cupynet's, to the same state."""
+    torch = pytest.importorskip("torch")
+    with_unknown = {**GOOD, "bogus": 1, "_saved_by": "a subclass"}
+    theirs, ours = torch.amp.GradScaler("cpu"), GradScaler("cpu")
+    theirs.load_state_dict(with_unknown)
+    ours.load_state_dict(with_unknown)
+    assert ours.state_dict() == theirs.state_dict() == GOOD
+    assert ours.get_scale() == theirs.get_scale() == 8.0
+    missing = {k: v for k, v in GOOD.items() if k != "scale"}
+    with pytest.raises(KeyError):
+        torch.amp.GradScaler("cpu").load_state_dict(missing)
+    with pytest.raises(KeyError, match=r"missing keys \['scale'\]"):
+        GradScaler("cpu").load_state_dict(missing)
+    with pytest.raises(RuntimeError) as torch_error:
+        torch.amp.GradScaler("cpu").load_state_dict({})
+    with pytest.raises(RuntimeError) as our_error:
+        GradScaler("cpu").load_state_dict({})
+    assert str(our_error.value) == str(torch_error.value)
 
 
 def test_pickling_only_between_iterations():

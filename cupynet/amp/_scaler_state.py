@@ -196,7 +196,9 @@ def _parse_extras(where: str, state) -> dict:
 
 
 def parse_state_dict(state) -> dict:
-    """Validate a GradScaler state dict completely; returns the values, or raises naming the problem.
+    """Validate the keys of a GradScaler state dict that are used; returns their values, or raises naming the problem.
+
+    As PyTorch: the five keys must be there, and any key the scaler does not use is ignored.
 
     Args:
         state: the dict from ``state_dict()`` (cupynet's or ``torch.amp.GradScaler``'s).
@@ -207,11 +209,11 @@ def parse_state_dict(state) -> dict:
     if len(state) == 0:
         raise RuntimeError("The source state dict is empty, possibly because it was saved from a disabled "
                            "instance of GradScaler.")
+    # NOTE: other keys are ignored, as PyTorch does (a subclass's or a newer version's state still loads)
     missing = [k for k in TORCH_KEYS if k not in state]
-    unknown = sorted(str(k) for k in state if k not in TORCH_KEYS + EXTRA_KEYS)
-    if missing or unknown:
-        raise KeyError(f"{where}: the state dict has missing keys {missing} and unexpected keys {unknown}; "
-                       f"expected {list(TORCH_KEYS)} (plus all of {list(EXTRA_KEYS)} or none of them)")
+    if missing:
+        raise KeyError(f"{where}: the state dict has missing keys {missing}; expected {list(TORCH_KEYS)} "
+                       f"(plus all of {list(EXTRA_KEYS)} or none of them; other keys are ignored)")
     extras = [k for k in EXTRA_KEYS if k in state]
     if extras and len(extras) != len(EXTRA_KEYS):
         raise KeyError(f"{where}: the state dict has only some of cupynet's extra keys ({extras}); expected all of "
