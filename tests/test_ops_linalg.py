@@ -98,8 +98,11 @@ def test_linear_bad_inputs():
         ops.linear(cn.randn(2, 3), cn.randn(5, 4))
     with pytest.raises(RuntimeError, match=r"linear: bias must have shape \(5,\)"):
         ops.linear(cn.randn(2, 4), cn.randn(5, 4), cn.randn(4))
-    with pytest.raises(RuntimeError, match="linear: expected all inputs to have the same dtype"):
+    with pytest.raises(RuntimeError, match="linear: expected input and weight to have the same dtype, but got "
+                                           "float32 and float16"):
         ops.linear(cn.randn(2, 4), cn.randn(5, 4, dtype=cn.float16))
+    with pytest.raises(RuntimeError, match=r"linear: bias must have shape \(5,\) \(or \(\) for one shared value\)"):
+        ops.linear(cn.randn(2, 4), cn.randn(5, 4), cn.randn(1, 5))
 
 
 def test_product_bad_inputs():
@@ -136,3 +139,120 @@ def test_tensor_methods():
     a, b = cn.randn(3, 4), cn.randn(4, 2)
     np.testing.assert_allclose(a.mm(b).numpy(), a.numpy() @ b.numpy(), rtol=1e-5)
     np.testing.assert_allclose(cn.randn(3).outer(cn.ones(2)).shape, (3, 2))
+
+
+# ---- mixed dtypes: PyTorch's products never promote; autocast casts first (issue 16) -----------------------------
+def _lib_tensor(lib, a, dtype):
+    """``a`` as a tensor of ``lib`` (torch or cupynet) in ``dtype`` (a NumPy dtype name)."""
+    if lib is torch:
+        return torch.tensor(np.asarray(a, dtype=np.float64)).to(getattr(torch, dtype))
+    return cn.tensor(np.asarray(a, dtype=np.float64), dtype=dtype)
+
+
+# NOTE: (name, call, shapes): the first operand takes the first dtype, every other operand the second
+_MIXED = [
+    ("linear", lambda lib, x, w: nnf(lib).linear(x, w), [(2, 3), (4, 3)]),
+    ("linear-3d", lambda lib, x, w: nnf(lib).linear(x, w), [(2, 2, 3), (4, 3)]),
+    ("linear-bias", lambda lib, x, w, b: nnf(lib).linear(x, w, b), [(2, 3), (4, 3), (4,)]),
+    ("linear-0d-bias", lambda lib, x, w, b: nnf(lib).linear(x, w, b), [(2, 3), (4, 3), ()]),
+    ("matmul", lambda lib, a, b: lib.matmul(a, b), [(2, 3), (3, 4)]),
+    ("matmul-1d", lambda lib, a, b: lib.matmul(a, b), [(3,), (3,)]),
+    ("matmul-batched", lambda lib, a, b: lib.matmul(a, b), [(2, 2, 3), (2, 3, 4)]),
+    ("matmul-2d-1d", lambda lib, a, b: a @ b, [(2, 3), (3,)]),
+    ("mm", lambda lib, a, b: lib.mm(a, b), [(2, 3), (3, 4)]),
+    ("bmm", lambda lib, a, b: lib.bmm(a, b), [(2, 2, 3), (2, 3, 4)]),
+    ("mv", lambda lib, a, b: lib.mv(a, b), [(2, 3), (3,)]),
+    ("addmm", lambda lib, i, a, b: lib.addmm(i, a, b), [(2, 4), (2, 3), (3, 4)]),
+    ("addmv", lambda lib, i, a, b: lib.addmv(i, a, b), [(2,), (2, 3), (3,)]),
+    ("baddbmm", lambda lib, i, a, b: lib.baddbmm(i, a, b), [(2, 2, 4), (2, 2, 3), (2, 3, 4)]),
+    ("addbmm", lambda lib, i, a, b: lib.addbmm(i, a, b), [(2, 4), (2, 2, 3), (2, 3, 4)]),
+    ("dot", lambda lib, a, b: lib.dot(a, b), [(3,), (3,)]),
+    ("vdot", lambda lib, a, b: lib.vdot(a, b), [(3,), (3,)]),
+    ("einsum", lambda lib, a, b: lib.einsum("ij,jk->ik", a, b), [(2, 3), (3, 4)]),
+    ("tensordot", lambda lib, a, b: lib.tensordot(a, b, dims=1), [(2, 3), (3, 4)]),
+]
+
+
+def nnf(lib):
+    return lib.nn.functional
+
+
+def _mixed_args(lib, shapes, first, rest):
+    arrays = [np.linspace(-1, 1, int(np.prod(s))).reshape(s) for s in shapes]
+    return [_lib_tensor(lib, a, first if i == 0 else rest) for i, a in enumerate(arrays)]
+
+
+@pytest.mark.parametrize("first, rest", [("float32", "float64"), ("float64", "float32"), ("float16", "float32"),
+                                         ("bfloat16", "float32"), ("float32", "int64")])
+@pytest.mark.parametrize("name, call, shapes", _MIXED, ids=[m[0] for m in _MIXED])
+def test_mixed_dtypes_raise_as_in_torch(name, call, shapes, first, rest):
+    with pytest.raises(RuntimeError):
+        call(torch, *_mixed_args(torch, shapes, first, rest))
+    with pytest.raises(RuntimeError, match=f"^{name.split('-')[0]}: expected .* to have the same dtype, but got"):
+        call(cn, *_mixed_args(cn, shapes, first, rest))
+
+
+# NOTE: the products on PyTorch's CPU autocast list too (cupynet uses the CUDA list on every device, a superset)
+_AUTOCAST = [m for m in _MIXED if m[0] in ("linear", "linear-3d", "linear-bias", "linear-0d-bias", "matmul",
+                                           "matmul-batched", "mm", "bmm", "addmm", "baddbmm", "addbmm")]
+
+
+@pytest.mark.parametrize("low", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name, call, shapes", _AUTOCAST, ids=[m[0] for m in _AUTOCAST])
+def test_autocast_casts_mixed_products_before_the_dtype_check(name, call, shapes, low):
+    for first, rest in (("float16", "float32"), ("float32", "bfloat16"), ("float32", "float32")):
+        with torch.autocast("cpu", dtype=getattr(torch, low)):
+            want = call(torch, *_mixed_args(torch, shapes, first, rest))
+        with cn.amp.autocast("cpu", dtype=low):
+            got = call(cn, *_mixed_args(cn, shapes, first, rest))
+        assert str(got.dtype) == low == str(want.dtype).removeprefix("torch.")
+        tol = 1e-2 if low == "bfloat16" else 2e-3
+        np.testing.assert_allclose(got.float().numpy(), want.float().numpy(), rtol=tol, atol=tol)
+    # NOTE: float64 is never autocast: a float64 operand still meets a half one, and both refuse
+    with torch.autocast("cpu", dtype=getattr(torch, low)), pytest.raises(RuntimeError):
+        call(torch, *_mixed_args(torch, shapes, "float32", "float64"))
+    with cn.amp.autocast("cpu", dtype=low), pytest.raises(RuntimeError, match="same dtype"):
+        call(cn, *_mixed_args(cn, shapes, "float32", "float64"))
+
+
+@pytest.mark.parametrize("dtypes", [("float32", "float32", "float64"), ("float64", "float32", "float32"),
+                                    ("float16", "float16", "float32"), ("bfloat16", "float16", "float16"),
+                                    ("int64", "int64", "float32"), ("float32", "int64", "int64")])
+def test_addr_promotes_as_in_torch(dtypes):
+    # NOTE: PyTorch's addr is elementwise math on expanded operands: it promotes instead of raising
+    arrays = [np.arange(12.0).reshape(3, 4) / 4 - 1, np.arange(3.0) - 1, np.arange(4.0) / 2]
+    for kw in ({}, {"beta": 2, "alpha": -1}):
+        want = torch.addr(*(_lib_tensor(torch, a, d) for a, d in zip(arrays, dtypes)), **kw)
+        got = cn.addr(*(_lib_tensor(cn, a, d) for a, d in zip(arrays, dtypes)), **kw)
+        assert str(got.dtype) == str(want.dtype).removeprefix("torch.")
+        np.testing.assert_allclose(got.numpy().astype(np.float64), want.double().numpy(), rtol=1e-2)
+    floats = [i for i, d in enumerate(dtypes) if "float" in d]
+    leaves = [_lib_tensor(cn, a, d).requires_grad_(i in floats) for i, (a, d) in enumerate(zip(arrays, dtypes))]
+    t_leaves = [_lib_tensor(torch, a, d).requires_grad_(i in floats) for i, (a, d) in enumerate(zip(arrays, dtypes))]
+    (cn.addr(*leaves, alpha=0.5) ** 2).sum().backward()
+    # NOTE: the oracle casts explicitly: PyTorch's own addr backward fails on mixed dtypes (its mv refuses them)
+    target = want.dtype
+    (torch.addr(*(t.to(target) for t in t_leaves), alpha=0.5) ** 2).sum().backward()
+    for i in floats:  # NOTE: each gradient comes back in its own operand's dtype
+        assert str(leaves[i].grad.dtype) == dtypes[i] == str(t_leaves[i].grad.dtype).removeprefix("torch.")
+        np.testing.assert_allclose(leaves[i].grad.numpy().astype(np.float64), t_leaves[i].grad.double().numpy(),
+                                   rtol=2e-2, atol=2e-2)
+
+
+def test_addr_of_integers_refuses_a_float_alpha_or_beta_as_torch():
+    i, v = np.ones((2, 2)), np.ones(2)
+    for kw in ({"alpha": 1.5}, {"beta": 0.5}):
+        name = next(iter(kw))
+        message = f"For integral input tensors, argument {name} must not be a floating point number."
+        with pytest.raises(RuntimeError, match=message):
+            torch.addr(*(_lib_tensor(torch, a, "int64") for a in (i, v, v)), **kw)
+        with pytest.raises(RuntimeError, match=f"addr: {message}"):
+            cn.addr(*(_lib_tensor(cn, a, "int64") for a in (i, v, v)), **kw)
+    assert cn.addr(*(_lib_tensor(cn, a, "int64") for a in (i, v, v)), alpha=3).numpy().tolist() == [[4, 4], [4, 4]]
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (2, 2, 3), (3,)])
+def test_linear_with_a_zero_dim_bias(shape):
+    # NOTE: one value added to every output, inside the op (so autocast casts it and the dtype check sees it)
+    check_op([shape, (4, 3), ()], ops.linear, F.linear)
+    check_op([shape, (4, 3), ()], ops.linear, F.linear, dtypes=("float32", "float16", "bfloat16"), gradgrad=False)

@@ -164,7 +164,8 @@ def check_same_dtype(op_name, *tensors):
         op_name: the op, for messages.
         *tensors: Tensors or None.
     """
-    kinds = [t.dtype for t in tensors if t is not None]
-    if len(set(kinds)) > 1:
-        raise RuntimeError(f"{op_name}: input, weight and bias must have the same dtype, got "
-                           f"{', '.join(str(k) for k in kinds)}")
+    kinds = [(name, t.dtype) for name, t in zip(("input", "weight", "bias"), tensors) if t is not None]
+    if len({dtype for _, dtype in kinds}) > 1:
+        # NOTE: as PyTorch outside autocast (or for what autocast leaves alone: float64): no promotion
+        raise RuntimeError(f"{op_name}: input, weight and bias must have the same dtype, but got "
+                           f"{', '.join(f'{name} {dtype}' for name, dtype in kinds)}")

@@ -3,25 +3,46 @@
 from __future__ import annotations
 
 
-def _same_dtype(op_name, *tensors):
+def _join(words):
+    """``a``, ``a and b``, ``a, b and c``."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _same_dtype(op_name, *tensors, names=None):
+    """Raise PyTorch's refusal of operands of different dtypes (a product never promotes; autocast casts first).
+
+    NOTE: called inside forward, so under autocast the eligible operands are already cast;
+    what still differs here (float64, integers, or no autocast at all) is an error, as in PyTorch.
+
+    Args:
+        op_name: the op, for the message.
+        *tensors: the operands (None for an absent optional one).
+        names: the operands' argument names, for the message (default: "all inputs").
+    """
     first = tensors[0].dtype
     if any(t is not None and t.dtype != first for t in tensors[1:]):
-        listed = ", ".join(str(t.dtype) for t in tensors if t is not None)
-        raise RuntimeError(f"{op_name}: expected all inputs to have the same dtype, but got {listed}")
+        given = [(n, t) for n, t in zip(names or (None,) * len(tensors), tensors) if t is not None]
+        what = _join([n for n, _ in given]) if names else "all inputs"
+        raise RuntimeError(f"{op_name}: expected {what} to have the same dtype, but got "
+                           f"{_join([str(t.dtype) for _, t in given])}")
 
 
-def _check(a, b):
+# NOTE: the argument names of the public functions that run as one Matmul op, for the messages
+_MATMUL_ARGS = {"matmul": ("input", "other"), "mm": ("input", "mat2"), "bmm": ("input", "mat2"),
+                "mv": ("input", "vec")}
+
+
+def _check(a, b, op_name="matmul"):
     if a.ndim == 0 or b.ndim == 0:
-        raise RuntimeError(f"matmul: both arguments need at least 1 dimension, got shapes {tuple(a.shape)} and "
+        raise RuntimeError(f"{op_name}: both arguments need at least 1 dimension, got shapes {tuple(a.shape)} and "
                            f"{tuple(b.shape)}")
     ka = a.shape[-1]
     kb = b.shape[0] if b.ndim == 1 else b.shape[-2]
     if ka != kb:
-        raise RuntimeError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be multiplied "
+        raise RuntimeError(f"{op_name}: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be multiplied "
                            f"({ka} != {kb})")
     if a.dtype != b.dtype:
-        raise RuntimeError(f"matmul: expected both inputs to have the same dtype, but got {a.dtype} and "
-                           f"{b.dtype}")
+        _same_dtype(op_name, a, b, names=_MATMUL_ARGS[op_name])
 
 
 def _check_linear(x, weight, bias):
@@ -35,10 +56,10 @@ def _check_linear(x, weight, bias):
         n = x.shape[-1] if x.ndim else 0
         raise RuntimeError(f"linear: input has {n} features (shape {tuple(x.shape)}) but weight expects "
                            f"{weight.shape[1]} (weight shape {tuple(weight.shape)})")
-    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
-        raise RuntimeError(f"linear: bias must have shape ({weight.shape[0]},) to match weight shape "
-                           f"{tuple(weight.shape)}, got {tuple(bias.shape)}")
-    _same_dtype("linear", x, weight, bias)
+    if bias is not None and tuple(bias.shape) not in ((weight.shape[0],), ()):
+        raise RuntimeError(f"linear: bias must have shape ({weight.shape[0]},) (or () for one shared value) to "
+                           f"match weight shape {tuple(weight.shape)}, got {tuple(bias.shape)}")
+    _same_dtype("linear", x, weight, bias, names=("input", "weight", "bias"))
 
 
 def _check_vectors(op_name, a, b):
@@ -49,7 +70,7 @@ def _check_vectors(op_name, a, b):
         raise RuntimeError(f"{op_name}: inconsistent tensor size, expected tensor [{a.shape[0]}] and src "
                            f"[{b.shape[0]}] to have the same number of elements, but got {a.shape[0]} and "
                            f"{b.shape[0]} elements respectively")
-    _same_dtype(op_name, a, b)
+    _same_dtype(op_name, a, b, names=("input", "tensor" if op_name == "dot" else "other"))
 
 
 def _require_ndim(op_name, name, t, ndim):

@@ -17,7 +17,7 @@ import math
 import numpy
 
 from .. import dtypes
-from ..autograd.function import Function
+from ..autograd.function import Cast, Function
 from ..autograd.state import STATE
 from ..tensor import Tensor
 from ._linalg_checks import (
@@ -68,8 +68,8 @@ class Matmul(Function):
     amp_policy = "lower"
 
     @staticmethod
-    def forward(ctx, a, b):
-        _check(a, b)
+    def forward(ctx, a, b, op_name="matmul"):
+        _check(a, b, op_name)  # NOTE: op_name: the public function (mm, bmm, mv run as this op), for messages
         ctx.save_for_backward(a, b)
         return matmul_arrays(a.data, b.data)
 
@@ -102,8 +102,10 @@ class Linear(Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias=None):
-        _check_linear(x, weight, bias)
+        _check_linear(x, weight, bias)  # NOTE: here, after autocast's casts: dtypes are compared as the GEMM sees them
         ctx.save_for_backward(x, weight)
+        if bias is not None and bias.ndim == 0:
+            ctx.bias_shape = ()  # NOTE: one value added to every output; its gradient is the total sum
         return linear_array(x.data, weight.data, bias.data if bias is not None else None)
 
     @staticmethod
@@ -118,7 +120,7 @@ def linear_array(x, weight, bias=None):
     Args:
         x: array of shape ``(*, in_features)``.
         weight: array of shape ``(out_features, in_features)``, same dtype.
-        bias: optional array of shape ``(out_features,)``.
+        bias: optional array of shape ``(out_features,)`` or ``()``.
     """
     x2 = x.reshape(_rows(x.shape), x.shape[-1])
     # NOTE: with a bias, the fp32 GEMM result gets the bias before the one rounding to half
@@ -155,7 +157,7 @@ def linear_backward(ctx, grad, x, weight):
         rows = _rows(x.shape)
         gw = matmul(reshape(grad, (rows, out_features)).mT, reshape(x, (rows, in_features)))
     if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2]:
-        gb = sum_to(grad, (out_features,))
+        gb = sum_to(grad, getattr(ctx, "bias_shape", (out_features,)))
     return gx, gw, gb
 
 
@@ -172,7 +174,11 @@ def _linear_backward_arrays(ctx, grad, x, weight):
     if len(need) > 2 and need[2]:
         acc = dtypes.float32 if g2.dtype in dtypes.LOW_PRECISION else None  # NOTE: fp32 accumulation for halves
         column_sum = numpy.add.reduce if type(g2) is numpy.ndarray else type(g2).sum  # NOTE: no Python wrapper
-        gb = Tensor(column_sum(g2, axis=0, dtype=acc).astype(g2.dtype, copy=False))
+        if getattr(ctx, "bias_shape", None) == ():  # NOTE: a 0-d bias: the total sum (an array, not a NumPy scalar)
+            total = xp_of(g2).asarray(column_sum(g2, axis=None, dtype=acc))
+        else:
+            total = column_sum(g2, axis=0, dtype=acc)
+        gb = Tensor(total.astype(g2.dtype, copy=False))
     return gx, gw, gb
 
 
@@ -180,6 +186,7 @@ class _AddProduct(Function):
     """``beta * input + alpha * P(a, b)`` where ``P`` is a matmul of reshaped ``a``, ``b`` (subclasses say how)."""
 
     amp_policy = "lower"
+    arg_names = ("input", "mat1", "mat2")
 
     @staticmethod
     def lift(a, b):
@@ -199,7 +206,8 @@ class _AddProduct(Function):
     @staticmethod
     def forward(ctx, input, a, b, beta=1, alpha=1):  # noqa: A002
         cls = ctx.fn
-        _same_dtype(cls.op_name, input, a, b)  # NOTE: checked here, after autocast's casts, not before apply
+        # NOTE: checked here, after autocast's casts, not before apply
+        _same_dtype(cls.op_name, input, a, b, names=cls.arg_names)
         ctx.save_for_backward(a, b)
         ctx.in_shape, ctx.beta, ctx.alpha = input.shape, beta, alpha
         big_a, big_b = cls.lift(a.data, b.data)
@@ -239,12 +247,14 @@ class Baddbmm(_AddProduct):
     """``beta * input + alpha * bmm(batch1, batch2)``."""
 
     op_name = "baddbmm"
+    arg_names = ("input", "batch1", "batch2")
 
 
 class Addmv(_AddProduct):
     """``beta * input + alpha * (mat @ vec)``."""
 
     op_name = "addmv"
+    arg_names = ("input", "mat", "vec")
 
     @staticmethod
     def lift(a, b):
@@ -259,6 +269,7 @@ class Addr(_AddProduct):
     """``beta * input + alpha * outer(vec1, vec2)``."""
 
     op_name = "addr"
+    arg_names = ("input", "vec1", "vec2")
 
     @staticmethod
     def lift(a, b):
@@ -269,6 +280,7 @@ class Addbmm(_AddProduct):
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
 
     op_name = "addbmm"
+    arg_names = ("input", "batch1", "batch2")
 
     @staticmethod
     def reduce(product):
@@ -321,8 +333,6 @@ def linear(input, weight, bias=None):  # noqa: A002
         weight: a Tensor of shape ``(out_features, in_features)``.
         bias: an optional Tensor of shape ``(out_features,)`` or ``()`` (one value added to every output).
     """
-    if isinstance(bias, Tensor) and bias.ndim == 0:
-        return Linear.apply(input, weight) + bias  # NOTE: PyTorch documents a 0-d bias too
     return Linear.apply(input, weight, bias) if bias is not None else Linear.apply(input, weight)
 
 
@@ -335,7 +345,7 @@ def mm(input, mat2):  # noqa: A002
     """
     _require_ndim("mm", "input", input, 2)
     _require_ndim("mm", "mat2", mat2, 2)
-    return Matmul.apply(input, mat2)
+    return Matmul.apply(input, mat2, op_name="mm")
 
 
 def bmm(input, mat2):  # noqa: A002
@@ -349,7 +359,7 @@ def bmm(input, mat2):  # noqa: A002
     _require_ndim("bmm", "mat2", mat2, 3)
     if input.shape[0] != mat2.shape[0]:
         raise RuntimeError(f"bmm: batch sizes differ: input {tuple(input.shape)} and mat2 {tuple(mat2.shape)}")
-    return Matmul.apply(input, mat2)
+    return Matmul.apply(input, mat2, op_name="bmm")
 
 
 def mv(input, vec):  # noqa: A002
@@ -361,7 +371,7 @@ def mv(input, vec):  # noqa: A002
     """
     _require_ndim("mv", "input", input, 2)
     _require_ndim("mv", "vec", vec, 1)
-    return Matmul.apply(input, vec)
+    return Matmul.apply(input, vec, op_name="mv")
 
 
 def _add_product(cls, input, a, b, beta, alpha, shape):  # noqa: A002
@@ -413,7 +423,26 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
     """
     _require_ndim("addr", "vec1", vec1, 1)
     _require_ndim("addr", "vec2", vec2, 1)
+    input, vec1, vec2 = _promote_for_addr(input, vec1, vec2, beta, alpha)  # noqa: A001
     return _add_product(Addr, input, vec1, vec2, beta, alpha, (vec1.shape[0], vec2.shape[0]))
+
+
+def _promote_for_addr(input, vec1, vec2, beta, alpha):  # noqa: A002
+    """The three operands cast (differentiably) to their promoted dtype, as PyTorch's ``addr`` does.
+
+    NOTE: unlike the matrix products, PyTorch's ``addr`` is elementwise math on the
+    expanded operands, so mixed dtypes promote (float32 with float64 gives float64,
+    ints with floats give the float) instead of raising; each gradient comes back in
+    its operand's own dtype through the cast. As in PyTorch, an integer result refuses
+    a floating ``beta`` or ``alpha``.
+    """
+    target = dtypes.result_type(input.dtype, vec1.dtype, vec2.dtype)
+    if target.kind in "iu":
+        for name, value in (("beta", beta), ("alpha", alpha)):
+            if isinstance(value, (float, numpy.floating)):
+                raise RuntimeError(f"addr: For integral input tensors, argument {name} must not be a floating "
+                                   f"point number.")
+    return tuple(t if t.dtype == target else Cast.apply(t, dtype=target) for t in (input, vec1, vec2))
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
