@@ -122,8 +122,10 @@ def test_bad_arguments_are_clear_errors():
         cn.hardtanh(x, 0.0, -1.0)
     with pytest.raises(ValueError, match="leaky_relu: negative_slope must be a finite number, got 'a'"):
         cn.leaky_relu(x, "a")
-    with pytest.raises(TypeError, match="relu: expected a floating point input .* got int64"):
-        cn.relu(cn.tensor([1, -2]))
+    with pytest.raises(TypeError, match="relu: Boolean inputs not supported for relu"):
+        cn.relu(cn.tensor([True, False]))
+    with pytest.raises(TypeError, match="leaky_relu: expected a floating point input .* got int64"):
+        cn.leaky_relu(cn.tensor([1, -2]))
     with pytest.raises(TypeError, match="sigmoid: expected a Tensor as input, got list"):
         cn.sigmoid([1.0])
 
@@ -253,3 +255,62 @@ def test_relu_backward_zeroes_inf_gradient_where_the_output_is_not_positive():
     x = cn.tensor([-1.0, 0.0, 2.0], requires_grad=True)
     cn.relu(x).backward(cn.tensor([np.inf, np.nan, np.inf]))
     assert x.grad.tolist() == [0.0, 0.0, np.inf]
+
+
+# ---- integer and bool inputs, op by op against PyTorch (issue 16) ------------------------------------------------
+_INT_VALUES = {"int64": [-7, -3, -1, 0, 1, 2, 5, 9], "int32": [-7, -3, -1, 0, 1, 2, 5, 9],
+               "int8": [-128, -3, -1, 0, 1, 2, 7, 127], "uint8": [0, 1, 2, 5, 7, 100, 250, 255],
+               "bool": [True, False, True, True, False, False, True, False]}
+# NOTE: PyTorch computes relu/relu6/hardtanh in the integer dtype (bool refused), promotes sigmoid/tanh to the
+# default float dtype, and has no integer kernel for the rest (cupynet refuses those too)
+_INT_CALLS = {
+    "relu": lambda f, x: f.relu(x), "relu-inplace": lambda f, x: f.relu(x, inplace=True),
+    "relu6": lambda f, x: f.relu6(x), "relu6-inplace": lambda f, x: f.relu6(x, inplace=True),
+    "hardtanh": lambda f, x: f.hardtanh(x), "hardtanh-truncated": lambda f, x: f.hardtanh(x, -1.5, 2.5),
+    "hardtanh-positive": lambda f, x: f.hardtanh(x, 0.9, 6.7), "hardtanh-half": lambda f, x: f.hardtanh(x, -0.5, 3.0),
+    "hardtanh-overflow": lambda f, x: f.hardtanh(x, -300.0, 3.0),
+    "sigmoid": lambda f, x: f.sigmoid(x), "tanh": lambda f, x: f.tanh(x),
+    "softmax-dtype": lambda f, x: f.softmax(x, 0, dtype="float64"),
+    "log_softmax-dtype": lambda f, x: f.log_softmax(x, 0, dtype="float64"),
+    "softmax": lambda f, x: f.softmax(x, 0), "log_softmax": lambda f, x: f.log_softmax(x, 0),
+    "leaky_relu": lambda f, x: f.leaky_relu(x), "elu": lambda f, x: f.elu(x), "gelu": lambda f, x: f.gelu(x),
+    "silu": lambda f, x: f.silu(x), "mish": lambda f, x: f.mish(x), "hardsigmoid": lambda f, x: f.hardsigmoid(x),
+    "hardswish": lambda f, x: f.hardswish(x), "softplus": lambda f, x: f.softplus(x),
+    "glu": lambda f, x: f.glu(x, 0), "prelu": lambda f, x: f.prelu(x, x[:1]),
+}
+
+
+class _TorchF:
+    """``torch.nn.functional`` with a dtype given by name (``dtype="float64"``), as cupynet accepts it."""
+
+    def __getattr__(self, name):
+        torch = pytest.importorskip("torch")
+        fn = getattr(torch.nn.functional, name)
+        return lambda *a, dtype=None, **kw: fn(*a, **kw) if dtype is None else fn(*a, dtype=getattr(torch, dtype),
+                                                                                 **kw)
+
+
+@pytest.mark.parametrize("dtype", list(_INT_VALUES))
+@pytest.mark.parametrize("name", list(_INT_CALLS))
+def test_integer_and_bool_inputs_as_torch(name, dtype):
+    torch = pytest.importorskip("torch")
+    array = np.array(_INT_VALUES[dtype], dtype=dtype)
+    call = _INT_CALLS[name]
+    try:
+        x = torch.tensor(array)
+        want = call(_TorchF(), x)
+    except Exception:  # noqa: BLE001 - torch refuses: cupynet must refuse too
+        with pytest.raises((TypeError, ValueError, RuntimeError)):
+            call(cn.nn.functional, cn.tensor(array))
+        return
+    xc = cn.tensor(array)
+    got = call(cn.nn.functional, xc)
+    assert str(got.dtype) == str(want.dtype).removeprefix("torch.")
+    if want.is_floating_point():
+        # NOTE: both compute in the result's float dtype from exactly converted inputs: a few ulps apart at most
+        np.testing.assert_allclose(host(got), want.double().numpy(), rtol=4 * 2.0 ** -23, atol=0)
+    else:
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    if name.endswith("-inplace"):  # NOTE: no graph to record on an integer tensor, so in place, as torch
+        assert got is xc
+        np.testing.assert_array_equal(xc.numpy(), x.numpy())

@@ -50,9 +50,12 @@ def test_matmul_shape_mismatch_names_op_and_shapes():
         cn.randn(3, 4) @ cn.randn(5, 6)
 
 
-def test_int_tensor_to_float_only_op():
-    with pytest.raises(TypeError, match="exp: expected a floating point input"):
-        cn.tensor([1, 2, 3]).exp()
+def test_int_tensor_to_a_floating_op_promotes_as_torch():
+    # NOTE: torch.tensor([1, 2, 3]).exp() is float32 (the default dtype): integer inputs promote (issue 16)
+    out = cn.tensor([1, 2, 3]).exp()
+    assert out.dtype == cn.float32
+    np.testing.assert_allclose(out.numpy(), np.exp(np.array([1, 2, 3], dtype=np.float32)), rtol=2.0 ** -22)
+    assert cn.tensor([1, 2, 3]).sigmoid().dtype == cn.float32
 
 
 def test_int_times_float_scalar_is_float32():

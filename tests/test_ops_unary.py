@@ -213,13 +213,89 @@ def test_finiteness_predicates():
     assert x.isnan().requires_grad is False
 
 
-def test_integer_input_to_float_only_op_is_a_clear_error():
-    for name in ("sqrt", "erf", "erfinv", "log1p", "tan", "rsqrt"):
-        with pytest.raises(TypeError, match=f"{name}: expected a floating point input .* got int64"):
-            getattr(cn, name)(cn.tensor([1, 2]))
-    assert cn.abs(cn.tensor([-3, 2])).numpy().tolist() == [3, 2]
-    assert cn.square(cn.tensor([-3, 2])).numpy().tolist() == [9, 4]
-    assert cn.sign(cn.tensor([-3, 0, 2])).numpy().tolist() == [-1, 0, 1]
+# ---- integer and bool inputs, op by op against PyTorch (issue 16) ------------------------------------------------
+_FLOATING_OPS = ["exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tan", "sinh", "cosh", "asin", "acos",
+                 "atan", "tanh", "erf", "erfinv", "expm1", "log2", "log10", "log1p"]
+_INTEGER_OPS = ["abs", "sign", "square", "floor", "ceil", "round", "trunc", "nan_to_num", "isfinite", "isnan",
+                "isinf"]
+_INT_VALUES = {"int64": [-3, -1, 0, 1, 2, 7, 2049], "int32": [-3, -1, 0, 1, 2, 7, 2049],
+               "int16": [-3, -1, 0, 1, 2, 7, 300], "int8": [-128, -1, 0, 1, 2, 7, 127],
+               "uint8": [0, 1, 2, 7, 100, 250, 255], "bool": [True, False, True, True, False, False, True]}
+
+
+def _outcome(fn):
+    """``("ok", result)`` or ``("raises", exception)``."""
+    try:
+        return "ok", fn()
+    except Exception as error:  # noqa: BLE001 - the outcome itself is compared
+        return "raises", error
+
+
+def check_against_torch(name, call, dtype, values=None, rtol=4 * 2.0 ** -23):
+    """Run ``call(lib, x)`` on an integer/bool tensor in torch and cupynet: same dtype and values, or both raise.
+
+    NOTE (tolerance): the floating results are float32 computed from the same exactly converted inputs; each
+    library rounds its own libm result, so they agree within a few ulps.
+    """
+    torch = pytest.importorskip("torch")
+    values = values if values is not None else _INT_VALUES[dtype]
+    array = np.array(values, dtype=dtype)
+    kind, want = _outcome(lambda: call(torch, torch.tensor(array)))
+    if kind == "raises":
+        with pytest.raises((TypeError, ValueError, RuntimeError)):
+            call(cn, cn.tensor(array))
+        return
+    got = call(cn, cn.tensor(array))
+    assert str(got.dtype) == str(want.dtype).removeprefix("torch."), f"{name} {dtype}: {got.dtype}, {want.dtype}"
+    want_np = want.double().numpy() if want.is_floating_point() else want.numpy()
+    if want.is_floating_point():
+        np.testing.assert_allclose(host(got), want_np, rtol=rtol, atol=0, err_msg=f"{name} {dtype}")
+    else:
+        np.testing.assert_array_equal(got.numpy(), want_np, err_msg=f"{name} {dtype}")
+
+
+@pytest.mark.parametrize("dtype", list(_INT_VALUES))
+@pytest.mark.parametrize("name", _FLOATING_OPS + _INTEGER_OPS)
+def test_integer_and_bool_inputs_as_torch(name, dtype):
+    # NOTE: the floating ops promote to the default float dtype (torch.exp(int64) is float32); abs, sign, square
+    # and the roundings stay in the integer dtype; bool: sign keeps it, square makes int64, abs/roundings refuse
+    check_against_torch(name, lambda lib, x: getattr(lib, name)(x), dtype)
+
+
+@pytest.mark.parametrize("name", ["exp", "sqrt", "log1p", "tanh", "erf"])
+def test_integer_input_takes_the_default_dtype(name):
+    torch = pytest.importorskip("torch")
+    for dtype in ("float64", "float16", "bfloat16"):
+        cn.set_default_dtype(dtype)
+        torch.set_default_dtype(getattr(torch, dtype))
+        try:
+            # NOTE: the int is converted to the default dtype first (2049 rounds in float16), then computed in it
+            # (in fp32 for the half types, rounded once: the two libraries agree within one ulp of the result)
+            check_against_torch(name, lambda lib, x: getattr(lib, name)(x), "int32", values=[0, 1, 3, 2049],
+                                rtol={"float64": 4 * 2.0 ** -52, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}[dtype])
+        finally:
+            cn.set_default_dtype("float32")
+            torch.set_default_dtype(torch.float32)
+
+
+def test_integer_input_of_a_floating_op_under_autocast():
+    # NOTE: autocast leaves integer tensors alone (not eligible); the op then promotes them to the default dtype
+    x = cn.tensor([1, 2, 3])
+    with cn.amp.autocast("cpu", dtype=cn.float16):
+        assert cn.exp(x).dtype == cn.float32  # exp is on the fp32 list; the promoted input is float32 already
+        assert cn.sin(x).dtype == cn.float32
+    np.testing.assert_array_equal(cn.sqrt(cn.tensor([4, 9])).numpy(), np.array([2.0, 3.0], dtype=np.float32))
+
+
+def test_round_with_decimals_of_an_integer_tensor_refuses_as_torch():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(NotImplementedError):
+        torch.round(torch.tensor([12, 17]), decimals=1)
+    with pytest.raises(TypeError, match="round: decimals=1 is implemented for floating tensors only"):
+        cn.round(cn.tensor([12, 17]), decimals=1)
+    assert cn.round(cn.tensor([12, 17])).numpy().tolist() == [12, 17]
+    with pytest.raises(TypeError, match="abs: not implemented for bool tensors"):
+        cn.abs(cn.tensor([True, False]))
 
 
 def test_non_tensor_input_is_a_clear_error():

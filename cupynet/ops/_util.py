@@ -140,6 +140,24 @@ def compute_in_fp32(array):
     return array.astype(dtypes.float32) if array.dtype in dtypes.LOW_PRECISION else array
 
 
+def floating_compute(array):
+    """``compute_in_fp32`` for the floating ops (exp, log, sin, sigmoid, ...), and the dtype their result takes.
+
+    NOTE: as in PyTorch, an integer or bool input of such an op is converted to the
+    default float dtype first (``exp(int64 tensor)`` is float32), then computed as that
+    dtype would be. A floating input passes through exactly as ``compute_in_fp32`` does.
+
+    Args:
+        array: a NumPy or CuPy array.
+
+    Returns:
+        ``(array in its compute dtype, the result's dtype)``: round the result with ``round_from_fp32``.
+    """
+    if array.dtype not in dtypes.FLOATING:
+        array = array.astype(dtypes.get_default_dtype())
+    return compute_in_fp32(array), array.dtype
+
+
 def round_from_fp32(result, dtype):
     """The other half of ``compute_in_fp32``: ``result`` rounded once to ``dtype`` when that is float16/bfloat16.
 

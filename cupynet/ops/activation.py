@@ -7,6 +7,11 @@ is written with cupynet ops, so second derivatives work; then its public
 function (``def relu(input, inplace=False)``). Masks (``x > 0``) are constants
 for autograd.
 
+Integer inputs behave as in PyTorch: ``relu``, ``relu6`` and ``hardtanh`` compute
+in the integer dtype (bool refused), ``sigmoid`` (like ``tanh``) promotes to the
+default float dtype, ``softmax``/``log_softmax`` take them with a float ``dtype=``,
+and the rest refuse them (PyTorch has no integer kernels for them).
+
 ``inplace=True`` (the argument nn layers pass) updates the input in place when
 autograd is not recording it. NOTE: when the input is part of a graph (it
 requires grad under grad mode) cupynet's tape cannot rewrite its history, so the
@@ -25,7 +30,15 @@ from ..autograd.function import Function
 from ..autograd.state import STATE
 from ..tensor import Tensor
 from ._special import erf_kernel
-from ._util import compute_in_fp32, normalize_dim, require_floating, round_from_fp32, xp_of, zero_where_not
+from ._util import (
+    compute_in_fp32,
+    floating_compute,
+    normalize_dim,
+    require_floating,
+    round_from_fp32,
+    xp_of,
+    zero_where_not,
+)
 from .indexing import cat, chunk
 from .reduce import sum as reduce_sum
 from .shape import reshape, sum_to
@@ -56,10 +69,21 @@ def _float(mask, like):
     return mask.to(like.dtype)
 
 
-def _check(op_name, input, what="input"):  # noqa: A002
+def _check_tensor(op_name, input, what="input"):  # noqa: A002
     if not isinstance(input, Tensor):
         raise TypeError(f"{op_name}: expected a Tensor as {what}, got {type(input).__name__}")
+
+
+def _check(op_name, input, what="input"):  # noqa: A002
+    _check_tensor(op_name, input, what)
     require_floating(op_name, input, what)
+
+
+def _check_not_bool(op_name, input, kernel):  # noqa: A002
+    """The relu family takes integer tensors (computed in their own dtype) but not bool ones, as PyTorch."""
+    _check_tensor(op_name, input)
+    if input.dtype == numpy.bool_:
+        raise TypeError(f"{op_name}: Boolean inputs not supported for {kernel} (as in PyTorch)")
 
 
 def _check_number(op_name, label, value):
@@ -102,10 +126,10 @@ def relu(input, inplace=False):  # noqa: A002 - PyTorch's argument names
     ``out = max(input, 0)``.
 
     Args:
-        input: a floating Tensor.
+        input: a Tensor (integers stay integers, as in PyTorch; bool is refused).
         inplace: write into ``input`` unless autograd records it.
     """
-    _check("relu", input)
+    _check_not_bool("relu", input, "relu")
     if not inplace:
         return Relu.apply(input)
     return _maybe_inplace(input, inplace, lambda: Relu.apply(input))
@@ -120,6 +144,9 @@ class Hardtanh(Function):
     def forward(ctx, a, min_val=-1.0, max_val=1.0):
         ctx.save_for_backward(a)
         ctx.min_val, ctx.max_val = min_val, max_val
+        if not dtypes.is_floating(a.dtype):
+            # NOTE: as PyTorch: an integer tensor is clamped in its own dtype, the limits truncated toward zero
+            return xp_of(a).clip(a.data, int(min_val), int(max_val))
         xp, x = xp_of(a), compute_in_fp32(a.data)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.clip(x, min_val, max_val), a.dtype)
@@ -136,18 +163,31 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
     ``out = min(max(input, min_val), max_val)``.
 
     Args:
-        input: a floating Tensor.
+        input: a Tensor (integers are clamped in their own dtype with the limits truncated toward zero, as in
+            PyTorch; bool is refused).
         min_val: lower bound.
         max_val: upper bound (must be >= min_val).
         inplace: write into ``input`` when autograd is not recording it.
     """
-    _check("hardtanh", input)
+    _check_not_bool("hardtanh", input, "hardtanh")
     _check_number("hardtanh", "min_val", min_val)
     _check_number("hardtanh", "max_val", max_val)
     if max_val < min_val:
         raise ValueError(f"hardtanh: max_val ({max_val}) must be greater than or equal to min_val ({min_val})")
+    if not dtypes.is_floating(input.dtype):
+        _check_integer_limits(input.dtype, min_val, max_val)
     return _maybe_inplace(input, inplace, lambda: Hardtanh.apply(input, min_val=float(min_val),
                                                                  max_val=float(max_val)))
+
+
+def _check_integer_limits(dtype, min_val, max_val):
+    """PyTorch's checks of hardtanh's limits for an integer tensor (after truncation toward zero)."""
+    info = numpy.iinfo(dtype)
+    if dtype.kind == "u" and int(min_val) < 0:
+        raise ValueError("hardtanh: cannot do hardtanh on an unsigned type with negative limits")
+    for label, value in (("min_val", min_val), ("max_val", max_val)):
+        if not info.min <= int(value) <= info.max:
+            raise ValueError(f"hardtanh: {label}={value} cannot be converted to type {dtype} without overflow")
 
 
 def relu6(input, inplace=False):  # noqa: A002
@@ -156,10 +196,10 @@ def relu6(input, inplace=False):  # noqa: A002
     ``out = min(max(input, 0), 6)``.
 
     Args:
-        input: a floating Tensor.
+        input: a Tensor (integers stay integers, as in PyTorch; bool is refused).
         inplace: write into ``input`` when autograd is not recording it.
     """
-    _check("relu6", input)
+    _check_not_bool("relu6", input, "hardtanh")
     return hardtanh(input, 0.0, 6.0, inplace=inplace)
 
 
@@ -352,9 +392,9 @@ class Sigmoid(Function):
 
     @staticmethod
     def forward(ctx, a):
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
         with numpy.errstate(all="ignore"):
-            return round_from_fp32(_stable_sigmoid(xp, x), a.dtype)
+            return round_from_fp32(_stable_sigmoid(xp, x), dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -368,9 +408,9 @@ def sigmoid(input):  # noqa: A002 - PyTorch's argument name
     ``out = 1 / (1 + e ** -input)``.
 
     Args:
-        input: a floating Tensor.
+        input: a Tensor (integer and bool tensors are promoted to the default float dtype, as in PyTorch).
     """
-    _check("sigmoid", input)
+    _check_tensor("sigmoid", input)
     return Sigmoid.apply(input)
 
 
@@ -481,7 +521,7 @@ def hardswish(input, inplace=False):  # noqa: A002 - PyTorch's argument names
 
 # ---- softmax, log_softmax (along a dimension), prelu (per channel), glu (halves) ------------
 def _softmax_args(op_name, input, dim, dtype):  # noqa: A002
-    _check(op_name, input)
+    _check_tensor(op_name, input)
     if dim is None:
         raise TypeError(f"{op_name}: dim must be given (an int), got None")
     axis = normalize_dim(op_name, dim, input.ndim)
@@ -489,7 +529,8 @@ def _softmax_args(op_name, input, dim, dtype):  # noqa: A002
         target = dtypes.as_dtype(dtype)
         if not dtypes.is_floating(target):
             raise TypeError(f"{op_name}: dtype must be a floating dtype, got {target}")
-        input = input.to(target)
+        input = input.to(target)  # NOTE: cast first, as PyTorch: an integer input with a float dtype is fine
+    require_floating(op_name, input)
     return input, axis
 
 
@@ -521,7 +562,7 @@ def softmax(input, dim, dtype=None):  # noqa: A002
     Under autocast the result is float32 (fp32 policy). Half inputs are computed in float32.
 
     Args:
-        input: a floating Tensor.
+        input: a floating Tensor (any Tensor when ``dtype`` is given: it is cast first, as in PyTorch).
         dim: the dimension the values sum to 1 along.
         dtype: cast the input to this dtype first (the result has it).
     """
@@ -553,7 +594,7 @@ def log_softmax(input, dim, dtype=None):  # noqa: A002
     """``input - logsumexp(input)`` along ``dim``, computed stably; fp32 under autocast.
 
     Args:
-        input: a floating Tensor.
+        input: a floating Tensor (any Tensor when ``dtype`` is given: it is cast first, as in PyTorch).
         dim: the dimension to normalise along.
         dtype: cast the input to this dtype first (the result has it).
     """

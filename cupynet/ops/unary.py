@@ -8,7 +8,10 @@ its argument and calls ``apply``.
 
 NOTE: float16/bfloat16 inputs are computed in float32 and rounded once
 (``compute_in_fp32`` ... ``round_from_fp32``), as CUDA's ``opmath`` does in
-PyTorch; the output keeps the input dtype. Forwards run under
+PyTorch; the output keeps the input dtype. The floating ops (exp, log, sqrt,
+trig, erf, ...) take integer and bool tensors too and, as PyTorch does, promote
+them to the default float dtype first (``floating_compute``); sign, abs, square
+and the roundings compute on integers in their own dtype. Forwards run under
 ``numpy.errstate(all="ignore")``: as in PyTorch, log(0) = -inf and friends
 raise no warning. fp32-list ops (AMP_REFERENCE.md) say so in ``amp_policy``.
 """
@@ -24,7 +27,7 @@ from .. import dtypes
 from ..autograd.function import Function
 from ..tensor import Tensor
 from ._special import erf_kernel, erfinv_kernel
-from ._util import compute_in_fp32, data, fix_float_dtype, lift, require_floating, round_from_fp32, xp_of
+from ._util import compute_in_fp32, data, fix_float_dtype, floating_compute, lift, round_from_fp32, xp_of
 from .shape import sum_to
 
 __all__ = [
@@ -44,9 +47,11 @@ def _require_tensor(name, value):
         raise TypeError(f"{name}: expected a Tensor as input, got {type(value).__name__}")
 
 
-def _require_floating_tensor(name, value):
-    _require_tensor(name, value)
-    require_floating(name, value)
+def _refuse_bool(name, value):
+    # NOTE: PyTorch implements abs and the roundings for numbers only ('"abs_cpu" not implemented for 'Bool'')
+    if value.dtype == numpy.bool_:
+        raise TypeError(f"{name}: not implemented for bool tensors (as in PyTorch); convert to an integer or float "
+                        f"dtype first")
 
 
 def _zero_grad(grad):
@@ -62,9 +67,9 @@ class Exp(Function):
 
     @staticmethod
     def forward(ctx, a):
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
         with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.exp(x), a.dtype)
+            return round_from_fp32(xp.exp(x), dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -78,9 +83,9 @@ def exp(input):  # noqa: A002 - PyTorch's argument name
     ``out = e ** input``.
 
     Args:
-        input: a floating Tensor.
+        input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_floating_tensor("exp", input)
+    _require_tensor("exp", input)
     return Exp.apply(input)
 
 
@@ -92,9 +97,9 @@ class Log(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
         with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.log(x), a.dtype)
+            return round_from_fp32(xp.log(x), dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -108,9 +113,9 @@ def log(input):  # noqa: A002 - PyTorch's argument name
     ``out = ln(input)``: -inf at 0, nan below 0.
 
     Args:
-        input: a floating Tensor.
+        input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_floating_tensor("log", input)
+    _require_tensor("log", input)
     return Log.apply(input)
 
 
@@ -121,9 +126,9 @@ class Sqrt(Function):
 
     @staticmethod
     def forward(ctx, a):
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
         with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.sqrt(x), a.dtype)
+            return round_from_fp32(xp.sqrt(x), dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -137,9 +142,9 @@ def sqrt(input):  # noqa: A002 - PyTorch's argument name
     ``out = input ** 0.5``: nan below 0.
 
     Args:
-        input: a floating Tensor.
+        input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_floating_tensor("sqrt", input)
+    _require_tensor("sqrt", input)
     return Sqrt.apply(input)
 
 
@@ -150,9 +155,9 @@ class Rsqrt(Function):
 
     @staticmethod
     def forward(ctx, a):
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
         with numpy.errstate(all="ignore"):
-            return round_from_fp32(1.0 / xp.sqrt(x), a.dtype)
+            return round_from_fp32(1.0 / xp.sqrt(x), dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -166,9 +171,9 @@ def rsqrt(input):  # noqa: A002 - PyTorch's argument name
     ``out = 1 / sqrt(input)``: inf at 0, nan below 0.
 
     Args:
-        input: a floating Tensor.
+        input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_floating_tensor("rsqrt", input)
+    _require_tensor("rsqrt", input)
     return Rsqrt.apply(input)
 
 
@@ -196,9 +201,10 @@ def abs(input):  # noqa: A001, A002 - PyTorch's names
     ``out = |input|``.
 
     Args:
-        input: a Tensor (integers allowed).
+        input: a Tensor (integers allowed, bool not: as in PyTorch).
     """
     _require_tensor("abs", input)
+    _refuse_bool("abs", input)
     return Abs.apply(input)
 
 
@@ -210,6 +216,8 @@ class Square(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
+        if a.dtype == numpy.bool_:
+            return a.data.astype(numpy.int64)  # NOTE: PyTorch's square is pow(x, 2), which makes bool int64
         x = compute_in_fp32(a.data)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(x * x, a.dtype)
@@ -226,7 +234,7 @@ def square(input):  # noqa: A002 - PyTorch's argument name
     ``out = input * input``.
 
     Args:
-        input: a Tensor (integers allowed).
+        input: a Tensor (integers allowed; bool gives int64, as PyTorch's pow).
     """
     _require_tensor("square", input)
     return Square.apply(input)
@@ -239,9 +247,9 @@ class Reciprocal(Function):
 
     @staticmethod
     def forward(ctx, a):
-        x = compute_in_fp32(a.data)
+        x, dtype = floating_compute(a.data)
         with numpy.errstate(all="ignore"):
-            return round_from_fp32(1.0 / x, a.dtype)
+            return round_from_fp32(1.0 / x, dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -255,9 +263,9 @@ def reciprocal(input):  # noqa: A002 - PyTorch's argument name
     ``out = 1 / input``: +-inf at +-0.
 
     Args:
-        input: a floating Tensor.
+        input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_floating_tensor("reciprocal", input)
+    _require_tensor("reciprocal", input)
     return Reciprocal.apply(input)
 
 
@@ -269,9 +277,9 @@ class Sin(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
         with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.sin(x), a.dtype)
+            return round_from_fp32(xp.sin(x), dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -285,9 +293,9 @@ def sin(input):  # noqa: A002 - PyTorch's argument name
     ``out = sin(input)``, input in radians.
 
     Args:
-        input: a floating Tensor.
+        input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_floating_tensor("sin", input)
+    _require_tensor("sin", input)
     return Sin.apply(input)
 
 
@@ -299,9 +307,9 @@ class Cos(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
         with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.cos(x), a.dtype)
+            return round_from_fp32(xp.cos(x), dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -315,9 +323,9 @@ def cos(input):  # noqa: A002 - PyTorch's argument name
     ``out = cos(input)``, input in radians.
 
     Args:
-        input: a floating Tensor.
+        input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_floating_tensor("cos", input)
+    _require_tensor("cos", input)
     return Cos.apply(input)
 
 
@@ -328,9 +336,9 @@ class Tan(Function):
 
     @staticmethod
     def forward(ctx, a):
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
         with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.tan(x), a.dtype)
+            return round_from_fp32(xp.tan(x), dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -344,9 +352,9 @@ def tan(input):  # noqa: A002 - PyTorch's argument name
     ``out = sin(input) / cos(input)``, input in radians.
 
     Args:
-        input: a floating Tensor.
+        input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_floating_tensor("tan", input)
+    _require_tensor("tan", input)
     return Tan.apply(input)
 
 
@@ -358,9 +366,9 @@ class Sinh(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
         with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.sinh(x), a.dtype)
+            return round_from_fp32(xp.sinh(x), dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -374,9 +382,9 @@ def sinh(input):  # noqa: A002 - PyTorch's argument name
     ``out = (e ** input - e ** -input) / 2``.
 
     Args:
-        input: a floating Tensor.
+        input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_floating_tensor("sinh", input)
+    _require_tensor("sinh", input)
     return Sinh.apply(input)
 
 
@@ -388,9 +396,9 @@ class Cosh(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
         with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.cosh(x), a.dtype)
+            return round_from_fp32(xp.cosh(x), dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -404,9 +412,9 @@ def cosh(input):  # noqa: A002 - PyTorch's argument name
     ``out = (e ** input + e ** -input) / 2``.
 
     Args:
-        input: a floating Tensor.
+        input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_floating_tensor("cosh", input)
+    _require_tensor("cosh", input)
     return Cosh.apply(input)
 
 
@@ -418,9 +426,9 @@ class Asin(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
         with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.arcsin(x), a.dtype)
+            return round_from_fp32(xp.arcsin(x), dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -434,9 +442,9 @@ def asin(input):  # noqa: A002 - PyTorch's argument name
     ``out = asin(input)`` in [-pi/2, pi/2]: nan outside [-1, 1].
 
     Args:
-        input: a floating Tensor.
+        input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_floating_tensor("asin", input)
+    _require_tensor("asin", input)
     return Asin.apply(input)
 
 
@@ -448,9 +456,9 @@ class Acos(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
         with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.arccos(x), a.dtype)
+            return round_from_fp32(xp.arccos(x), dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -464,9 +472,9 @@ def acos(input):  # noqa: A002 - PyTorch's argument name
     ``out = acos(input)`` in [0, pi]: nan outside [-1, 1].
 
     Args:
-        input: a floating Tensor.
+        input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_floating_tensor("acos", input)
+    _require_tensor("acos", input)
     return Acos.apply(input)
 
 
@@ -478,9 +486,9 @@ class Atan(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
         with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.arctan(x), a.dtype)
+            return round_from_fp32(xp.arctan(x), dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -494,9 +502,9 @@ def atan(input):  # noqa: A002 - PyTorch's argument name
     ``out = atan(input)`` in (-pi/2, pi/2).
 
     Args:
-        input: a floating Tensor.
+        input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_floating_tensor("atan", input)
+    _require_tensor("atan", input)
     return Atan.apply(input)
 
 
@@ -507,9 +515,9 @@ class Tanh(Function):
 
     @staticmethod
     def forward(ctx, a):
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
         with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.tanh(x), a.dtype)
+            return round_from_fp32(xp.tanh(x), dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -523,9 +531,9 @@ def tanh(input):  # noqa: A002 - PyTorch's argument name
     ``out = (e ** input - e ** -input) / (e ** input + e ** -input)``.
 
     Args:
-        input: a floating Tensor.
+        input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_floating_tensor("tanh", input)
+    _require_tensor("tanh", input)
     return Tanh.apply(input)
 
 
@@ -537,9 +545,9 @@ class Erf(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
         with numpy.errstate(all="ignore"):
-            return round_from_fp32(erf_kernel(xp, x), a.dtype)
+            return round_from_fp32(erf_kernel(xp, x), dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -553,9 +561,9 @@ def erf(input):  # noqa: A002 - PyTorch's argument name
     ``out = 2/sqrt(pi) * integral_0^input exp(-t^2) dt``.
 
     Args:
-        input: a floating Tensor.
+        input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_floating_tensor("erf", input)
+    _require_tensor("erf", input)
     return Erf.apply(input)
 
 
@@ -566,9 +574,9 @@ class Erfinv(Function):
 
     @staticmethod
     def forward(ctx, a):
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
         with numpy.errstate(all="ignore"):
-            return round_from_fp32(erfinv_kernel(xp, x), a.dtype)
+            return round_from_fp32(erfinv_kernel(xp, x), dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -582,9 +590,9 @@ def erfinv(input):  # noqa: A002 - PyTorch's argument name
     ``erf(out) = input``: +-inf at +-1, nan outside [-1, 1].
 
     Args:
-        input: a floating Tensor.
+        input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_floating_tensor("erfinv", input)
+    _require_tensor("erfinv", input)
     return Erfinv.apply(input)
 
 
@@ -595,9 +603,9 @@ class Expm1(Function):
 
     @staticmethod
     def forward(ctx, a):
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
         with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.expm1(x), a.dtype)
+            return round_from_fp32(xp.expm1(x), dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -611,9 +619,9 @@ def expm1(input):  # noqa: A002 - PyTorch's argument name
     ``out = e ** input - 1``.
 
     Args:
-        input: a floating Tensor.
+        input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_floating_tensor("expm1", input)
+    _require_tensor("expm1", input)
     return Expm1.apply(input)
 
 
@@ -625,9 +633,9 @@ class Log2(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
         with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.log2(x), a.dtype)
+            return round_from_fp32(xp.log2(x), dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -641,9 +649,9 @@ def log2(input):  # noqa: A002 - PyTorch's argument name
     ``out = ln(input) / ln(2)``: -inf at 0, nan below 0.
 
     Args:
-        input: a floating Tensor.
+        input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_floating_tensor("log2", input)
+    _require_tensor("log2", input)
     return Log2.apply(input)
 
 
@@ -655,9 +663,9 @@ class Log10(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
         with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.log10(x), a.dtype)
+            return round_from_fp32(xp.log10(x), dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -671,9 +679,9 @@ def log10(input):  # noqa: A002 - PyTorch's argument name
     ``out = ln(input) / ln(10)``: -inf at 0, nan below 0.
 
     Args:
-        input: a floating Tensor.
+        input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_floating_tensor("log10", input)
+    _require_tensor("log10", input)
     return Log10.apply(input)
 
 
@@ -685,9 +693,9 @@ class Log1p(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
         with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.log1p(x), a.dtype)
+            return round_from_fp32(xp.log1p(x), dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -701,9 +709,9 @@ def log1p(input):  # noqa: A002 - PyTorch's argument name
     ``out = ln(1 + input)``: -inf at -1, nan below -1.
 
     Args:
-        input: a floating Tensor.
+        input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_floating_tensor("log1p", input)
+    _require_tensor("log1p", input)
     return Log1p.apply(input)
 
 
@@ -715,6 +723,8 @@ class Sign(Function):
 
     @staticmethod
     def forward(ctx, a):
+        if a.dtype == numpy.bool_:
+            return a.data.copy()  # NOTE: as PyTorch: True is 1, False is 0 (NumPy has no bool sign)
         xp, x = xp_of(a), compute_in_fp32(a.data)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.sign(x), a.dtype)
@@ -730,7 +740,7 @@ def sign(input):  # noqa: A002 - PyTorch's argument name
     ``out = -1`` below 0, ``0`` at 0, ``1`` above 0 (nan stays nan).
 
     Args:
-        input: a Tensor (integers allowed).
+        input: a Tensor (integers and bool allowed).
     """
     _require_tensor("sign", input)
     return Sign.apply(input)
@@ -760,9 +770,10 @@ def floor(input):  # noqa: A002 - PyTorch's argument name
     ``out`` = the largest integer ``<= input``.
 
     Args:
-        input: a Tensor (integers allowed).
+        input: a Tensor (integers allowed, bool not: as in PyTorch).
     """
     _require_tensor("floor", input)
+    _refuse_bool("floor", input)
     return Floor.apply(input)
 
 
@@ -790,9 +801,10 @@ def ceil(input):  # noqa: A002 - PyTorch's argument name
     ``out`` = the smallest integer ``>= input``.
 
     Args:
-        input: a Tensor (integers allowed).
+        input: a Tensor (integers allowed, bool not: as in PyTorch).
     """
     _require_tensor("ceil", input)
+    _refuse_bool("ceil", input)
     return Ceil.apply(input)
 
 
@@ -820,12 +832,16 @@ def round(input, decimals=0):  # noqa: A001, A002 - PyTorch's names
     ``out = round_half_even(input * 10 ** decimals) / 10 ** decimals``.
 
     Args:
-        input: a Tensor.
+        input: a Tensor (integers allowed with ``decimals=0`` only, bool not: as in PyTorch).
         decimals: number of decimal places (may be negative).
     """
     _require_tensor("round", input)
+    _refuse_bool("round", input)
     if not isinstance(decimals, int) or isinstance(decimals, bool):
         raise TypeError(f"round: decimals must be an int, got {decimals!r}")
+    if decimals and not dtypes.is_floating(input.dtype):
+        raise TypeError(f"round: decimals={decimals} is implemented for floating tensors only (as in PyTorch), got "
+                        f"{input.dtype}")
     return Round.apply(input, decimals=decimals)
 
 
@@ -853,9 +869,10 @@ def trunc(input):  # noqa: A002 - PyTorch's argument name
     ``out = sign(input) * floor(|input|)``.
 
     Args:
-        input: a Tensor (integers allowed).
+        input: a Tensor (integers allowed, bool not: as in PyTorch).
     """
     _require_tensor("trunc", input)
+    _refuse_bool("trunc", input)
     return Trunc.apply(input)
 
 
