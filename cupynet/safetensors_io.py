@@ -47,7 +47,7 @@ def save_safetensors(tensors, path, metadata=None):
             raise TypeError(f"save_safetensors: tensor names must be strings other than '__metadata__', "
                             f"got {name!r}")
         # NOTE: not numpy.ascontiguousarray, which turns a 0-d array into shape (1,)
-        array = numpy.asarray(backend.to_numpy(value.data if isinstance(value, Tensor) else value), order="C")
+        array = numpy.asarray(backend.to_numpy(value.array if isinstance(value, Tensor) else value), order="C")
         if array.dtype not in _CODES:
             raise TypeError(f"save_safetensors: {name} has unsupported dtype {array.dtype}")
         raw = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()

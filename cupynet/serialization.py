@@ -80,7 +80,7 @@ class _Encoder:
         if isinstance(obj, float):
             return float(obj) if math.isfinite(obj) else {"__float__": repr(float(obj))}
         if isinstance(obj, Tensor):
-            return {"__tensor__": self._add(obj.data, path), "requires_grad": obj.requires_grad}
+            return {"__tensor__": self._add(obj.array, path), "requires_grad": obj.requires_grad}
         if isinstance(obj, numpy.generic):
             self._check_dtype(obj.dtype, path)
             return {"__scalar__": str(obj.dtype), "value": self.encode(obj.item(), path, depth + 1)}
