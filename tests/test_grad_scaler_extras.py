@@ -6,7 +6,7 @@ import pytest
 import cupynet as cn
 from cupynet import nn, optim
 from cupynet.amp import GradScaler
-from cupynet.amp.diagnostics import format_overflow
+from cupynet.amp.diagnostics import ScalerDiagnostics, format_overflow
 
 
 def _iteration(scaler, model, opt, bad=None, value=np.inf):
@@ -117,6 +117,19 @@ def test_last_overflow_name_sources():
     assert scaler2.last_overflow(model.named_parameters()) == [("2.bias", 1, 0)]
     with pytest.raises(TypeError, match="named_parameters"):
         scaler2.register_model(42)
+
+
+def test_diagnostics_are_an_object_the_scaler_holds():
+    assert GradScaler.__mro__ == (GradScaler, object)  # one class, no mixins (issue 19)
+    model, opt = _model()
+    scaler = GradScaler("cpu", init_scale=8.0, history_size=2)
+    assert isinstance(scaler.diagnostics, ScalerDiagnostics)
+    scaler.register_model(model)
+    assert scaler.diagnostics.name_sources == [model]
+    _iteration(scaler, model, opt, "2.bias")
+    _iteration(scaler, model, opt)
+    assert scaler.last_overflow() == scaler.diagnostics.last_overflow() == [("2.bias", 1, 0)]
+    assert scaler.history() == scaler.diagnostics.history(2) == [(1, 8.0, True), (2, 4.0, False)]
 
 
 def test_extra_state_round_trip_continues_bit_for_bit():

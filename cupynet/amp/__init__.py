@@ -1,48 +1,41 @@
 """Automatic mixed precision: ``autocast`` regions, ``GradScaler``, ``custom_fwd``/``custom_bwd``, ``trace``.
 
-See docs/autocast.md for what autocast does and docs/amp_ops.md for every op's cast policy. Two older
-APIs run on the same core (docs/amp.md, "The same loop in three APIs"): the early torch.amp prototype
-(``add_amp_attributes``, ``enable_autocasting``, ``scale_outputs``; module ``prototype``) and netcl's
-(module ``netcl``).
+Reading order: the package is a lesson, read top-down; each step builds on the ones above it
+(``grad_scaler.py`` holds a ``diagnostics.py`` object; every loss-scaling call ends in ``kernels/``).
+
+1. Autocast: which dtype ops run in, per region.
+   ``autocast.py``  the regions: thread-local state (``cupynet.autograd.state``), nesting, the decorator;
+   ``support.py``   which half dtypes a device can run (autocast asks it before opening a cuda region);
+   ``custom.py``    ``custom_fwd`` / ``custom_bwd``: autocast for your own ``autograd.Function``.
+2. Policy: what autocast does to each op.
+   ``policy.py``    PyTorch's cast lists as data, and the one function that casts an op's inputs
+                    (``Function.apply`` calls it); the generator of docs/amp_ops.md;
+   ``trace.py``     records what the policy decided for each op, and why.
+3. Loss scaling as functions.
+   ``functional.py``  the stateless core, the scale passed explicitly, no host sync: scale, fused
+                    check + unscale, the update rule, the step skipped on the device.
+4. ``GradScaler``: the same, as PyTorch's stateful class.
+   ``grad_scaler.py``  one class: lazy state, scale -> unscale_ -> step -> update, checkpoints;
+   ``diagnostics.py``  what the scaler saw (``scaler.diagnostics``): overflowing tensors, history.
+5. The older APIs, thin layers over ``functional.py``.
+   ``prototype.py`` the early torch.amp prototype (``add_amp_attributes``, ``enable_autocasting``,
+                    ``scale_outputs``); ``netcl.py`` netcl's ``GradScaler`` and ``autocast``.
+6. ``kernels/``: the fused CUDA kernels and their NumPy references (docs/kernels.md).
+
+docs/autocast.md explains autocast, docs/amp_ops.md lists every op's cast policy, and docs/amp.md
+explains loss scaling and ``GradScaler`` and runs the same loop in the three APIs.
 """
 
 from __future__ import annotations
 
-import importlib
-
+from . import functional, netcl, prototype
 from .autocast import autocast, get_autocast_dtype, is_autocast_enabled
 from .custom import custom_bwd, custom_fwd
+from .grad_scaler import GradScaler
+from .prototype import add_amp_attributes, enable_autocasting, scale_outputs
 from .support import supports_bf16, supports_fp16
 from .trace import trace
 
 __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "custom_fwd", "custom_bwd", "trace",
-           "supports_fp16", "supports_bf16"]
-
-
-def _optional(module_name: str):
-    """Import ``cupynet.amp.<module_name>`` if it has been written yet, else None."""
-    try:
-        return importlib.import_module(f"{__name__}.{module_name}")
-    except ModuleNotFoundError as error:
-        if error.name != f"{__name__}.{module_name}":
-            raise  # NOTE: the module exists but one of its own imports is missing: a real error
-        return None
-
-
-_grad_scaler = _optional("grad_scaler")
-if _grad_scaler is not None:
-    GradScaler = _grad_scaler.GradScaler
-    __all__.append("GradScaler")
-
-functional = _optional("functional")
-if functional is not None:
-    __all__.append("functional")
-
-prototype = _optional("prototype")
-if prototype is not None:
-    from .prototype import add_amp_attributes, enable_autocasting, scale_outputs
-    __all__ += ["prototype", "add_amp_attributes", "enable_autocasting", "scale_outputs"]
-
-netcl = _optional("netcl")
-if netcl is not None:
-    __all__.append("netcl")
+           "supports_fp16", "supports_bf16", "GradScaler", "functional", "prototype", "add_amp_attributes",
+           "enable_autocasting", "scale_outputs", "netcl"]

@@ -1,9 +1,11 @@
-"""Overflow diagnostics of ``GradScaler``: which tensors overflowed, the scale history, one-transfer reads.
+"""What a ``GradScaler`` saw: which tensors overflowed, the scale at each step; one-transfer reads.
 
-Nothing here reads the device unless asked: the per-tensor ``[inf_count,
-nan_count]`` rows come from the fused unscale kernel itself and are kept on
-the device (:class:`OverflowLog`); only ``last_overflow()`` / ``history()``
-bring them to the host, each in a single transfer (:func:`read_host`).
+Each scaler holds a :class:`ScalerDiagnostics` (``scaler.diagnostics``) and feeds
+it as it runs. Nothing here reads the device unless asked: the per-tensor
+``[inf_count, nan_count]`` rows come from the fused unscale kernel itself and
+are kept on the device (:class:`OverflowLog`), and so is the ring of
+``(scale, skipped)`` per step; only ``last_overflow()`` / ``history()`` bring
+them to the host, each in a single transfer (:func:`read_host`).
 """
 
 from __future__ import annotations
@@ -11,11 +13,13 @@ from __future__ import annotations
 import weakref
 from collections import OrderedDict
 
-from cupynet import backend, dtypes
+import numpy
 
-__all__ = ["read_host", "OverflowLog", "OverflowReport", "format_overflow", "names_from", "ScalerDiagnosticsMixin"]
+from cupynet import backend, creation, dtypes
 
-_I32 = dtypes.int32
+__all__ = ["read_host", "OverflowLog", "OverflowReport", "format_overflow", "names_from", "ScalerDiagnostics"]
+
+_F32, _I32 = dtypes.float32, dtypes.int32
 
 
 def read_host(*arrays) -> list:
@@ -176,27 +180,153 @@ class OverflowLog:
         return f"param[{rec.indices[j]}]"
 
 
-class ScalerDiagnosticsMixin:
-    """``history`` / ``register_model`` / ``last_overflow`` of ``GradScaler`` (needs its attributes)."""
+class ScalerDiagnostics:
+    """What a ``GradScaler`` saw, kept for you to ask: which tensors overflowed, and the scale of each step.
 
-    def history(self) -> list:
+    Each scaler holds one (``scaler.diagnostics``) and feeds it: every unscale fills a per-tensor
+    ``[inf_count, nan_count]`` buffer (``stats_buffer``) and keeps it when it overflowed
+    (``record_unscale``); every ``update()`` writes the step into the history ring (``record_step``).
+    You ask through the scaler (``scaler.history()``, ``scaler.last_overflow()``,
+    ``scaler.register_model(model)``) or here. All of it stays on the device until asked.
+
+    Args:
+        history_size: how many steps the on-device ring keeps (0: no history).
+        history: ``(step, scale, skipped)`` rows to start from (a checkpoint's, or the ring's when pickled).
+    """
+
+    def __init__(self, history_size: int = 0, history=()):
+        self.history_size = history_size
+        self.overflow = OverflowLog()
+        self.name_sources: list = []
+        self._start_rows = list(history)  # NOTE: the history until the ring exists on a device
+        self._ring = None                 # (scales float32 (N,), skipped int32 (N,)), slot (step - 1) % N
+        self._stats_buffers: dict = {}
+
+    # ---- fed by the scaler -------------------------------------------------------------------------------
+    def start(self, device) -> None:
+        """Create the history ring on ``device`` (the scaler's first ``scale()``), holding the start rows.
+
+        Args:
+            device: the scaler's device.
+        """
+        size = self.history_size
+        if not size:
+            self._ring = None
+            return
+        scales, skipped = numpy.zeros(size, _F32), numpy.zeros(size, _I32)
+        for step, scale, was_skipped in self._start_rows:
+            scales[(step - 1) % size], skipped[(step - 1) % size] = scale, was_skipped
+        self._ring = (creation.tensor(scales, dtype=_F32, device=device).array,
+                      creation.tensor(skipped, dtype=_I32, device=device).array)
+
+    def restart(self, history_size: int, history, device=None) -> None:
+        """Start again from ``history`` (``load_state_dict``); on ``device`` when the scaler has its state there.
+
+        Args:
+            history_size: the ring's new length.
+            history: the ``(step, scale, skipped)`` rows to start from.
+            device: the scaler's device, or None before its first ``scale()``.
+        """
+        self.history_size, self._start_rows, self._ring = history_size, list(history), None
+        if device is not None:
+            self.start(device)
+
+    def stats_buffer(self, key, device, n: int):
+        """A zeroed int32 (n, 2) per-tensor stats array, the same memory every step for the same key.
+
+        NOTE: reusing the buffer keeps its device address fixed, so the kernel launcher's cached
+        pointer table (keyed on addresses) is hit every step and no table is uploaded.
+
+        Args:
+            key: identifies the optimizer (or parameter list) being unscaled.
+            device: the gradients' device.
+            n: the number of gradients.
+        """
+        full_key = (key, str(device), n)
+        buffer = self._stats_buffers.get(full_key)
+        if buffer is None:
+            buffer = self._stats_buffers[full_key] = creation.zeros(n, 2, dtype=_I32, device=device).array
+        else:
+            buffer[...] = 0
+        return buffer
+
+    def record_unscale(self, key, params, names, indices, stats, found_inf, step: int) -> None:
+        """Keep an unscale's per-tensor counts as the last overflow of ``params`` when found_inf is set; no sync.
+
+        Args:
+            key: identifies the optimizer and device.
+            params: the parameters, in the rows' order.
+            names: names from the optimizer's ``param_names`` (or None per parameter).
+            indices: each parameter's index in the optimizer's parameter list.
+            stats: the ``stats_buffer`` the unscale filled.
+            found_inf: the float32 device flag of this unscale.
+            step: the number the coming ``update()`` will give this step.
+        """
+        self.overflow.record(key, params, names, indices, stats, found_inf, step)
+
+    def record_step(self, step: int, scale, hit) -> None:
+        """Write step ``step``'s scale and skipped flag into the ring (when there is one); no sync.
+
+        Args:
+            step: the step number (``update()`` calls, from 1).
+            scale: the float32 device scale the step used.
+            hit: int32 device array of shape (1,), 1 when the step was skipped; None when nothing was checked.
+        """
+        if self._ring is None:
+            return
+        slot = (step - 1) % self.history_size
+        self._ring[0][slot] = scale
+        self._ring[1][slot] = hit[0] if hit is not None else 0
+
+    # ---- the history as data (for state_dict and pickling) --------------------------------------------------
+    def ring_arrays(self) -> tuple:
+        """The ring's two device arrays (scales, skipped), or ``(None, None)`` when there is none."""
+        return self._ring if self._ring is not None else (None, None)
+
+    def start_rows(self) -> list:
+        """The rows the history starts from (all of it before the ring exists)."""
+        return list(self._start_rows)
+
+    def rows(self, step: int, scales, skipped) -> list:
+        """``[(step, scale, skipped)]`` of the last ``history_size`` steps up to ``step``, from the ring's host copy.
+
+        Args:
+            step: the last step taken.
+            scales: host copy of the ring's scales.
+            skipped: host copy of the ring's skipped flags.
+        """
+        size = self.history_size
+        first = max(1, step - size + 1)
+        return [(s, float(scales[(s - 1) % size]), bool(skipped[(s - 1) % size])) for s in range(first, step + 1)] \
+            if size else []
+
+    def detached(self, history) -> ScalerDiagnostics:
+        """A copy with no device state, records or registered models, starting from ``history`` (for pickling).
+
+        NOTE: overflow records hold weak references to parameters, and models are not data: neither is pickled.
+
+        Args:
+            history: the rows to start from.
+        """
+        return ScalerDiagnostics(self.history_size, history)
+
+    # ---- asked by you ------------------------------------------------------------------------------------
+    def history(self, step: int, read=read_host) -> list:
         """``[(step, scale, skipped), ...]`` for the last ``history_size`` steps, oldest first (one transfer).
 
         ``scale`` is the scale the step used; ``step`` counts ``update()`` calls from 1.
 
         Args:
-            None.
+            step: the last step taken (the scaler's count of ``update()`` calls).
+            read: reads device arrays in one transfer (the scaler passes its own, which also checks min_scale).
         """
-        size = self._settings["history_size"]
-        if not size:
+        if not self.history_size:
             raise RuntimeError("GradScaler.history: the history is off; create the scaler with history_size=N to "
                                "keep the last N steps")
-        if self._hist is None:
-            return list(self._init_history)
-        scales, skipped, hit = read_host(self._hist[0], self._hist[1], self._min_hit_array())
-        self._report_min_hit(hit)
-        steps = range(max(1, self._step - size + 1), self._step + 1)
-        return [(s, float(scales[(s - 1) % size]), bool(skipped[(s - 1) % size])) for s in steps]
+        if self._ring is None:
+            return self.start_rows()
+        scales, skipped = read(*self._ring)
+        return self.rows(step, scales, skipped)
 
     def register_model(self, model) -> None:
         """Name parameters in ``last_overflow()`` by a model's ``named_parameters()`` (or ``(name, param)`` pairs).
@@ -210,8 +340,7 @@ class ScalerDiagnosticsMixin:
                                 f"of (name, parameter) pairs, got {type(model).__name__}")
             model = list(model)
         names_from(model)
-        source = model
-        self._name_sources.append(source)
+        self.name_sources.append(model)
 
     def last_overflow(self, named_parameters=None) -> OverflowReport:
         """The tensors that had inf/NaN at the last overflowing step: ``[(name, inf_count, nan_count)]``.
@@ -224,6 +353,6 @@ class ScalerDiagnosticsMixin:
             named_parameters: optional ``model.named_parameters()`` (or a model) to name the parameters.
         """
         names = {}
-        for source in self._name_sources + ([] if named_parameters is None else [named_parameters]):
+        for source in self.name_sources + ([] if named_parameters is None else [named_parameters]):
             names.update(names_from(source))
-        return self._overflow.last(names)
+        return self.overflow.last(names)

@@ -32,8 +32,8 @@ import dataclasses as _dataclasses
 
 from cupynet import backend as _backend
 from cupynet import dtypes as _dtypes
-from cupynet.amp import _scaler_state as _st
 from cupynet.amp import functional as _F
+from cupynet.amp import grad_scaler as _grad_scaler
 from cupynet.amp import support as _support
 from cupynet.amp.autocast import autocast as _autocast
 from cupynet.amp.autocast import is_autocast_enabled
@@ -108,10 +108,10 @@ class GradScaler:
 
     def __post_init__(self):
         where = "netcl.GradScaler"
-        _st.check_init_scale(where, self.init_scale)
-        _st.check_growth_factor(where, self.growth_factor)
-        _st.check_backoff_factor(where, self.backoff_factor)
-        _st.check_growth_interval(where, self.growth_interval)
+        _grad_scaler.check_init_scale(where, self.init_scale)
+        _grad_scaler.check_growth_factor(where, self.growth_factor)
+        _grad_scaler.check_backoff_factor(where, self.backoff_factor)
+        _grad_scaler.check_growth_interval(where, self.growth_interval)
         if not isinstance(self.enabled, bool):
             raise TypeError(f"{where}: enabled must be a bool, got {type(self.enabled).__name__} {self.enabled!r}")
         self._scale = None          # NOTE: device state, created on the device of the first loss or gradient
