@@ -51,7 +51,7 @@ def device_array(value, dtype, device):
         dtype: the NumPy dtype.
         device: a Device or device name.
     """
-    return _creation.full((), value, dtype=dtype, device=device).data.reshape(())
+    return _creation.full((), value, dtype=dtype, device=device).array.reshape(())
 
 
 def to_device(array, device):
@@ -85,7 +85,7 @@ def inv_scale_of(scale):
 
 def _data(fn: str, name: str, value, dtype=None):
     """The xp array of a Tensor or array argument, checked to hold one element of ``dtype``."""
-    array = value.data if isinstance(value, _Tensor) else value
+    array = value.array if isinstance(value, _Tensor) else value
     if not hasattr(array, "dtype") or not hasattr(array, "reshape") or isinstance(array, _numbers.Number):
         raise TypeError(f"{fn}: {name} must be a cupynet Tensor or an array with one element, "
                         f"got {type(value).__name__}")
@@ -178,9 +178,9 @@ def collect_grads(fn: str, params_or_grads) -> list:
         if isinstance(item, _Tensor):
             if item.requires_grad:
                 if item.grad is not None:
-                    grads.append(item.grad.data)
+                    grads.append(item.grad.array)
                 continue
-            grads.append(item.data)
+            grads.append(item.array)
         elif hasattr(item, "dtype") and hasattr(item, "flags"):
             grads.append(item)
         else:
@@ -257,7 +257,7 @@ def _unscale_found(fn: str, params_or_grads, scale, found_inf, tensor_stats, res
     grads = collect_grads(fn, params_or_grads)
     check_grad_arrays(fn, grads, device, allow_fp16)
     found = device_array(0.0, _F32, device) if found_inf is None else _data(fn, "found_inf", found_inf, _F32)
-    stats = None if tensor_stats is None else (tensor_stats.data if isinstance(tensor_stats, _Tensor)
+    stats = None if tensor_stats is None else (tensor_stats.array if isinstance(tensor_stats, _Tensor)
                                                 else tensor_stats)
     inv = inv_scale_of(scale_arr) if rescale else device_array(1.0, _F32, device).reshape(1)
     with _no_grad():

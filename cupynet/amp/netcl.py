@@ -128,7 +128,7 @@ class GradScaler:
         """The current scale as a Python float (a host read; ``init_scale`` before first use)."""
         if self._scale is None:
             return float(self.init_scale)
-        return float(_backend.to_numpy(self._scale.data).reshape(()))
+        return float(_backend.to_numpy(self._scale.array).reshape(()))
 
     def scale_loss(self, loss):
         """``loss * scale`` (differentiable), on the loss's device; the loss itself when disabled.
@@ -156,7 +156,7 @@ class GradScaler:
         if not self.enabled:
             return False
         found_inf = self._unscale(params)
-        return bool(_backend.to_numpy(found_inf.data).reshape(()) != 0)
+        return bool(_backend.to_numpy(found_inf.array).reshape(()) != 0)
 
     def step(self, optimizer, params=None):
         """Unscale ``params``' gradients, step ``optimizer`` unless they overflowed, and update the scale.

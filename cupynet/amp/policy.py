@@ -45,7 +45,7 @@ __all__ = [
 
 
 def _device_type(t: Tensor) -> str:
-    return "cpu" if type(t.data).__module__ == "numpy" else "cuda"
+    return "cpu" if type(t.array).__module__ == "numpy" else "cuda"
 
 
 def _target_dtype(policy, args, region):
