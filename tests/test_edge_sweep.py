@@ -700,9 +700,12 @@ def _loss(name, label, fn, *specs, fwd=16, bwd=32):
         case(name, f"{label}-{r}", lambda lib, *xs, r=r: fn(lib, *xs, reduction=r), *specs, fwd=fwd, bwd=bwd)
 
 
-# NOTE: no target of another shape here: PyTorch broadcasts it (with a warning for some), cupynet refuses it
-# (test_loss_target_shape_must_match, below)
-_POINTWISE_SHAPES = (("0d", ((), ())), ("empty", ((0, 3), (0, 3))), ("views", ((3, 4), (3, 4))))
+# NOTE: a target of another shape is treated loss by loss as PyTorch does (issue 16): broadcast (with a warning for
+# mse/l1/smooth_l1/huber), broadcast to the input's shape only (soft_margin), or refused (the binary cross-entropies);
+# the "bcast" rows check values and gradients, test_loss_target_of_another_shape_as_torch (below) the messages
+_POINTWISE_SHAPES = (("0d", ((), ())), ("empty", ((0, 3), (0, 3))), ("views", ((3, 4), (3, 4))),
+                     ("bcast", ((3, 4), (4,))), ("bcast-input", ((4,), (2, 4))), ("bcast-both", ((3, 1), (1, 4))),
+                     ("bcast-0d", ((3, 4), ())))
 for _name, _kw, _tdom, _idom in (("mse_loss", {}, "sym", "sym"), ("l1_loss", {}, "sym", "sym"),
                                  ("smooth_l1_loss", {"beta": 0.5}, "sym", "sym"), ("huber_loss", {"delta": 0.5}, "sym",
                                                                                    "sym"),
@@ -814,6 +817,8 @@ def _params():
     return [pytest.param(c, d, id=f"{c.name}-{c.label}-{d}") for c in CASES for d in c.dtypes]
 
 
+@pytest.mark.filterwarnings("ignore:Using a target size:UserWarning")  # NOTE: both libraries warn on the bcast rows
+@pytest.mark.filterwarnings("ignore:reduction. 'mean' divides the total loss:UserWarning")  # NOTE: kl_div, both too
 @pytest.mark.parametrize(("c", "dtype"), _params())
 def test_edge(c, dtype):
     run_case(c, dtype)
@@ -860,13 +865,58 @@ def test_norm_dtype_must_not_narrow(name):
         getattr(cn, name)(cn.tensor(np.ones(3), dtype="bfloat16"), dtype="float16")
 
 
-@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "soft_margin_loss",
-                                  "kl_div", "poisson_nll_loss", "binary_cross_entropy",
-                                  "binary_cross_entropy_with_logits"])
-def test_loss_target_shape_must_match(name):
-    # NOTE: a deliberate difference (docs/differences.md): PyTorch broadcasts a target of another shape,
-    # a classic silent bug; cupynet refuses it, naming the loss and both shapes
-    x = cn.tensor(np.full((3, 4), 0.5), dtype="float32")
-    t = cn.tensor(np.full((4,), 0.5), dtype="float32")
-    with pytest.raises(ValueError, match=rf"{name}: target shape \(4,\) does not match input shape \(3, 4\)"):
-        getattr(cF, name)(x, t)
+_TARGET_SHAPE_BEHAVIOUR = {
+    # name: (warns, broadcasts a smaller target, broadcasts a smaller input, error class when refused)
+    "mse_loss": (True, True, True, None), "l1_loss": (True, True, True, None),
+    "smooth_l1_loss": (True, True, True, None), "huber_loss": (True, True, True, None),
+    "soft_margin_loss": (False, True, False, RuntimeError), "kl_div": (False, True, True, None),
+    "poisson_nll_loss": (False, True, True, None), "hinge_embedding_loss": (False, True, True, None),
+    "binary_cross_entropy": (False, False, False, ValueError),
+    "binary_cross_entropy_with_logits": (False, False, False, ValueError),
+}
+
+
+def _loss_call(lib, name, input_shape, target_shape):
+    x = lib.full(input_shape, 0.5, dtype=lib.float32)
+    t = lib.full(target_shape, 0.5 if name != "hinge_embedding_loss" else 1.0, dtype=lib.float32)
+    return lambda: getattr(nnf(lib), name)(x, t, **({"reduction": "batchmean"} if name == "kl_div" else {}))
+
+
+@pytest.mark.parametrize("name", list(_TARGET_SHAPE_BEHAVIOUR))
+def test_loss_target_of_another_shape_as_torch(name):
+    # NOTE: this used to be a deliberate difference (cupynet refused every other shape); now each loss does what
+    # PyTorch does: warn and broadcast, broadcast silently, broadcast the target only, or refuse with torch's text
+    import warnings  # noqa: PLC0415
+
+    warns, target_side, input_side, error = _TARGET_SHAPE_BEHAVIOUR[name]
+    for (si, st), ok in ((((3, 4), (4,)), target_side), (((4,), (3, 4)), input_side)):
+        for lib in (torch, cn):
+            call = _loss_call(lib, name, si, st)
+            if not ok:
+                with pytest.raises(error):
+                    call()
+                continue
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                out = call()
+            texts = [str(w.message) for w in caught if w.category is UserWarning]
+            assert bool(texts) == warns, (lib.__name__, texts)
+            assert all(t.startswith("Using a target size ") and "Please ensure they have the same size." in t
+                       for t in texts)
+            assert tuple(out.shape) == ()
+    if name == "binary_cross_entropy":
+        with pytest.raises(ValueError, match=r"binary_cross_entropy: Using a target size \(4,\) that is different to "
+                                             r"the input size \(3, 4\) is deprecated"):
+            _loss_call(cn, name, (3, 4), (4,))()
+    if name == "binary_cross_entropy_with_logits":
+        with pytest.raises(ValueError, match=r"binary_cross_entropy_with_logits: Target size \(4,\) must be the same "
+                                             r"as input size \(3, 4\)"):
+            _loss_call(cn, name, (3, 4), (4,))()
+    if not error:  # NOTE: shapes that do not broadcast: a RuntimeError in both, after the warning for some
+        with pytest.raises(RuntimeError), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _loss_call(torch, name, (3, 4), (12,))()
+        with pytest.raises(RuntimeError, match=rf"{name}: The size of input \(4\) must match the size of target "
+                                               rf"\(12\) at non-singleton dimension 1"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _loss_call(cn, name, (3, 4), (12,))()

@@ -191,8 +191,10 @@ def test_class_target_errors():
 
 def test_pointwise_target_errors():
     x = cn.randn(3, 4)
-    with pytest.raises(ValueError, match=r"mse_loss: target shape \(4,\) does not match input shape \(3, 4\)"):
-        cn.mse_loss(x, cn.randn(4))
+    with pytest.warns(UserWarning, match=r"^Using a target size \(4,\) that is different to the input size "
+                                         r"\(3, 4\)\. This will likely lead to incorrect results due to "
+                                         r"broadcasting\. Please ensure they have the same size\.$"):
+        assert cn.mse_loss(x, cn.randn(4)).shape == ()
     with pytest.raises(TypeError, match="l1_loss: expected a floating point target"):
         cn.l1_loss(x, cn.ones(3, 4, dtype=cn.int64))
     with pytest.raises(ValueError, match="binary_cross_entropy: all elements of input should be between 0 and 1"):
@@ -206,3 +208,164 @@ def test_pointwise_target_errors():
         cn.huber_loss(x, x, delta=0)
     with pytest.raises(ValueError, match="mse_loss: size_average and reduce are deprecated"):
         cn.mse_loss(x, x, size_average=True)
+
+
+# ---- a target of another shape, loss by loss as PyTorch (issue 16) -----------------------------------------------
+_BROADCASTING = [("mse_loss", {}), ("l1_loss", {}), ("smooth_l1_loss", {"beta": 0.5}), ("huber_loss", {"delta": 0.7}),
+                 ("kl_div", {}), ("kl_div", {"log_target": True}), ("poisson_nll_loss", {}),
+                 ("poisson_nll_loss", {"log_input": False, "full": True})]
+_WARNS = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss")
+
+
+@pytest.mark.filterwarnings("ignore:Using a target size:UserWarning")  # NOTE: asserted in the test below
+@pytest.mark.filterwarnings("ignore:reduction. 'mean' divides the total loss:UserWarning")
+@pytest.mark.parametrize("shapes", [[(3, 4), (4,)], [(4,), (3, 4)], [(3, 1), (1, 4)], [(2, 3), ()], [(), (2, 3)]])
+@pytest.mark.parametrize("name,options,reduction", [
+    (name, options, reduction) for name, options in _BROADCASTING
+    for reduction in ("mean", "sum", "none") + (("batchmean",) if name == "kl_div" else ())])
+def test_pointwise_loss_broadcasts_a_target_of_another_shape(name, options, reduction, shapes):
+    # NOTE: values and both gradients (summed back to each operand's own shape) against PyTorch, and gradcheck
+    torch = pytest.importorskip("torch")
+    fn, tfn = getattr(cn, name), getattr(torch.nn.functional, name)
+    check_op(shapes, lambda a, b: fn(a, b, reduction=reduction, **options),
+             torch_fn=lambda a, b: tfn(a, b, reduction=reduction, **options), low=0.1, high=1.5,
+             dtypes=("float32",), gradgrad=False)
+
+
+@pytest.mark.parametrize("name,options", _BROADCASTING)
+def test_pointwise_loss_warns_as_torch_about_another_target_shape(name, options):
+    torch = pytest.importorskip("torch")
+    import warnings  # noqa: PLC0415
+
+    for lib in (torch, cn):
+        x, t = lib.full((3, 4), 0.5), lib.full((4,), 0.5)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            getattr(lib.nn.functional, name)(x, t, reduction="sum", **options)
+        texts = [str(w.message) for w in caught]
+        expected = "Using a target size {} that is different to the input size {}. This will likely lead to " \
+                   "incorrect results due to broadcasting. Please ensure they have the same size."
+        shapes = ("(torch.Size([4]))", "(torch.Size([3, 4]))") if lib is torch else ("(4,)", "(3, 4)")
+        assert texts == ([expected.format(*shapes)] if name in _WARNS else []), texts
+        if lib is cn and texts:
+            assert caught[0].filename == __file__  # NOTE: the warning points at the caller's line, as torch's does
+
+
+@pytest.mark.parametrize("name,options", _BROADCASTING)
+def test_pointwise_loss_shapes_that_do_not_broadcast_raise_as_torch(name, options):
+    torch = pytest.importorskip("torch")
+    with pytest.warns(UserWarning) if name in _WARNS else _no_warning(), \
+            pytest.raises(RuntimeError, match="must match the size of tensor"):
+        getattr(torch.nn.functional, name)(torch.ones(3, 4), torch.ones(2, 4), reduction="sum", **options)
+    with pytest.warns(UserWarning) if name in _WARNS else _no_warning(), \
+            pytest.raises(RuntimeError, match=rf"^{name}: The size of input \(3\) must match the size of target "
+                                              r"\(2\) at non-singleton dimension 0$"):
+        getattr(cn, name)(cn.ones(3, 4), cn.ones(2, 4), reduction="sum", **options)
+
+
+def _no_warning():
+    import contextlib  # noqa: PLC0415
+    import warnings  # noqa: PLC0415
+
+    @contextlib.contextmanager
+    def none():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+        assert not [w for w in caught if "target size" in str(w.message)]
+    return none()
+
+
+@pytest.mark.parametrize("shapes", [[(3, 4), (4,)], [(3, 4), (3, 1)], [(3, 4), ()]])
+def test_hinge_embedding_loss_broadcasts_its_target(shapes):
+    torch = pytest.importorskip("torch")
+    sign = np.sign(RNG.standard_normal(shapes[1]))
+    for reduction in ("mean", "none"):
+        check_op(shapes[:1], lambda a: cn.hinge_embedding_loss(a, cn.tensor(sign), reduction=reduction),
+                 torch_fn=lambda a: torch.nn.functional.hinge_embedding_loss(a, torch.tensor(sign),
+                                                                              reduction=reduction), dtypes=("float32",))
+    x = np.full(4, 0.5)  # NOTE: a smaller input broadcasts too
+    check_op([(4,)], lambda a: cn.hinge_embedding_loss(a, cn.tensor(np.ones((3, 4)))),
+             torch_fn=lambda a: torch.nn.functional.hinge_embedding_loss(a, torch.ones(3, 4)), arrays=[x],
+             dtypes=("float32",))
+
+
+def test_soft_margin_loss_broadcasts_the_target_to_the_input_only():
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    sign = np.sign(RNG.standard_normal((4,)))
+    check_op([(3, 4)], lambda a: cn.soft_margin_loss(a, cn.tensor(sign)),
+             torch_fn=lambda a: F.soft_margin_loss(a, torch.tensor(sign)), dtypes=("float32",))
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        F.soft_margin_loss(torch.ones(4), torch.ones(3, 4))
+    with pytest.raises(RuntimeError, match=r"soft_margin_loss: output with shape \(4,\) doesn't match the broadcast "
+                                           r"shape \(3, 4\)"):
+        cn.soft_margin_loss(cn.ones(4), cn.ones(3, 4))
+
+
+def test_soft_margin_loss_target_may_not_require_grad_as_torch():
+    torch = pytest.importorskip("torch")
+    message = ("The function 'soft_margin_loss' is not differentiable with respect to argument 'target'. This input "
+               "cannot have requires_grad True.")
+    with pytest.raises(RuntimeError, match=message):
+        torch.nn.functional.soft_margin_loss(torch.ones(3), torch.ones(3, requires_grad=True))
+    with pytest.raises(RuntimeError, match=f"soft_margin_loss: {message}"):
+        cn.soft_margin_loss(cn.ones(3), cn.ones(3, requires_grad=True))
+    with cn.no_grad():  # NOTE: nothing is recorded, so nothing can ask for the gradient: allowed, as in torch
+        assert cn.soft_margin_loss(cn.ones(3), cn.ones(3, requires_grad=True)).shape == ()
+
+
+@pytest.mark.parametrize("shapes", [[(3, 4), (3, 1), (1, 4)], [(5,), (1,), (5,)], [(2, 3), (2, 3), (1, 1)]])
+def test_margin_ranking_loss_broadcasts_inputs_of_the_same_ndim(shapes):
+    torch = pytest.importorskip("torch")
+    for reduction in ("mean", "none"):
+        check_op(shapes, lambda a, b, t: cn.margin_ranking_loss(a, b, t, margin=0.2, reduction=reduction),
+                 torch_fn=lambda a, b, t: torch.nn.functional.margin_ranking_loss(a, b, t, margin=0.2,
+                                                                                  reduction=reduction),
+                 dtypes=("float32",))
+
+
+def test_margin_ranking_loss_refuses_inputs_of_different_ndim_as_torch():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError, match="All input tensors should have same dimension"):
+        torch.nn.functional.margin_ranking_loss(torch.ones(3, 4), torch.ones(4), torch.ones(3, 4))
+    with pytest.raises(RuntimeError, match=r"margin_ranking_loss: All input tensors should have same dimension but "
+                                           r"got sizes: input1: \(3, 4\), input2: \(4,\), target: \(3, 4\)"):
+        cn.margin_ranking_loss(cn.ones(3, 4), cn.ones(4), cn.ones(3, 4))
+
+
+@pytest.mark.parametrize("name, message", [
+    ("binary_cross_entropy", r"Using a target size \(4,\) that is different to the input size \(3, 4\) is "
+                             r"deprecated\. Please ensure they have the same size\."),
+    ("binary_cross_entropy_with_logits", r"Target size \(4,\) must be the same as input size \(3, 4\)")])
+def test_binary_cross_entropies_refuse_a_target_of_another_shape_as_torch(name, message):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(ValueError, match=message.replace(r"\(4,\)", r"\(torch.Size\(\[4\]\)\)").replace(
+            r"\(3, 4\)", r"\(torch.Size\(\[3, 4\]\)\)")):
+        getattr(torch.nn.functional, name)(torch.full((3, 4), 0.5), torch.full((4,), 0.5))
+    with pytest.raises(ValueError, match=f"^{name}: {message}$"):
+        getattr(cn, name)(cn.full((3, 4), 0.5), cn.full((4,), 0.5))
+
+
+def test_kl_div_batchmean_divides_by_the_input_batch_and_mean_warns_as_torch():
+    torch = pytest.importorskip("torch")
+    x, t = np.log(np.full((4,), 0.3)), np.full((3, 4), 0.5)
+    got = cn.kl_div(cn.tensor(x), cn.tensor(t), reduction="batchmean")
+    want = torch.nn.functional.kl_div(torch.tensor(x), torch.tensor(t), reduction="batchmean")
+    np.testing.assert_allclose(got.item(), want.item(), rtol=1e-12)  # NOTE: sum / 4 (the input's size(0)), not / 3
+    with pytest.warns(UserWarning, match="^reduction: 'mean' divides the total loss by both the batch size and the "
+                                         "support size"):
+        cn.kl_div(cn.tensor(x), cn.tensor(x), reduction="mean")
+
+
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "poisson_nll_loss", "soft_margin_loss", "kl_div"])
+def test_mean_of_an_empty_loss_is_nan_without_warnings(name):
+    import warnings  # noqa: PLC0415
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        kw = {"reduction": "sum"} if name == "kl_div" else {}
+        out = getattr(cn, name)(cn.ones(0, 3), cn.ones(0, 3), **kw)
+        assert (out.item() == 0.0) if name == "kl_div" else np.isnan(out.item())
+        if name != "kl_div":
+            assert np.isnan(getattr(cn, name)(cn.ones(0, 3), cn.ones(0, 3), reduction="mean").item())

@@ -19,14 +19,20 @@ AMP: the losses on PyTorch's CUDA fp32 list say ``fp32``; ``cross_entropy`` is
 fp32 too (in PyTorch it is log_softmax + nll_loss, both fp32); ``binary_cross_entropy``
 is ``banned`` under autocast (use ``binary_cross_entropy_with_logits``).
 
-Deliberate difference from PyTorch: a target whose shape differs from the
-input's is an error here (PyTorch warns and broadcasts, which is nearly always a bug).
+A target of another shape is treated as PyTorch treats it, loss by loss
+(``broadcast_pair``): ``mse_loss``, ``l1_loss``, ``smooth_l1_loss`` and
+``huber_loss`` warn and broadcast; ``kl_div``, ``poisson_nll_loss`` and
+``hinge_embedding_loss`` broadcast silently; ``soft_margin_loss`` broadcasts the
+target to the input's shape only; ``margin_ranking_loss`` broadcasts inputs of
+the same number of dimensions; the binary cross-entropies refuse it. Broadcast
+operands get their gradients summed back to their own shapes.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
 import numpy
 
@@ -98,20 +104,70 @@ def check_tensor(op, name, t, floating=True):
         require_floating(op, t, name)
 
 
-def check_same_shape(op, input, target, what="target"):  # noqa: A002 - PyTorch's name
-    """Raise when input and target shapes differ (cupynet does not broadcast a loss's target; PyTorch warns).
+BROADCAST_WARNING = ("Using a target size {target} that is different to the input size {input}. This will likely "
+                     "lead to incorrect results due to broadcasting. Please ensure they have the same size.")
+
+
+def broadcast_shape(op, named_shapes):
+    """The shape the given shapes broadcast to, or PyTorch's RuntimeError naming the first mismatch.
+
+    Args:
+        op: the loss, for the message.
+        named_shapes: ``(name, shape)`` pairs, in argument order.
+    """
+    ndim = max(len(shape) for _, shape in named_shapes)
+    out = []
+    for axis in range(ndim):
+        sizes = [(name, shape[axis - ndim + len(shape)]) for name, shape in named_shapes
+                 if axis - ndim + len(shape) >= 0]
+        big = [(name, n) for name, n in sizes if n != 1]
+        for name, n in big[1:]:
+            if n != big[0][1]:
+                raise RuntimeError(f"{op}: The size of {big[0][0]} ({big[0][1]}) must match the size of {name} ({n}) "
+                                   f"at non-singleton dimension {axis}")
+        out.append(big[0][1] if big else 1)
+    return tuple(out)
+
+
+def broadcast_pair(op, input, target, warn=False):  # noqa: A002 - PyTorch's name
+    """``input`` and ``target`` broadcast (differentiably) to their common shape, as PyTorch's pointwise losses do.
+
+    NOTE: equal shapes (the usual case) pass through untouched. Otherwise, as in PyTorch,
+    ``warn`` gives the UserWarning of mse/l1/smooth_l1/huber ("Using a target size ...");
+    shapes that do not broadcast are a RuntimeError; each operand's gradient is summed back
+    to its own shape by ``broadcast_to``'s backward.
+
+    Args:
+        op: the loss, for messages.
+        input: the input Tensor.
+        target: the target Tensor.
+        warn: warn that the shapes differ (PyTorch does for mse/l1/smooth_l1/huber).
+    """
+    check_tensor(op, "input", input)
+    check_tensor(op, "target", target)
+    if input.shape == target.shape:
+        return input, target
+    if warn:
+        # NOTE: stacklevel 4 points at the user's line: this helper <- _distance_loss <- mse_loss (etc.) <- the caller
+        warnings.warn(BROADCAST_WARNING.format(target=tuple(target.shape), input=tuple(input.shape)), UserWarning,
+                      stacklevel=4)
+    shape = broadcast_shape(op, (("input", tuple(input.shape)), ("target", tuple(target.shape))))
+    return broadcast_to(input, shape), broadcast_to(target, shape)
+
+
+def check_binary_target(op, input, target, message):  # noqa: A002 - PyTorch's name
+    """Raise PyTorch's ValueError when a binary cross-entropy's target shape differs from the input's (no broadcast).
 
     Args:
         op: the loss, for the message.
         input: the input Tensor.
         target: the target Tensor.
-        what: the second argument's name.
+        message: PyTorch's text, with ``{target}`` and ``{input}`` for the two shapes.
     """
     check_tensor(op, "input", input)
-    check_tensor(op, what, target)
-    if tuple(input.shape) != tuple(target.shape):
-        raise ValueError(f"{op}: {what} shape {tuple(target.shape)} does not match input shape "
-                         f"{tuple(input.shape)}; they must be equal")
+    check_tensor(op, "target", target)
+    if input.shape != target.shape:
+        raise ValueError(f"{op}: " + message.format(target=tuple(target.shape), input=tuple(input.shape)))
 
 
 def check_number(op, name, value, low=None, high=None):
@@ -187,7 +243,11 @@ def reduce_array(elementwise, reduction, out_dtype, divisor=None):
         out = elementwise
     elif reduction == "sum" or divisor is not None:
         out = elementwise.sum()
-        out = out / divisor if reduction != "sum" else out
+        if reduction != "sum":
+            with numpy.errstate(invalid="ignore", divide="ignore"):  # NOTE: 0 / 0 is nan, silently, as PyTorch
+                out = out / divisor
+    elif elementwise.size == 0:
+        out = float("nan")  # NOTE: the mean of nothing, without NumPy's "Mean of empty slice" warning
     else:
         out = elementwise.mean()
     return xp_of(elementwise).asarray(out).astype(out_dtype, copy=False)
@@ -638,7 +698,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         reduction: 'none', 'mean' or 'sum'.
     """
     no_legacy("binary_cross_entropy", size_average, reduce)
-    check_same_shape("binary_cross_entropy", input, target)
+    check_binary_target("binary_cross_entropy", input, target,
+                        "Using a target size {target} that is different to the input size {input} is deprecated. "
+                        "Please ensure they have the same size.")
     check_reduction("binary_cross_entropy", reduction)
     check_optional_weight("binary_cross_entropy", "weight", weight, input.shape)
     check_same_device("binary_cross_entropy", input=input, target=target, weight=weight)
@@ -669,7 +731,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     """
     op = "binary_cross_entropy_with_logits"
     no_legacy(op, size_average, reduce)
-    check_same_shape(op, input, target)
+    check_binary_target(op, input, target, "Target size {target} must be the same as input size {input}")
     check_reduction(op, reduction)
     check_optional_weight(op, "weight", weight, input.shape)
     check_optional_weight(op, "pos_weight", pos_weight, input.shape)
@@ -705,7 +767,7 @@ class KLDiv(Function):
     amp_policy = "fp32"
 
     @staticmethod
-    def forward(ctx, x, t, reduction="mean", log_target=False):
+    def forward(ctx, x, t, reduction="mean", log_target=False, batch=None):
         (xf, tf), out_dtype = compute_arrays(x, t)
         xp = xp_of(xf)
         if log_target:
@@ -715,7 +777,8 @@ class KLDiv(Function):
             positive = tf > 0
             elem = xp.where(positive, tf * xp.log(xp.where(positive, tf, 1.0)), 0.0) - tf * xf
         ctx.reduction, ctx.log_target, ctx.elem_shape = reduction, log_target, elem.shape
-        ctx.divisor = _divisor(reduction, elem.shape, x.shape[0] if x.ndim else 1)
+        batch = batch if batch is not None else (x.shape[0] if x.ndim else 1)  # NOTE: 'batchmean' divides by it
+        ctx.divisor = _divisor(reduction, elem.shape, batch)
         ctx.save_for_backward(x, t)
         return reduce_array(elem, "sum" if reduction == "sum" else reduction if reduction == "none" else "mean",
                             out_dtype, ctx.divisor)
@@ -735,6 +798,13 @@ class KLDiv(Function):
         return gx, gt
 
 
+KL_DIV_MEAN_WARNING = (
+    "reduction: 'mean' divides the total loss by both the batch size and the support size.'batchmean' divides only by "
+    "the batch size, and aligns with the KL div math definition.'mean' will be changed to behave the same as "
+    "'batchmean' in the next major release."
+)
+
+
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):  # noqa: A002
     """Kullback-Leibler divergence of ``target`` from ``exp(input)``, pointwise, then reduced.
 
@@ -747,9 +817,12 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         log_target: whether ``target`` holds log-probabilities.
     """
     no_legacy("kl_div", size_average, reduce)
-    check_same_shape("kl_div", input, target)
     check_reduction("kl_div", reduction, ("none", "batchmean", "sum", "mean"))
-    return KLDiv.apply(input, target, reduction=reduction, log_target=bool(log_target))
+    if reduction == "mean":
+        warnings.warn(KL_DIV_MEAN_WARNING, UserWarning, stacklevel=2)
+    batch = input.shape[0] if isinstance(input, Tensor) and input.ndim else 1  # NOTE: the input's, as PyTorch
+    input, target = broadcast_pair("kl_div", input, target)  # noqa: A001 - silently, as PyTorch
+    return KLDiv.apply(input, target, reduction=reduction, log_target=bool(log_target), batch=batch)
 
 
 
@@ -835,8 +908,8 @@ class HuberLoss(_DistanceLoss, Function):
 
 
 def _distance_loss(cls, op, input, target, reduction, **options):  # noqa: A002
-    check_same_shape(op, input, target)
     check_reduction(op, reduction)
+    input, target = broadcast_pair(op, input, target, warn=True)  # noqa: A001 - warns and broadcasts, as PyTorch
     return cls.apply(input, target, reduction=reduction, **options)
 
 
@@ -963,9 +1036,9 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
         reduction: 'none', 'mean' or 'sum'.
     """
     no_legacy("poisson_nll_loss", size_average, reduce)
-    check_same_shape("poisson_nll_loss", input, target)
     check_reduction("poisson_nll_loss", reduction)
     check_number("poisson_nll_loss", "eps", eps, 0.0)
+    input, target = broadcast_pair("poisson_nll_loss", input, target)  # noqa: A001 - silently, as PyTorch
     return PoissonNLLLoss.apply(input, target, log_input=bool(log_input), full=bool(full), eps=float(eps),
                                 reduction=reduction)
 
@@ -1058,11 +1131,12 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     no_legacy("hinge_embedding_loss", size_average, reduce)
     check_tensor("hinge_embedding_loss", "input", input)
     check_tensor("hinge_embedding_loss", "target", target, floating=False)
-    if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(f"hinge_embedding_loss: target shape {tuple(target.shape)} does not match input shape "
-                         f"{tuple(input.shape)}; they must be equal")
     check_number("hinge_embedding_loss", "margin", margin)
     check_reduction("hinge_embedding_loss", reduction)
+    if input.shape != target.shape:  # NOTE: broadcast silently, as PyTorch (the target gets no gradient)
+        shape = broadcast_shape("hinge_embedding_loss", (("input", tuple(input.shape)),
+                                                         ("target", tuple(target.shape))))
+        input, target = broadcast_to(input, shape), broadcast_to(target.detach(), shape)  # noqa: A001
     return HingeEmbeddingLoss.apply(input, target, margin=float(margin), reduction=reduction)
 
 
@@ -1080,10 +1154,16 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
         reduction: 'none', 'mean' or 'sum'.
     """
     no_legacy("margin_ranking_loss", size_average, reduce)
-    check_same_shape("margin_ranking_loss", input1, input2, what="input2")
-    check_same_shape("margin_ranking_loss", input1, target)
+    for name, t in (("input1", input1), ("input2", input2), ("target", target)):
+        check_tensor("margin_ranking_loss", name, t)
     check_number("margin_ranking_loss", "margin", margin)
     check_reduction("margin_ranking_loss", reduction)
+    named = (("input1", tuple(input1.shape)), ("input2", tuple(input2.shape)), ("target", tuple(target.shape)))
+    if not input1.ndim == input2.ndim == target.ndim:  # NOTE: PyTorch's own check, then it broadcasts
+        raise RuntimeError("margin_ranking_loss: All input tensors should have same dimension but got sizes: "
+                           + ", ".join(f"{name}: {shape}" for name, shape in named))
+    shape = broadcast_shape("margin_ranking_loss", named)
+    input1, input2, target = (broadcast_to(t, shape) for t in (input1, input2, target))
     return MarginRankingLoss.apply(input1, input2, target, margin=float(margin), reduction=reduction)
 
 
@@ -1098,8 +1178,18 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
         reduction: 'none', 'mean' or 'sum'.
     """
     no_legacy("soft_margin_loss", size_average, reduce)
-    check_same_shape("soft_margin_loss", input, target)
+    check_tensor("soft_margin_loss", "input", input)
+    check_tensor("soft_margin_loss", "target", target)
     check_reduction("soft_margin_loss", reduction)
+    if is_grad_enabled() and target.requires_grad:  # NOTE: as PyTorch: its target gets no gradient, so none may ask
+        raise RuntimeError("soft_margin_loss: The function 'soft_margin_loss' is not differentiable with respect to "
+                           "argument 'target'. This input cannot have requires_grad True.")
+    if input.shape != target.shape:  # NOTE: the target broadcasts to the input's shape, silently, as PyTorch
+        shape = broadcast_shape("soft_margin_loss", (("input", tuple(input.shape)), ("target", tuple(target.shape))))
+        if shape != tuple(input.shape):
+            raise RuntimeError(f"soft_margin_loss: output with shape {tuple(input.shape)} doesn't match the "
+                               f"broadcast shape {shape}")
+        target = broadcast_to(target, shape)
     return SoftMarginLoss.apply(input, target, reduction=reduction)
 
 
