@@ -175,6 +175,28 @@ def test_loss_weight_is_a_buffer_and_bad_reduction():
         nn.MSELoss()(cn.ones(2), np.ones(2))
 
 
+@pytest.mark.parametrize("make", [lambda m: m.MSELoss(), lambda m: m.L1Loss(reduction="sum"),
+                                  lambda m: m.SmoothL1Loss(beta=0.5)])
+def test_regression_loss_modules_warn_and_broadcast_another_target_shape_as_torch(make):
+    # NOTE: issue 16: PyTorch's modules warn (pointing at their forward) and broadcast; cupynet's do the same
+    torch = pytest.importorskip("torch")
+    x, t = np.linspace(-1, 1, 12).reshape(3, 4), np.linspace(0, 1, 4)
+    with pytest.warns(UserWarning, match=r"Using a target size \(torch.Size\(\[4\]\)\)"):
+        want = make(torch.nn)(torch.tensor(x), torch.tensor(t))
+    with pytest.warns(UserWarning, match=r"^Using a target size \(4,\) that is different to the input size \(3, 4\)"):
+        got = make(nn)(cn.tensor(x), cn.tensor(t))
+    np.testing.assert_allclose(got.item(), want.item(), rtol=1e-12)
+
+
+def test_bce_loss_modules_refuse_another_target_shape_as_torch():
+    torch = pytest.importorskip("torch")
+    for name in ("BCELoss", "BCEWithLogitsLoss"):
+        with pytest.raises(ValueError):
+            getattr(torch.nn, name)()(torch.full((3, 4), 0.5), torch.full((4,), 0.5))
+        with pytest.raises(ValueError, match="binary_cross_entropy"):
+            getattr(nn, name)()(cn.full((3, 4), 0.5), cn.full((4,), 0.5))
+
+
 def test_linear_wrong_features_names_layer_and_shapes():
     layer = nn.Linear(4, 2)
     with pytest.raises(ValueError) as info:

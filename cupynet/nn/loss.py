@@ -68,8 +68,8 @@ class CrossEntropyLoss(_WeightedLoss):
         """The loss.
 
         Args:
-            input: logits (N, C) or (N, C, d1, ...).
-            target: class indices (N, ...) or probabilities shaped like input.
+            input: logits (C,), (N, C) or (N, C, d1, ...).
+            target: class indices (N, ...) (() or (1,) for an input (C,)) or probabilities shaped like input.
         """
         self._check(input, target)
         return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
@@ -97,8 +97,8 @@ class NLLLoss(_WeightedLoss):
         """The loss.
 
         Args:
-            input: log-probabilities (N, C, ...).
-            target: class indices (N, ...).
+            input: log-probabilities (C,) or (N, C, ...).
+            target: class indices (N, ...) (() or (1,) for an input (C,)).
         """
         self._check(input, target)
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
@@ -123,7 +123,7 @@ class MSELoss(_Loss):
 
         Args:
             input: predictions.
-            target: same shape.
+            target: same shape (another shape broadcasts, with PyTorch's warning).
         """
         self._check(input, target)
         return F.mse_loss(input, target, reduction=self.reduction)
@@ -147,7 +147,7 @@ class L1Loss(_Loss):
 
         Args:
             input: predictions.
-            target: same shape.
+            target: same shape (another shape broadcasts, with PyTorch's warning).
         """
         self._check(input, target)
         return F.l1_loss(input, target, reduction=self.reduction)
@@ -175,7 +175,7 @@ class SmoothL1Loss(_Loss):
 
         Args:
             input: predictions.
-            target: same shape.
+            target: same shape (another shape broadcasts, with PyTorch's warning).
         """
         self._check(input, target)
         return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
@@ -200,7 +200,7 @@ class BCELoss(_WeightedLoss):
 
         Args:
             input: probabilities in [0, 1].
-            target: same shape.
+            target: same shape (another shape is a ValueError, as in PyTorch).
         """
         self._check(input, target)
         return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
@@ -229,7 +229,7 @@ class BCEWithLogitsLoss(_WeightedLoss):
 
         Args:
             input: logits.
-            target: same shape, in [0, 1].
+            target: same shape (another shape is a ValueError, as in PyTorch), in [0, 1].
         """
         self._check(input, target)
         return F.binary_cross_entropy_with_logits(input, target, weight=self.weight, reduction=self.reduction,
@@ -258,7 +258,7 @@ class KLDivLoss(_Loss):
 
         Args:
             input: log-probabilities.
-            target: probabilities (or log-probabilities with log_target=True).
+            target: probabilities (or log-probabilities with log_target=True); another shape broadcasts.
         """
         self._check(input, target)
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)

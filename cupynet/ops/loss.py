@@ -391,6 +391,7 @@ def _row_softmax(xf, xp):
 
 
 def _check_class_input(op, input, target, weight, ignore_index, reduction, allow_probabilities):  # noqa: A002
+    """Check the arguments of cross_entropy / nll_loss; return the target as the op reads it."""
     check_tensor(op, "input", input)
     check_tensor(op, "target", target, floating=False)
     check_reduction(op, reduction)
@@ -410,10 +411,19 @@ def _check_class_input(op, input, target, weight, ignore_index, reduction, allow
         if ignore_index >= 0:
             raise ValueError(f"{op}: ignore_index is not supported for floating point target, got "
                              f"ignore_index={ignore_index}")
-        return
+        return target
     if target.dtype.kind not in "iu":
         expected = "integer class indices" + (" or floating class probabilities" if allow_probabilities else "")
         raise TypeError(f"{op}: expected target of {expected}, got dtype {target.dtype}")
+    if input.ndim == 1 and target.ndim:
+        # NOTE: as PyTorch, an unbatched input (C,) takes a 0-d target or a (1,) one (read as 0-d)
+        if target.ndim > 1:
+            raise RuntimeError(f"{op}: 0D or 1D target tensor expected, multi-target not supported (input shape "
+                               f"{tuple(input.shape)}, target shape {tuple(target.shape)})")
+        if target.shape[0] != 1:
+            raise ValueError(f"{op}: For 1D input, 1D target must have size 1, but got target size: "
+                             f"{target.shape[0]}")
+        target = reshape(target, ())
     expected = tuple(input.shape[:cdim]) + tuple(input.shape[cdim + 1:])
     if tuple(target.shape) != expected:
         raise ValueError(f"{op}: expected target of shape {expected} for input of shape {tuple(input.shape)}, "
@@ -421,6 +431,7 @@ def _check_class_input(op, input, target, weight, ignore_index, reduction, allow
     host_check_range(op, target.data, 0, n_classes - 1,
                      lambda: f"expected class indices in [0, {n_classes - 1}] for {n_classes} classes, or "
                              f"ignore_index={ignore_index}", ignore=ignore_index)
+    return target
 
 
 
@@ -577,7 +588,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
     Args:
         input: logits of shape ``(C,)``, ``(N, C)`` or ``(N, C, d1, ...)``.
-        target: integer class indices of shape ``(N, d1, ...)``, or probabilities of the input's shape.
+        target: integer class indices of shape ``(N, d1, ...)`` (``()`` or ``(1,)`` for an input ``(C,)``), or
+            probabilities of the input's shape.
         weight: optional per-class weights of shape ``(C,)``.
         size_average: deprecated in PyTorch; must be None.
         ignore_index: a class index whose elements contribute nothing (index targets only).
@@ -587,7 +599,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     """
     no_legacy("cross_entropy", size_average, reduce)
     check_number("cross_entropy", "label_smoothing", label_smoothing, 0.0, 1.0)
-    _check_class_input("cross_entropy", input, target, weight, ignore_index, reduction, True)
+    target = _check_class_input("cross_entropy", input, target, weight, ignore_index, reduction, True)
     check_same_device("cross_entropy", input=input, target=target, weight=weight)
     return CrossEntropy.apply(input, target, weight=weight, ignore_index=int(ignore_index), reduction=reduction,
                               label_smoothing=float(label_smoothing))
@@ -599,7 +611,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
 
     Args:
         input: log-probabilities of shape ``(C,)``, ``(N, C)`` or ``(N, C, d1, ...)``.
-        target: integer class indices of shape ``(N, d1, ...)``.
+        target: integer class indices of shape ``(N, d1, ...)`` (``()`` or ``(1,)`` for an input ``(C,)``).
         weight: optional per-class weights of shape ``(C,)``.
         size_average: deprecated in PyTorch; must be None.
         ignore_index: a class index whose elements contribute nothing.
@@ -607,7 +619,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         reduction: 'none', 'mean' (divided by the summed weights of non-ignored elements) or 'sum'.
     """
     no_legacy("nll_loss", size_average, reduce)
-    _check_class_input("nll_loss", input, target, weight, ignore_index, reduction, False)
+    target = _check_class_input("nll_loss", input, target, weight, ignore_index, reduction, False)
     check_same_device("nll_loss", input=input, target=target, weight=weight)
     return NLLLoss.apply(input, target, weight=weight, ignore_index=int(ignore_index), reduction=reduction)
 
