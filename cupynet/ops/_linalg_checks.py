@@ -46,9 +46,9 @@ def _check(a, b, op_name="matmul"):
 
 
 def _check_linear(x, weight, bias):
-    xa, wa = x.data, weight.data
+    xa, wa = x.array, weight.array
     if (wa.ndim == 2 and xa.ndim and xa.shape[-1] == wa.shape[1] and xa.dtype == wa.dtype
-            and (bias is None or (bias.data.shape == wa.shape[:1] and bias.data.dtype == wa.dtype))):
+            and (bias is None or (bias.array.shape == wa.shape[:1] and bias.array.dtype == wa.dtype))):
         return  # NOTE: the common, valid case in a few comparisons; the branches below name what is wrong
     if weight.ndim != 2:
         raise RuntimeError(f"linear: weight must be 2-D (out_features, in_features), got shape {tuple(weight.shape)}")

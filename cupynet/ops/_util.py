@@ -21,7 +21,7 @@ def xp_of(*values):
     if cupy is None:  # NOTE: the CPU-only fast path: no need to look at the values
         return numpy
     for v in values:
-        if isinstance(v.data if isinstance(v, Tensor) else v, cupy.ndarray):
+        if isinstance(v.array if isinstance(v, Tensor) else v, cupy.ndarray):
             return cupy
     return numpy
 
@@ -65,17 +65,17 @@ def lift(value, like: Tensor | None = None):
         return value
     if like is None:
         return Tensor(backend.get_array_module(value).asarray(value))
-    xp = like.data.__class__.__module__.split(".")[0]
+    xp = like.array.__class__.__module__.split(".")[0]
     return Tensor(backend.to_numpy(value) if xp == "numpy" else backend.cupy_or_none().asarray(value))
 
 
 def data(value):
-    """``value.data`` for a Tensor, the value itself otherwise (scalars stay Python scalars).
+    """``value.array`` for a Tensor, the value itself otherwise (scalars stay Python scalars).
 
     Args:
         value: a Tensor or a scalar.
     """
-    return value.data if isinstance(value, Tensor) else value
+    return value.array if isinstance(value, Tensor) else value
 
 
 def fix_float_dtype(result, *inputs):
@@ -180,7 +180,7 @@ def check_same_device(op, **tensors):
     """
     given = [(name, t) for name, t in tensors.items() if isinstance(t, Tensor)]
     for name, t in given[1:]:
-        if type(t.data) is not type(given[0][1].data):
+        if type(t.array) is not type(given[0][1].array):
             raise RuntimeError(f"{op}: Expected all tensors to be on the same device, but {given[0][0]} is on "
                                f"{given[0][1].device} and {name} is on {t.device}")
 

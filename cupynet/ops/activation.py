@@ -96,7 +96,7 @@ def _maybe_inplace(input, inplace, compute):  # noqa: A002
     result = compute()
     if not inplace or (STATE.grad_enabled and input.requires_grad):
         return result
-    xp_of(input).copyto(input.data, result.data)
+    xp_of(input).copyto(input.array, result.array)
     input._bump_version()
     return input
 
@@ -110,13 +110,13 @@ class Relu(Function):
     @staticmethod
     def forward(ctx, a):
         # NOTE: no errstate: maximum(nan, 0) is nan, silently
-        return round_from_fp32(xp_of(a).maximum(compute_in_fp32(a.data), 0), a.dtype)
+        return round_from_fp32(xp_of(a).maximum(compute_in_fp32(a.array), 0), a.dtype)
 
     @staticmethod
     def backward(ctx, grad):
         y = ctx.output(0)
         if not STATE.grad_enabled:  # NOTE: create_graph=False: the same mask on raw arrays, no op dispatch
-            return Tensor(zero_where_not(y.data > 0, grad.data, xp_of(grad)))  # NOTE: no inf * 0 = nan
+            return Tensor(zero_where_not(y.array > 0, grad.array, xp_of(grad)))  # NOTE: no inf * 0 = nan
         return grad * _float(y > 0, y)
 
 
@@ -146,8 +146,8 @@ class Hardtanh(Function):
         ctx.min_val, ctx.max_val = min_val, max_val
         if not dtypes.is_floating(a.dtype):
             # NOTE: as PyTorch: an integer tensor is clamped in its own dtype, the limits truncated toward zero
-            return xp_of(a).clip(a.data, int(min_val), int(max_val))
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+            return xp_of(a).clip(a.array, int(min_val), int(max_val))
+        xp, x = xp_of(a), compute_in_fp32(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.clip(x, min_val, max_val), a.dtype)
 
@@ -212,7 +212,7 @@ class LeakyRelu(Function):
     def forward(ctx, a, negative_slope=0.01):
         ctx.save_for_backward(a)
         ctx.negative_slope = negative_slope
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, x = xp_of(a), compute_in_fp32(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.where(x > 0, x, x * negative_slope), a.dtype)
 
@@ -247,7 +247,7 @@ class Elu(Function):
     def forward(ctx, a, alpha=1.0):
         ctx.save_for_backward(a)
         ctx.alpha = alpha
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, x = xp_of(a), compute_in_fp32(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.where(x > 0, x, alpha * xp.expm1(xp.minimum(x, 0.0))), a.dtype)
 
@@ -284,7 +284,7 @@ class Gelu(Function):
     def forward(ctx, a, approximate="none"):
         ctx.save_for_backward(a)
         ctx.approximate = approximate
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, x = xp_of(a), compute_in_fp32(a.array)
         with numpy.errstate(all="ignore"):
             if approximate == "tanh":
                 y = 0.5 * x * (1.0 + xp.tanh(_TANH_GELU_K * (x + _TANH_GELU_C * x * x * x)))
@@ -326,7 +326,7 @@ class Silu(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, x = xp_of(a), compute_in_fp32(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(x * _stable_sigmoid(xp, x), a.dtype)
 
@@ -359,7 +359,7 @@ class Mish(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, x = xp_of(a), compute_in_fp32(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(x * xp.tanh(_stable_softplus(xp, x)), a.dtype)
 
@@ -392,7 +392,7 @@ class Sigmoid(Function):
 
     @staticmethod
     def forward(ctx, a):
-        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(_stable_sigmoid(xp, x), dtype)
 
@@ -423,7 +423,7 @@ class Softplus(Function):
     def forward(ctx, a, beta=1.0, threshold=20.0):
         ctx.save_for_backward(a)
         ctx.beta, ctx.threshold = beta, threshold
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, x = xp_of(a), compute_in_fp32(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(_stable_softplus(xp, x * beta, threshold) / beta, a.dtype)
 
@@ -461,7 +461,7 @@ class Hardsigmoid(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, x = xp_of(a), compute_in_fp32(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.clip(x + 3.0, 0.0, 6.0) / 6.0, a.dtype)
 
@@ -494,7 +494,7 @@ class Hardswish(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, x = xp_of(a), compute_in_fp32(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(x * xp.clip(x + 3.0, 0.0, 6.0) / 6.0, a.dtype)
 
@@ -542,9 +542,9 @@ class Softmax(Function):
     @staticmethod
     def forward(ctx, a, dim=-1):
         ctx.axis = dim if a.ndim else None
-        if a.data.size == 0:
-            return a.data.copy()  # NOTE: an empty tensor has no row max to take
-        x = compute_in_fp32(a.data)
+        if a.array.size == 0:
+            return a.array.copy()  # NOTE: an empty tensor has no row max to take
+        x = compute_in_fp32(a.array)
         # NOTE: subtracting the row max makes every exponent <= 0: no overflow, same result
         e = xp_of(a).exp(x - x.max(axis=ctx.axis, keepdims=True))
         return (e / e.sum(axis=ctx.axis, keepdims=True)).astype(a.dtype, copy=False)
@@ -578,9 +578,9 @@ class LogSoftmax(Function):
     @staticmethod
     def forward(ctx, a, dim=-1):
         ctx.axis = dim if a.ndim else None
-        if a.data.size == 0:
-            return a.data.copy()  # NOTE: an empty tensor has no row max to take
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        if a.array.size == 0:
+            return a.array.copy()  # NOTE: an empty tensor has no row max to take
+        xp, x = xp_of(a), compute_in_fp32(a.array)
         shifted = x - x.max(axis=ctx.axis, keepdims=True)
         return (shifted - xp.log(xp.exp(shifted).sum(axis=ctx.axis, keepdims=True))).astype(a.dtype, copy=False)
 
@@ -611,8 +611,8 @@ class Prelu(Function):
     def forward(ctx, a, weight):
         ctx.save_for_backward(a, weight)
         ctx.shape = _prelu_weight_shape(a, weight)
-        w = weight.data.reshape(ctx.shape)
-        return xp_of(a).where(a.data > 0, a.data, w * a.data)
+        w = weight.array.reshape(ctx.shape)
+        return xp_of(a).where(a.array > 0, a.array, w * a.array)
 
     @staticmethod
     def backward(ctx, grad):
@@ -627,9 +627,9 @@ class Prelu(Function):
 
 
 def _prelu_weight_shape(a, weight):
-    if weight.data.size == 1:
+    if weight.array.size == 1:
         return (1,) * a.ndim
-    return (1, weight.data.size) + (1,) * (a.ndim - 2)
+    return (1, weight.array.size) + (1,) * (a.ndim - 2)
 
 
 def prelu(input, weight):  # noqa: A002
@@ -643,7 +643,7 @@ def prelu(input, weight):  # noqa: A002
     _check("prelu", weight, "weight")
     if weight.ndim > 1:
         raise ValueError(f"prelu: weight must be 0-d or 1-D, got shape {tuple(weight.shape)}")
-    count = weight.data.size
+    count = weight.array.size
     if count != 1:
         if input.ndim == 0:
             raise ValueError(f"prelu: a zero-dim input allows only one weight, got {count}")
@@ -667,7 +667,7 @@ class Glu(Function):
         first = [slice(None)] * x.ndim
         second = list(first)
         first[dim], second[dim] = slice(0, half), slice(half, None)
-        v = compute_in_fp32(x.data)
+        v = compute_in_fp32(x.array)
         return (v[tuple(first)] * _stable_sigmoid(xp_of(x), v[tuple(second)])).astype(x.dtype, copy=False)
 
     @staticmethod

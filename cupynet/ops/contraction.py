@@ -42,7 +42,7 @@ class Einsum(Function):
         ctx.save_for_backward(*operands)
         ctx.terms, ctx.out_term, ctx.sizes = terms, out_term, sizes
         xp = xp_of(*operands)
-        arrays = [xp.broadcast_to(t.data, tuple(sizes[c] for c in term)) for t, term in zip(operands, terms)]
+        arrays = [xp.broadcast_to(t.array, tuple(sizes[c] for c in term)) for t, term in zip(operands, terms)]
         return einsum_arrays(",".join(terms) + "->" + out_term, *arrays)
 
     @staticmethod

@@ -132,7 +132,7 @@ class Conv(Function):
         check_same_dtype(ctx.fn.op_name, x, weight, bias)
         ctx.save_for_backward(x, weight)
         ctx.geoms, ctx.groups = geoms, groups
-        return conv_arrays(x.data, weight.data, None if bias is None else bias.data, geoms, groups)
+        return conv_arrays(x.array, weight.array, None if bias is None else bias.array, geoms, groups)
 
     @staticmethod
     def backward(ctx, grad):
@@ -155,7 +155,7 @@ class ConvTranspose(Function):
         check_same_dtype(ctx.fn.op_name, g, weight, bias)
         ctx.save_for_backward(g, weight)
         ctx.geoms, ctx.groups = geoms, groups
-        return conv_transpose_arrays(g.data, weight.data, None if bias is None else bias.data, geoms, groups)
+        return conv_transpose_arrays(g.array, weight.array, None if bias is None else bias.array, geoms, groups)
 
     @staticmethod
     def backward(ctx, grad):
@@ -176,7 +176,7 @@ class ConvWeight(Function):
     def forward(ctx, x, g, geoms=(), groups=1):
         ctx.save_for_backward(x, g)
         ctx.geoms, ctx.groups = geoms, groups
-        return conv_weight_arrays(x.data, g.data, geoms, groups)
+        return conv_weight_arrays(x.array, g.array, geoms, groups)
 
     @staticmethod
     def backward(ctx, grad):

@@ -71,7 +71,7 @@ class Matmul(Function):
     def forward(ctx, a, b, op_name="matmul"):
         _check(a, b, op_name)  # NOTE: op_name: the public function (mm, bmm, mv run as this op), for messages
         ctx.save_for_backward(a, b)
-        return matmul_arrays(a.data, b.data)
+        return matmul_arrays(a.array, b.array)
 
     @staticmethod
     def backward(ctx, grad):
@@ -106,7 +106,7 @@ class Linear(Function):
         ctx.save_for_backward(x, weight)
         if bias is not None and bias.ndim == 0:
             ctx.bias_shape = ()  # NOTE: one value added to every output; its gradient is the total sum
-        return linear_array(x.data, weight.data, bias.data if bias is not None else None)
+        return linear_array(x.array, weight.array, bias.array if bias is not None else None)
 
     @staticmethod
     def backward(ctx, grad):
@@ -166,10 +166,10 @@ def _linear_backward_arrays(ctx, grad, x, weight):
     # same three formulas run on raw arrays: two GEMMs and a column sum, no op dispatch.
     out_features, in_features = weight.shape
     rows = _rows(x.shape)
-    g2 = grad.data.reshape(rows, out_features)
+    g2 = grad.array.reshape(rows, out_features)
     need = ctx.needs_input_grad
-    gx = Tensor(matmul_arrays(g2, weight.data).reshape(x.shape)) if need[0] else None
-    gw = Tensor(matmul_arrays(g2.T, x.data.reshape(rows, in_features))) if need[1] else None
+    gx = Tensor(matmul_arrays(g2, weight.array).reshape(x.shape)) if need[0] else None
+    gw = Tensor(matmul_arrays(g2.T, x.array.reshape(rows, in_features))) if need[1] else None
     gb = None
     if len(need) > 2 and need[2]:
         acc = dtypes.float32 if g2.dtype in dtypes.LOW_PRECISION else None  # NOTE: fp32 accumulation for halves
@@ -210,13 +210,13 @@ class _AddProduct(Function):
         _same_dtype(cls.op_name, input, a, b, names=cls.arg_names)
         ctx.save_for_backward(a, b)
         ctx.in_shape, ctx.beta, ctx.alpha = input.shape, beta, alpha
-        big_a, big_b = cls.lift(a.data, b.data)
+        big_a, big_b = cls.lift(a.array, b.array)
         product = matmul_arrays(big_a, big_b, fp32_out=True)
         ctx.product_shape = product.shape
         # NOTE: alpha, beta and the add run on the fp32 product; the result is rounded once
         out = cls.reduce(product) * alpha
         if beta != 0:  # NOTE: PyTorch ignores input entirely (NaN included) when beta == 0
-            out = out + input.data.astype(out.dtype, copy=False) * beta
+            out = out + input.array.astype(out.dtype, copy=False) * beta
         return out.astype(a.dtype, copy=False)
 
     @staticmethod
@@ -301,7 +301,7 @@ class Dot(Function):
     def forward(ctx, a, b):
         _check_vectors(ctx.fn.op_name, a, b)
         ctx.save_for_backward(a, b)
-        return matmul_arrays(a.data, b.data)
+        return matmul_arrays(a.array, b.array)
 
     @staticmethod
     def backward(ctx, grad):

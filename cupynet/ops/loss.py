@@ -212,12 +212,12 @@ def compute_arrays(*tensors):
         *tensors: floating Tensors.
     """
     if len(tensors) == 1:  # NOTE: the common case, without the promotion rules
-        out_dtype = tensors[0].data.dtype
+        out_dtype = tensors[0].array.dtype
         work = dtypes.float32 if out_dtype in dtypes.LOW_PRECISION else out_dtype
-        return [tensors[0].data.astype(work, copy=False)], out_dtype
+        return [tensors[0].array.astype(work, copy=False)], out_dtype
     out_dtype = dtypes.result_type(*(t.dtype for t in tensors))
     work = dtypes.float32 if out_dtype in dtypes.LOW_PRECISION else out_dtype
-    return [t.data.astype(work, copy=False) for t in tensors], out_dtype
+    return [t.array.astype(work, copy=False) for t in tensors], out_dtype
 
 
 def constant(array_or_value, like):
@@ -278,7 +278,7 @@ def log_sigmoid(x):
     Args:
         x: a floating Tensor.
     """
-    negative = Tensor((x.data < 0).astype(x.dtype))
+    negative = Tensor((x.array < 0).astype(x.dtype))
     sign = 1.0 - 2.0 * negative
     return -(-x * negative + log(1.0 + exp(-x * sign)))
 
@@ -334,7 +334,7 @@ def _log_softmax_array(xf, axis):
 
 def _log_softmax_ops(x, dim):
     """Log-softmax in cupynet ops; the max is a constant (it cancels), so the result is differentiable."""
-    shifted = x - Tensor(x.data.max(axis=dim, keepdims=True))
+    shifted = x - Tensor(x.array.max(axis=dim, keepdims=True))
     return shifted - log(sum_(exp(shifted), dim=dim, keepdim=True))
 
 
@@ -342,7 +342,7 @@ def _class_weight(weight, xf, cdim):
     """The per-class weight as an array broadcasting along the class dim (1.0 when there is none)."""
     if weight is None:
         return 1.0
-    return weight.data.astype(xf.dtype).reshape(_class_shape(xf.ndim, cdim, xf.shape[cdim]))
+    return weight.array.astype(xf.dtype).reshape(_class_shape(xf.ndim, cdim, xf.shape[cdim]))
 
 
 def _index_terms(xf, target, weight, ignore_index, smoothing):
@@ -355,7 +355,7 @@ def _index_terms(xf, target, weight, ignore_index, smoothing):
     class_shape = _class_shape(xf.ndim, cdim, n_classes)
     valid = target != ignore_index
     safe = xp.where(valid, target, 0)
-    w_class = weight.data.astype(xf.dtype) if weight is not None else xp.ones(n_classes, dtype=xf.dtype)
+    w_class = weight.array.astype(xf.dtype) if weight is not None else xp.ones(n_classes, dtype=xf.dtype)
     w_t = w_class[safe] * valid
     onehot = xp.expand_dims(safe, cdim) == xp.arange(n_classes).reshape(class_shape)
     q = onehot * xp.expand_dims(w_t * (1.0 - smoothing), cdim)
@@ -428,7 +428,7 @@ def _check_class_input(op, input, target, weight, ignore_index, reduction, allow
     if tuple(target.shape) != expected:
         raise ValueError(f"{op}: expected target of shape {expected} for input of shape {tuple(input.shape)}, "
                          f"got target of shape {tuple(target.shape)}")
-    host_check_range(op, target.data, 0, n_classes - 1,
+    host_check_range(op, target.array, 0, n_classes - 1,
                      lambda: f"expected class indices in [0, {n_classes - 1}] for {n_classes} classes, or "
                              f"ignore_index={ignore_index}", ignore=ignore_index)
     return target
@@ -461,11 +461,11 @@ class CrossEntropy(Function):
         if dtypes.is_floating(target.dtype):
             ctx.save_for_backward(x, target)
             ctx.w_class = _class_weight(weight, xf, cdim)
-            q = (target.data.astype(xf.dtype) * (1.0 - label_smoothing) + label_smoothing / n_classes) * ctx.w_class
+            q = (target.array.astype(xf.dtype) * (1.0 - label_smoothing) + label_smoothing / n_classes) * ctx.w_class
             elem, ctx.divisor, ctx.q = -(logp * q).sum(axis=cdim), None, None
         else:
             ctx.save_for_backward(x, None)
-            picked_at, w_t, valid, ctx.q = _index_terms(xf, target.data, weight, ignore_index, label_smoothing)
+            picked_at, w_t, valid, ctx.q = _index_terms(xf, target.array, weight, ignore_index, label_smoothing)
             elem = -(1.0 - label_smoothing) * w_t * xp_of(xf).take_along_axis(logp, picked_at, cdim).squeeze(cdim)
             if label_smoothing:
                 w_class = _class_weight(weight, xf, cdim)
@@ -484,7 +484,7 @@ class CrossEntropy(Function):
         """
         xp = xp_of(xf)
         shifted, prob, log_total = _row_softmax(xf, xp)
-        t = target.data
+        t = target.array
         valid = t != ignore_index
         if xp is numpy and valid.all():
             # NOTE: on the CPU, reading "nothing is ignored" costs no sync and saves three passes
@@ -523,7 +523,7 @@ class CrossEntropy(Function):
         q = ctx.q
         if not is_grad_enabled():
             # NOTE: first-order fast path: the softmax saved by forward, no recomputation.
-            gx = g.data * (ctx.prob * q.sum(axis=ctx.cdim, keepdims=True) - q)
+            gx = g.array * (ctx.prob * q.sum(axis=ctx.cdim, keepdims=True) - q)
             return back_to(Tensor(gx), x.dtype), None
         prob = exp(_log_softmax_ops(fp32(x), ctx.cdim))
         gx = g * (prob * Tensor(q.sum(axis=ctx.cdim, keepdims=True)) - Tensor(q))
@@ -533,7 +533,7 @@ class CrossEntropy(Function):
     def _plain_backward(ctx, grad, x):
         # NOTE: d loss_r / d x[r] = softmax(x[r]) - onehot(t_r), times the row's share of the reduction
         rows, safe, valid = ctx.plain
-        g = grad.data.astype(ctx.prob.dtype, copy=False)
+        g = grad.array.astype(ctx.prob.dtype, copy=False)
         if ctx.reduction == "mean":
             g = g / _grad_divisor(ctx.divisor)
         scale = g[:, None] if ctx.reduction == "none" else g.reshape(1, 1)
@@ -566,7 +566,7 @@ class NLLLoss(Function):
     @staticmethod
     def forward(ctx, x, target, weight=None, ignore_index=-100, reduction="mean"):
         (xf,), out_dtype = compute_arrays(x)
-        picked_at, w_t, _, ctx.q = _index_terms(xf, target.data, weight, ignore_index, 0.0)
+        picked_at, w_t, _, ctx.q = _index_terms(xf, target.array, weight, ignore_index, 0.0)
         elem = -w_t * xp_of(xf).take_along_axis(xf, picked_at, _class_dim(xf)).squeeze(_class_dim(xf))
         ctx.reduction, ctx.elem_shape, ctx.cdim, ctx.dtype = reduction, elem.shape, _class_dim(xf), x.dtype
         ctx.divisor = xp_of(xf).asarray(w_t.sum())
@@ -638,7 +638,7 @@ class BinaryCrossEntropy(Function):
         # NOTE: the logs are clamped at -100 (as PyTorch), so p = 0 or 1 gives a finite loss
         log_p, log_1mp = xp.maximum(xp.log(pf), -100.0), xp.maximum(xp.log1p(-pf), -100.0)
         elem = -(tf * log_p + (1.0 - tf) * log_1mp)
-        ctx.weight = weight.data.astype(pf.dtype) if weight is not None else None
+        ctx.weight = weight.array.astype(pf.dtype) if weight is not None else None
         elem = elem * ctx.weight if ctx.weight is not None else elem
         ctx.reduction, ctx.elem_shape = reduction, elem.shape
         ctx.save_for_backward(p, t)
@@ -671,10 +671,10 @@ class BinaryCrossEntropyWithLogits(Function):
         xp = xp_of(xf)
         # NOTE: -log(sigmoid(x)) = softplus(-x) = max(-x, 0) + log1p(exp(-|x|)): no overflow for any x
         softplus_neg = xp.maximum(-xf, 0.0) + xp.log1p(xp.exp(-xp.abs(xf)))
-        ctx.pos_weight = pos_weight.data.astype(xf.dtype) if pos_weight is not None else None
+        ctx.pos_weight = pos_weight.array.astype(xf.dtype) if pos_weight is not None else None
         log_weight = 1.0 + (ctx.pos_weight - 1.0) * tf if pos_weight is not None else 1.0
         elem = (1.0 - tf) * xf + log_weight * softplus_neg
-        ctx.weight = weight.data.astype(xf.dtype) if weight is not None else None
+        ctx.weight = weight.array.astype(xf.dtype) if weight is not None else None
         elem = elem * ctx.weight if ctx.weight is not None else elem
         ctx.reduction, ctx.elem_shape = reduction, elem.shape
         ctx.save_for_backward(x, t)
@@ -723,7 +723,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 def _check_probabilities(op, t):
     """Raise when a probability input leaves [0, 1] (one host sync on a GPU, as PyTorch's check)."""
     xp = xp_of(t)
-    outside = xp.logical_or(t.data < 0, t.data > 1).any()
+    outside = xp.logical_or(t.array < 0, t.array > 1).any()
     if bool(outside):
         raise ValueError(f"{op}: all elements of input should be between 0 and 1")
 
@@ -1064,7 +1064,7 @@ class HingeEmbeddingLoss(Function):
     @staticmethod
     def forward(ctx, x, target, margin=1.0, reduction="mean"):
         (xf,), out_dtype = compute_arrays(x)
-        xp, t = xp_of(xf), target.data
+        xp, t = xp_of(xf), target.array
         hinge = xp.maximum(margin - xf, 0.0)
         elem = xp.where(t != 1, hinge, 0.0) + xp.where(t != -1, xf, 0.0)
         # NOTE: the loss is piecewise linear in x: its slope is a constant per element
@@ -1233,9 +1233,9 @@ class CosineSimilarity(Function):
         # NOTE: d(x / ||x||) . w = (w - u (u . w)) / ||x||; where ||x|| <= eps the denominator is the constant eps
         gx1 = gx2 = None
         if ctx.needs_input_grad[0]:
-            gx1 = back_to(g * (v - Tensor((n1.data > ctx.eps).astype(a.dtype)) * u * cos) / d1, x1.dtype)
+            gx1 = back_to(g * (v - Tensor((n1.array > ctx.eps).astype(a.dtype)) * u * cos) / d1, x1.dtype)
         if ctx.needs_input_grad[1]:
-            gx2 = back_to(g * (u - Tensor((n2.data > ctx.eps).astype(b.dtype)) * v * cos) / d2, x2.dtype)
+            gx2 = back_to(g * (u - Tensor((n2.array > ctx.eps).astype(b.dtype)) * v * cos) / d2, x2.dtype)
         return gx1, gx2
 
 

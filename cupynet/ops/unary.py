@@ -56,7 +56,7 @@ def _refuse_bool(name, value):
 
 def _zero_grad(grad):
     """The gradient of a piecewise-constant op (sign, floor, ...): zeros."""
-    return Tensor(xp_of(grad).zeros_like(grad.data))
+    return Tensor(xp_of(grad).zeros_like(grad.array))
 
 
 # ---- grad * derivative, the derivative written with cupynet ops ------------------------------
@@ -67,7 +67,7 @@ class Exp(Function):
 
     @staticmethod
     def forward(ctx, a):
-        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.exp(x), dtype)
 
@@ -97,7 +97,7 @@ class Log(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.log(x), dtype)
 
@@ -126,7 +126,7 @@ class Sqrt(Function):
 
     @staticmethod
     def forward(ctx, a):
-        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.sqrt(x), dtype)
 
@@ -155,7 +155,7 @@ class Rsqrt(Function):
 
     @staticmethod
     def forward(ctx, a):
-        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(1.0 / xp.sqrt(x), dtype)
 
@@ -185,7 +185,7 @@ class Abs(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+        xp, x = xp_of(a), compute_in_fp32(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.abs(x), a.dtype)
 
@@ -217,8 +217,8 @@ class Square(Function):
     def forward(ctx, a):
         ctx.save_for_backward(a)
         if a.dtype == numpy.bool_:
-            return a.data.astype(numpy.int64)  # NOTE: PyTorch's square is pow(x, 2), which makes bool int64
-        x = compute_in_fp32(a.data)
+            return a.array.astype(numpy.int64)  # NOTE: PyTorch's square is pow(x, 2), which makes bool int64
+        x = compute_in_fp32(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(x * x, a.dtype)
 
@@ -247,7 +247,7 @@ class Reciprocal(Function):
 
     @staticmethod
     def forward(ctx, a):
-        x, dtype = floating_compute(a.data)
+        x, dtype = floating_compute(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(1.0 / x, dtype)
 
@@ -277,7 +277,7 @@ class Sin(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.sin(x), dtype)
 
@@ -307,7 +307,7 @@ class Cos(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.cos(x), dtype)
 
@@ -336,7 +336,7 @@ class Tan(Function):
 
     @staticmethod
     def forward(ctx, a):
-        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.tan(x), dtype)
 
@@ -366,7 +366,7 @@ class Sinh(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.sinh(x), dtype)
 
@@ -396,7 +396,7 @@ class Cosh(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.cosh(x), dtype)
 
@@ -426,7 +426,7 @@ class Asin(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.arcsin(x), dtype)
 
@@ -456,7 +456,7 @@ class Acos(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.arccos(x), dtype)
 
@@ -486,7 +486,7 @@ class Atan(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.arctan(x), dtype)
 
@@ -515,7 +515,7 @@ class Tanh(Function):
 
     @staticmethod
     def forward(ctx, a):
-        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.tanh(x), dtype)
 
@@ -545,7 +545,7 @@ class Erf(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(erf_kernel(xp, x), dtype)
 
@@ -574,7 +574,7 @@ class Erfinv(Function):
 
     @staticmethod
     def forward(ctx, a):
-        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(erfinv_kernel(xp, x), dtype)
 
@@ -603,7 +603,7 @@ class Expm1(Function):
 
     @staticmethod
     def forward(ctx, a):
-        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.expm1(x), dtype)
 
@@ -633,7 +633,7 @@ class Log2(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.log2(x), dtype)
 
@@ -663,7 +663,7 @@ class Log10(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.log10(x), dtype)
 
@@ -693,7 +693,7 @@ class Log1p(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        xp, (x, dtype) = xp_of(a), floating_compute(a.data)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.log1p(x), dtype)
 
@@ -724,8 +724,8 @@ class Sign(Function):
     @staticmethod
     def forward(ctx, a):
         if a.dtype == numpy.bool_:
-            return a.data.copy()  # NOTE: as PyTorch: True is 1, False is 0 (NumPy has no bool sign)
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+            return a.array.copy()  # NOTE: as PyTorch: True is 1, False is 0 (NumPy has no bool sign)
+        xp, x = xp_of(a), compute_in_fp32(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.sign(x), a.dtype)
 
@@ -754,8 +754,8 @@ class Floor(Function):
     @staticmethod
     def forward(ctx, a):
         if a.dtype.kind in "iub":
-            return a.data.copy()  # NOTE: rounding an integer tensor is a copy (NumPy would return float64)
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+            return a.array.copy()  # NOTE: rounding an integer tensor is a copy (NumPy would return float64)
+        xp, x = xp_of(a), compute_in_fp32(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.floor(x), a.dtype)
 
@@ -785,8 +785,8 @@ class Ceil(Function):
     @staticmethod
     def forward(ctx, a):
         if a.dtype.kind in "iub":
-            return a.data.copy()
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+            return a.array.copy()
+        xp, x = xp_of(a), compute_in_fp32(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.ceil(x), a.dtype)
 
@@ -816,8 +816,8 @@ class Round(Function):
     @staticmethod
     def forward(ctx, a, decimals=0):
         if a.dtype.kind in "iub":
-            return a.data.copy()
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+            return a.array.copy()
+        xp, x = xp_of(a), compute_in_fp32(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.round(x, decimals), a.dtype)
 
@@ -853,8 +853,8 @@ class Trunc(Function):
     @staticmethod
     def forward(ctx, a):
         if a.dtype.kind in "iub":
-            return a.data.copy()
-        xp, x = xp_of(a), compute_in_fp32(a.data)
+            return a.array.copy()
+        xp, x = xp_of(a), compute_in_fp32(a.array)
         with numpy.errstate(all="ignore"):
             return round_from_fp32(xp.trunc(x), a.dtype)
 
@@ -886,7 +886,7 @@ class Clamp(Function):
     def forward(ctx, a, lo, hi):
         ctx.save_for_backward(a, *(v if isinstance(v, Tensor) else None for v in (lo, hi)))
         ctx.bounds = (lo, hi)
-        xp, out = xp_of(a), a.data
+        xp, out = xp_of(a), a.array
         if lo is not None:
             out = xp.maximum(out, data(lo))
         if hi is not None:
@@ -971,7 +971,7 @@ class NanToNum(Function):
     @staticmethod
     def forward(ctx, a, nan=0.0, posinf=None, neginf=None):
         ctx.save_for_backward(a)
-        xp, x = xp_of(a), a.data
+        xp, x = xp_of(a), a.array
         if not dtypes.is_floating(a.dtype):
             return x.copy()
         top = _largest(a.dtype) if posinf is None else posinf
@@ -1011,7 +1011,7 @@ def isfinite(input):  # noqa: A002 - PyTorch's argument name
         input: a Tensor.
     """
     _require_tensor("isfinite", input)
-    return Tensor(xp_of(input).isfinite(input.data))
+    return Tensor(xp_of(input).isfinite(input.array))
 
 
 def isnan(input):  # noqa: A002 - PyTorch's argument name
@@ -1023,7 +1023,7 @@ def isnan(input):  # noqa: A002 - PyTorch's argument name
         input: a Tensor.
     """
     _require_tensor("isnan", input)
-    return Tensor(xp_of(input).isnan(input.data))
+    return Tensor(xp_of(input).isnan(input.array))
 
 
 def isinf(input):  # noqa: A002 - PyTorch's argument name
@@ -1035,7 +1035,7 @@ def isinf(input):  # noqa: A002 - PyTorch's argument name
         input: a Tensor.
     """
     _require_tensor("isinf", input)
-    return Tensor(xp_of(input).isinf(input.data))
+    return Tensor(xp_of(input).isinf(input.array))
 
 
 METHODS = {name: globals()[name] for name in __all__}
