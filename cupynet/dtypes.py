@@ -33,7 +33,7 @@ _BY_NAME = {
 
 __all__ = [
     "float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64",
-    "bool_", "FLOATING", "LOW_PRECISION", "as_dtype", "is_floating", "is_low_precision",
+    "bool_", "FLOATING", "LOW_PRECISION", "as_dtype", "is_dtype_like", "is_floating", "is_low_precision",
     "result_type", "compute_dtype", "get_default_dtype", "set_default_dtype",
 ]
 
@@ -82,6 +82,19 @@ def as_dtype(dtype) -> numpy.dtype:
     if d not in _BY_NAME.values():
         raise TypeError(f"dtype {d} is not supported by cupynet; expected one of {sorted(_BY_NAME)}")
     return d
+
+
+def is_dtype_like(value) -> bool:
+    """True when ``value`` names a dtype cupynet supports (what ``.to(...)`` tells apart from a device).
+
+    Args:
+        value: anything: a dtype, a dtype name, a device name, a Device...
+    """
+    try:
+        as_dtype(value)
+    except TypeError:
+        return False
+    return True
 
 
 def is_floating(dtype) -> bool:

@@ -280,7 +280,7 @@ class Tensor:
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         for a in args:
-            if isinstance(a, (str, backend.Device)) and not _is_dtype_name(a):
+            if isinstance(a, (str, backend.Device)) and not dtypes.is_dtype_like(a):
                 device = a
             else:
                 dtype = a
@@ -462,12 +462,3 @@ class Tensor:
         """The last two dimensions swapped."""
         return _ops.transpose(self, -2, -1)
 
-
-def _is_dtype_name(value) -> bool:
-    if isinstance(value, backend.Device):
-        return False
-    try:
-        dtypes.as_dtype(value)
-        return True
-    except TypeError:
-        return False

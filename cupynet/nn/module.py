@@ -33,16 +33,6 @@ __all__ = ["Module", "RemovableHandle"]
 
 
 # ---- moving and casting -------------------------------------------------------------------------------
-def _is_dtype_like(value) -> bool:
-    if isinstance(value, backend.Device):
-        return False
-    try:
-        dtypes.as_dtype(value)
-        return True
-    except TypeError:
-        return False
-
-
 def parse_to_args(owner: str, args, kwargs):
     """Split ``to()``'s arguments into (device or None, dtype or None), with clear errors.
 
@@ -58,9 +48,9 @@ def parse_to_args(owner: str, args, kwargs):
     for arg in args:
         if isinstance(arg, Tensor):
             device, dtype = arg.device, arg.dtype
-        elif isinstance(arg, (str, backend.Device)) and not _is_dtype_like(arg):
+        elif isinstance(arg, (str, backend.Device)) and not dtypes.is_dtype_like(arg):
             device = arg
-        elif _is_dtype_like(arg):
+        elif dtypes.is_dtype_like(arg):
             dtype = arg
         else:
             raise TypeError(f"{owner}.to(): expected a device, a dtype or a Tensor, got {arg!r}")

@@ -930,7 +930,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
     Args:
         input: a floating Tensor.
-        target: a floating Tensor of the same shape.
+        target: a floating Tensor, the input's shape (another shape broadcasts with a warning, as torch).
         size_average: deprecated in PyTorch; must be None.
         reduce: deprecated in PyTorch; must be None.
         reduction: 'none', 'mean' or 'sum'.
@@ -946,7 +946,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
     Args:
         input: a floating Tensor.
-        target: a floating Tensor of the same shape.
+        target: a floating Tensor, the input's shape (another shape broadcasts with a warning, as torch).
         size_average: deprecated in PyTorch; must be None.
         reduce: deprecated in PyTorch; must be None.
         reduction: 'none', 'mean' or 'sum'.
@@ -962,7 +962,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
     Args:
         input: a floating Tensor.
-        target: a floating Tensor of the same shape.
+        target: a floating Tensor, the input's shape (another shape broadcasts with a warning, as torch).
         size_average: deprecated in PyTorch; must be None.
         reduce: deprecated in PyTorch; must be None.
         reduction: 'none', 'mean' or 'sum'.
@@ -978,7 +978,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa
 
     Args:
         input: a floating Tensor.
-        target: a floating Tensor of the same shape.
+        target: a floating Tensor, the input's shape (another shape broadcasts with a warning, as torch).
         reduction: 'none', 'mean' or 'sum'.
         delta: the threshold, > 0.
         weight: not supported (must be None).
