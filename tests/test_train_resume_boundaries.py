@@ -23,8 +23,8 @@ import json
 import os
 import shutil
 
-import numpy as np
 import pytest
+from test_resume import flat  # every leaf of a nested state, for bit-for-bit comparison
 
 import cupynet as cn
 from cupynet.cli import main
@@ -51,19 +51,6 @@ def cli(capsys, out_dir, *args, metrics=None, max_steps=None):
     status = main(argv)
     captured = capsys.readouterr()
     return status, captured.out.splitlines(), captured.err
-
-
-def flat(tree, prefix=""):
-    """Every leaf of a nested state, as {path: bytes or value}, for exact comparison."""
-    if isinstance(tree, dict):
-        return {k: v for key, sub in tree.items() for k, v in flat(sub, f"{prefix}/{key}").items()}
-    if isinstance(tree, (list, tuple)):
-        return {k: v for i, sub in enumerate(tree) for k, v in flat(sub, f"{prefix}/{i}").items()}
-    if isinstance(tree, cn.Tensor):
-        return {prefix: (str(tree.dtype), tree.shape, tree.numpy().tobytes())}
-    if isinstance(tree, np.ndarray):
-        return {prefix: (str(tree.dtype), tree.shape, tree.tobytes())}
-    return {prefix: tree}
 
 
 def checkpoints(out_dir):
