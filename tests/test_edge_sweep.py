@@ -837,8 +837,7 @@ CREATION_FROM_TENSOR = ("zeros_like", "ones_like", "full_like", "empty_like", "r
 def public_op_names():
     """Every public op: cupynet.ops (each family's __all__), nn.functional's names and cupynet's *_like."""
     names = {n for n in ops.__all__ if n not in ("TENSOR_METHODS", "OP_CLASSES")}
-    names |= {n for n in cF.__all__ if n != "missing"}
-    names |= {n for n in cF.OPTIONAL if callable(getattr(ops, n, None))}  # NOTE: optional names once provided
+    names |= set(cF.__all__)
     return names | set(CREATION_FROM_TENSOR)
 
 
