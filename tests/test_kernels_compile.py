@@ -165,8 +165,11 @@ class FakeArray:
 class FakeCupy:
     def __init__(self):
         self.launches, self.uploads = [], 0
+        self.stream = types.SimpleNamespace(ptr=0, capturing=False)
+        self.stream.is_capturing = lambda: self.stream.capturing  # NOTE: tests flip it to mimic graph capture
         self.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0),
-                                          Device=lambda device_id: contextlib.nullcontext())
+                                          Device=lambda device_id: contextlib.nullcontext(),
+                                          get_current_stream=lambda: self.stream)
 
     def RawModule(self, code, options, name_expressions):
         def get_function(name):
@@ -254,6 +257,40 @@ def test_launcher_arguments_match_every_kernel_signature_and_tables_are_cached(f
     amp_launch.non_finite_check_and_unscale_(groups, grads, one(np.float32), one(np.float32), stats)
     assert fake.uploads == uploads and len(fake.launches) == launches + 2  # cached tables: no upload
     assert multi_tensor.TABLE_CACHE.hits >= 2
+
+
+def test_graph_capture_pins_tables_and_refuses_to_build_one(fake_launch):
+    # NOTE: a captured kernel re-reads its table's address on every replay: the LRU must never free it
+    fake = fake_launch
+    multi_tensor.TABLE_CACHE.capacity = 1
+    grads = [FakeArray(np.ones(4, np.float32))]
+    groups = [(np.dtype(np.float32), [0])]
+    one = lambda dtype: FakeArray(np.zeros(1, dtype))  # noqa: E731
+    stats = FakeArray(np.zeros((1, 2), np.int32))
+    unscale = lambda g: amp_launch.non_finite_check_and_unscale_(groups, g, one(np.float32), one(np.float32),  # noqa: E731
+                                                                 stats)
+    cold = [FakeArray(np.ones(4, np.float32))]
+    fake.stream.capturing = True
+    launches = len(fake.launches)
+    with pytest.raises(RuntimeError, match="warm-up"):
+        unscale(cold)  # never run outside capture: its table does not exist yet
+    assert len(fake.launches) == launches and multi_tensor.TABLE_CACHE.pinned == 0
+
+    fake.stream.capturing = False
+    unscale(grads)  # the warm-up builds the table
+    fake.stream.capturing = True
+    uploads = fake.uploads
+    unscale(grads)  # captured: the table is pinned, nothing uploaded
+    captured_table = fake.launches[-1][3][0]
+    assert fake.uploads == uploads and multi_tensor.TABLE_CACHE.pinned == 1
+
+    fake.stream.capturing = False
+    for _ in range(3):  # other tables churn the one-entry LRU
+        unscale([FakeArray(np.ones(4, np.float32))])
+    unscale(grads)
+    assert fake.launches[-1][3][0] is captured_table  # still the same device buffer the graph points to
+    multi_tensor.TABLE_CACHE.clear()
+    assert multi_tensor.TABLE_CACHE.pinned == 0 and len(multi_tensor.TABLE_CACHE) == 0
 
 
 @pytest.mark.skipif(NVRTC12 is None, reason="NVRTC 12 not installed (pip install nvidia-cuda-nvrtc-cu12 "

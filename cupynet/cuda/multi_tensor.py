@@ -10,6 +10,14 @@ the same parameters and gradients every step uploads its tables once.
 NOTE: the key holds only what the table contains (pointers and sizes), so a
 cached table is correct for any arrays that match the key, even new arrays
 that happen to reuse freed memory at the same addresses.
+
+CUDA graphs: a kernel captured into a graph keeps the *address* of its table,
+and every replay reads it again. An LRU that later dropped that table would
+free memory the graph still reads. So a table used while the current stream
+is capturing is *pinned*: it leaves the LRU and is never evicted (``clear()``
+drops pins, for tests and teardown). Capture also forbids the synchronous
+host-to-device copy that builds a table, so a table must exist before capture:
+run the step once first (the warm-up PyTorch's graph capture asks for too).
 """
 
 from __future__ import annotations
@@ -75,20 +83,33 @@ class TableCache:
         self.hits = 0
         self.misses = 0
         self._entries: collections.OrderedDict = collections.OrderedDict()
+        self._pinned: dict = {}
         self._lock = threading.Lock()
 
-    def get(self, key, build):
+    def get(self, key, build, pin: bool = False):
         """Return the cached value for ``key``, calling ``build()`` (and caching it) on a miss.
 
         Args:
             key: a hashable key, see :func:`table_key`.
             build: a function of no arguments returning the value to cache.
+            pin: the caller is capturing a CUDA graph: keep the value for good (never evicted), and
+                refuse to build it (a capture cannot upload one).
         """
         with self._lock:
-            if key in self._entries:
-                self._entries.move_to_end(key)
+            if key in self._pinned:
                 self.hits += 1
+                return self._pinned[key]
+            if key in self._entries:
+                self.hits += 1
+                if pin:
+                    self._pinned[key] = self._entries.pop(key)
+                    return self._pinned[key]
+                self._entries.move_to_end(key)
                 return self._entries[key]
+        if pin:
+            raise RuntimeError("cupynet: a multi-tensor launch met a CUDA graph capture before its chunk table was "
+                               "built (building it is a host-to-device copy, which capture forbids); run the "
+                               "captured step once before capturing it (a warm-up iteration)")
         value = build()
         with self._lock:
             self.misses += 1
@@ -98,13 +119,19 @@ class TableCache:
         return value
 
     def clear(self) -> None:
-        """Drop every cached table and reset the counters."""
+        """Drop every cached table, pinned ones included, and reset the counters."""
         with self._lock:
             self._entries.clear()
+            self._pinned.clear()
             self.hits = self.misses = 0
 
+    @property
+    def pinned(self) -> int:
+        """How many tables are pinned by CUDA graph captures."""
+        return len(self._pinned)
+
     def __len__(self):
-        return len(self._entries)
+        return len(self._entries) + len(self._pinned)
 
 
 TABLE_CACHE = TableCache(capacity=64)
@@ -133,6 +160,11 @@ def pointers(arrays, indices) -> list:
     return [0] * len(indices) if arrays is None else [arrays[i].data.ptr for i in indices]
 
 
+def _capturing(cupy) -> bool:
+    """Whether the current CUDA stream is capturing a graph."""
+    return bool(cupy.cuda.get_current_stream().is_capturing())
+
+
 def _device_table(pointer_lists, sizes, dtype):
     cupy = device.cupy()
     key = table_key(cupy.cuda.runtime.getDevice(), pointer_lists, sizes, [dtype] * len(sizes))
@@ -141,7 +173,7 @@ def _device_table(pointer_lists, sizes, dtype):
         host, n_chunks = build_host_table(pointer_lists, sizes)
         return cupy.asarray(host), n_chunks  # NOTE: the only host->device copy, once per key
 
-    return TABLE_CACHE.get(key, build)
+    return TABLE_CACHE.get(key, build, pin=_capturing(cupy))
 
 
 def launch_chunked(library, filename: str, kernel: str, dtype, pointer_lists, sizes, *args) -> int:

@@ -224,8 +224,11 @@ class EmulatedCupy:
         self.launches: list = []
         self.uploads = 0
         self._allocations: list = []
+        self.stream = types.SimpleNamespace(ptr=0, capturing=False)
+        self.stream.is_capturing = lambda: self.stream.capturing  # NOTE: tests flip it to mimic graph capture
         self.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0),
-                                          Device=lambda device_id=0: contextlib.nullcontext())
+                                          Device=lambda device_id=0: contextlib.nullcontext(),
+                                          get_current_stream=lambda: self.stream)
 
     # -- memory
 
