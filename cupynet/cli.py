@@ -115,6 +115,8 @@ def _info() -> dict:
                          "compute_capability": ".".join(map(str, cupynet.cuda.get_device_capability(0))),
                          "count": cupynet.cuda.device_count()}
     report["fp16_supported"], report["bf16_supported"] = _precision_support()
+    from cupynet.cuda.headers import headers_report
+    report["kernel_headers"] = headers_report()
     return report
 
 

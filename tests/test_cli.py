@@ -21,6 +21,7 @@ def test_info_runs_without_gpu():
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["default_device"] == "cpu" and report["numpy"]
+    assert set(report["kernel_headers"]) == {"cuda_fp16.h", "cuda_bf16.h", "kernels_can_compile", "fix"}
 
 
 def test_train_defaults_reach_95_percent_and_write_metrics(tmp_path):

@@ -6,6 +6,7 @@ The device questions (as ``torch.cuda``) are answered here; the kernel layer is 
 * ``compile``: ``.cu`` text, name expressions, ``cupy.RawModule`` compilation and its cache;
 * ``args``: scalar kernel arguments with their C type (``c_int``, ``c_float``, ...);
 * ``multi_tensor``: chunk tables and multi-tensor launches;
+* ``headers``: where ``cuda_fp16.h``/``cuda_bf16.h`` are (``cupynet info`` reports it);
 * ``checks``: argument checks of the array-level kernel functions (metadata only, no sync);
 * ``common.cuh``: the CUDA helpers every kernel includes; ``reference``: their NumPy twins.
 

@@ -22,7 +22,7 @@ import threading
 import numpy
 
 from cupynet import dtypes
-from cupynet.cuda import device
+from cupynet.cuda import device, headers
 from cupynet.cuda.multi_tensor import BLOCK_THREADS, CHUNK_SIZE
 
 __all__ = ["NVRTC_OPTIONS", "CTYPE_OF_DTYPE", "KERNEL_DTYPES", "COMMON_HEADER", "KernelLibrary", "per_dtype",
@@ -129,5 +129,15 @@ class KernelLibrary:
         key = (device.cupy().cuda.runtime.getDevice(), filename, name)
         function = self._kernels.get(key)
         if function is None:
-            function = self._kernels[key] = self.module(filename).get_function(name)
+            function = self._kernels[key] = self._compiled_function(filename, name)
         return function
+
+    def _compiled_function(self, filename: str, name: str):
+        # NOTE: CuPy compiles a RawModule lazily, at the first get_function
+        try:
+            return self.module(filename).get_function(name)
+        except Exception as error:
+            if headers.is_missing_header_error(error):
+                raise RuntimeError(f"cupynet could not compile {filename}: a CUDA header is missing "
+                                   f"({headers.find_headers()}); {headers.FIX_HINT}") from error
+            raise
