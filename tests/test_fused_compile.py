@@ -237,6 +237,7 @@ def fake_cublas(fake, monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy_backends.cuda", package.cuda)
     monkeypatch.setitem(sys.modules, "cupy_backends.cuda.libs", package.cuda.libs)
     monkeypatch.setitem(sys.modules, "cupy_backends.cuda.libs.cublas", cublas)
+    monkeypatch.setattr(device, "get_device_capability", lambda index=0: (9, 0))  # an H100 unless a test says
     return fake[0]
 
 
@@ -251,6 +252,27 @@ def test_batched_matmul_half_drives_cublas_correctly(fake_cublas, dtype, a_shape
     out = fake_cublas.batched_matmul_half(a, b)
     expected = np.matmul(np.asarray(a, np.float32), np.asarray(b, np.float32)).astype(dtype)
     np.testing.assert_array_equal(np.asarray(out, np.float32), expected.astype(np.float32))
+
+
+@pytest.mark.parametrize("capability, uses_cublas", [((7, 5), False), ((8, 0), True), ((9, 0), True)])
+def test_bfloat16_gemm_uses_cublas_only_from_sm80(fake_cublas, monkeypatch, capability, uses_cublas):
+    from cupynet.ops.kernels import launch
+
+    calls = []
+    cublas = sys.modules["cupy_backends.cuda.libs.cublas"]
+    monkeypatch.setattr(cublas, "gemmStridedBatchedEx", lambda *args: calls.append(args) or
+                        fake_gemm_strided_batched_ex(*args))
+    monkeypatch.setattr(device, "get_device_capability", lambda index=0: capability)
+    monkeypatch.setattr(device.cupy(), "matmul", lambda a, b: dev(np.matmul(a, b)), raising=False)
+    rng = np.random.default_rng(2)
+    a, b = dev(rng.standard_normal((2, 3, 4)).astype(BF16)), dev(rng.standard_normal((2, 4, 5)).astype(BF16))
+    out = launch.batched_matmul_half(a, b)
+    expected = np.matmul(np.asarray(a, np.float32), np.asarray(b, np.float32)).astype(BF16)
+    np.testing.assert_array_equal(np.asarray(out, np.float32), expected.astype(np.float32))
+    assert bool(calls) is uses_cublas and out.dtype == BF16
+    half = dev(rng.standard_normal((2, 3, 4)).astype(np.float16))
+    launch.batched_matmul_half(half, half.swapaxes(-1, -2))
+    assert calls, "float16 always takes cuBLAS GemmEx"
 
 
 # ----------------------------------------------------------------------------- the GPU benchmark, tiny, on the CPU

@@ -13,6 +13,7 @@ import pathlib
 
 import numpy
 
+from ... import dtypes
 from ...cuda import device
 from ...cuda.args import c_float, c_int, c_long_long
 from ...cuda.compile import KernelLibrary, per_dtype
@@ -277,6 +278,16 @@ def _cuda_data_type(runtime, dtype):
     return runtime.CUDA_R_16F if dtype == numpy.float16 else getattr(runtime, "CUDA_R_16BF", 14)
 
 
+BF16_GEMM_MIN_CAPABILITY = (8, 0)
+"""cuBLAS runs bfloat16 GemmEx only from Ampere (sm_80) on; older GPUs get the fp32 path."""
+
+
+def _gemm_ex_supports(cupy, dtype) -> bool:
+    if numpy.dtype(dtype) != dtypes.bfloat16:
+        return True  # NOTE: fp16 GemmEx with fp32 compute runs on every GPU CuPy supports
+    return device.get_device_capability(cupy.cuda.runtime.getDevice()) >= BF16_GEMM_MIN_CAPABILITY
+
+
 def batched_matmul_half(a, b):
     """``a @ b`` for float16/bfloat16 stacks through ``cublasGemmStridedBatchedEx`` with fp32 compute.
 
@@ -290,6 +301,9 @@ def batched_matmul_half(a, b):
         b: (..., k, n) CuPy array of a's dtype; batch dims equal to a's, or b (or a) 2-D.
     """
     cupy = device.cupy()
+    if not _gemm_ex_supports(cupy, a.dtype):
+        # NOTE: the same numerics without tensor cores: fp32 products and sums, one rounding at the end
+        return cupy.matmul(a.astype(f32), b.astype(f32)).astype(a.dtype)
     from cupy_backends.cuda.libs import cublas  # noqa: PLC0415 - CuPy-only
 
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
