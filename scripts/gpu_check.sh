@@ -58,7 +58,7 @@ KERNEL_TESTS="tests/test_kernels_gpu.py tests/test_fused_ops.py"
 # and memcheck sees an out-of-bounds access instead of a read inside a pooled block.
 SANITIZED="$PY -c 'import sys, cupy, pytest; cupy.cuda.set_allocator(None); \
 cupy.cuda.set_pinned_memory_allocator(None); sys.exit(pytest.main([\"-q\", \"-p\", \"no:cacheprovider\", \
-\"-x\", *sys.argv[1:]]))' $KERNEL_TESTS"
+\"-x\", \"--device\", \"cuda\", *sys.argv[1:]]))' $KERNEL_TESTS"
 SANITIZER_OPTS="--target-processes all --error-exitcode 1 --print-limit 50"
 
 STEP_NAMES=()
@@ -77,7 +77,7 @@ $PY -c 'import torch; print(\"torch:\", torch.__version__, \"| torch CUDA:\", to
 command -v nvcc >/dev/null && nvcc --version || echo 'nvcc: not on PATH'; \
 command -v g++ >/dev/null && g++ --version | head -1 || echo 'g++: not on PATH'"
 add_step info 60 "$PY -m cupynet.cli info --json"
-add_step tests 240 "$PY -m pytest -q -p no:cacheprovider -rfEs $GPU_TESTS"
+add_step tests 240 "$PY -m pytest -q -p no:cacheprovider --device cuda -rfEs $GPU_TESTS"
 if command -v compute-sanitizer >/dev/null 2>&1; then
     add_step sanitizer-memcheck 150 "compute-sanitizer --tool memcheck $SANITIZER_OPTS $SANITIZED"
     add_step sanitizer-racecheck 150 "compute-sanitizer --tool racecheck --racecheck-report all \
@@ -87,7 +87,7 @@ else
     add_step sanitizer 10 "echo 'compute-sanitizer is not on PATH: memcheck, racecheck and synccheck \
 were NOT run (it ships with the CUDA toolkit: add its bin/ to PATH)'"
 fi
-add_step suite 480 "$PY -m pytest -q -p no:cacheprovider --maxfail=200 -rfE --durations=25 \
+add_step suite 480 "$PY -m pytest -q -p no:cacheprovider --device cuda --maxfail=200 -rfE --durations=25 \
 --junitxml=\"\$RESULTS/suite-junit.xml\" tests/"
 add_step bench-gpu 240 "$PY benchmarks/bench_gpu.py --device cuda --repeats 50 --out \"\$RESULTS\""
 add_step bench-fused 150 "$PY benchmarks/bench_fused.py --device cuda --repeats 50 --out \"\$RESULTS\""

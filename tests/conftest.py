@@ -1,6 +1,8 @@
 import os
 import sys
 
+import pytest
+
 # NOTE: the test tensors are tiny; a multi-threaded BLAS on a busy 2-core CI machine spends far longer
 # spinning up and synchronising threads than multiplying (measured: 10-50x slower steps). Must be set
 # before NumPy is imported, which is why it sits at the top of conftest.
@@ -8,3 +10,41 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 sys.path.insert(0, os.path.dirname(__file__))  # tests import op_harness
+
+
+# ---- which device the suite runs on -------------------------------------------------------------------
+# NOTE: the suite is pinned to the CPU unless asked otherwise, even on a GPU machine: a GPU run is a
+# separate, deliberate run (`pytest --device cuda`, what scripts/gpu_check.sh does), so the everyday
+# run is the same everywhere and a GPU's harness noise never hides a real CPU failure. Tests marked
+# `cuda` need a GPU: skipped on the CPU run, and `--device cuda` on a machine without one is an error.
+
+def pytest_addoption(parser):
+    parser.addoption("--device", choices=("cpu", "cuda"), default="cpu",
+                     help="cpu (default): every test on NumPy, GPU tests skipped; cuda: new tensors on the GPU, "
+                          "op tests on both devices, GPU tests run (needs a usable CUDA GPU)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cuda: needs a usable CUDA GPU; runs only under `pytest --device cuda`")
+    device = config.getoption("--device")
+    if device == "cuda" and not _cuda_usable():
+        raise pytest.UsageError("--device cuda: no usable CUDA GPU here (CuPy missing, or "
+                                "cupy.cuda.is_available() is False); run without --device for the CPU suite")
+    os.environ["CUPYNET_DEVICE"] = device  # NOTE: before any test module imports cupynet; subprocesses inherit it
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--device") == "cuda":
+        return
+    skip = pytest.mark.skip(reason="a GPU test: run it with `pytest --device cuda` on a machine with a CUDA GPU")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
+
+
+def _cuda_usable() -> bool:
+    try:
+        import cupy
+        return bool(cupy.cuda.is_available())
+    except Exception:  # NOTE: not installed, or a broken CUDA setup (CuPy 13 can raise here)
+        return False

@@ -15,6 +15,8 @@ oracle for the forward when PyTorch is absent, ``low/high`` for the input range.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -32,7 +34,8 @@ TOLERANCES = {
     "float16": ((2e-2, 2e-2), (5e-2, 5e-2)),
     "bfloat16": ((1e-1, 5e-2), (2e-1, 1e-1)),
 }
-DEVICES = ["cpu"] + (["cuda"] if cn.cuda.is_available() else [])
+# NOTE: conftest sets CUPYNET_DEVICE from `pytest --device`: the op checks run on the GPU too only when asked
+DEVICES = ["cpu"] + (["cuda"] if os.environ.get("CUPYNET_DEVICE") == "cuda" else [])
 requires_torch = pytest.mark.skipif(torch is None, reason="PyTorch (the oracle) is not installed")
 
 

@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from cupynet.backend import cuda_available, cupy_or_none
+from cupynet.backend import cupy_or_none
 from cupynet.ops import fused
 from cupynet.ops._im2col import Geometry, output_length
 
@@ -341,7 +341,7 @@ def test_numpy_arrays_never_take_the_kernel_path():
 
 # ----------------------------------------------------------------------------- on a GPU: kernels vs references
 
-gpu = pytest.mark.skipif(not cuda_available(), reason="needs CuPy and a usable CUDA GPU")
+gpu = pytest.mark.cuda  # needs CuPy and a usable CUDA GPU: runs under `pytest --device cuda` (conftest)
 
 
 def on_both(fn, *arrays, **kw):

@@ -12,9 +12,9 @@ import pytest
 from cuda_emulation import cases
 from cuda_emulation.cases import SIZES, mixed_arrays, optimizer_problem, scalar
 
-from cupynet.backend import cuda_available, cupy_or_none
+from cupynet.backend import cupy_or_none
 
-pytestmark = pytest.mark.skipif(not cuda_available(), reason="needs CuPy and a usable CUDA GPU")
+pytestmark = pytest.mark.cuda  # needs CuPy and a usable CUDA GPU: runs under `pytest --device cuda` (conftest)
 
 from cupynet.amp import kernels as K  # noqa: E402
 from cupynet.cuda import multi_tensor  # noqa: E402
