@@ -95,6 +95,10 @@ class _Encoder:
         if isinstance(obj, dict):
             return {"__dict__": [[self.encode(k, f"{path} key", depth + 1), self.encode(v, f"{path}[{k!r}]", depth + 1)]
                                  for k, v in obj.items()]}
+        if callable(getattr(type(obj), "state_dict", None)):
+            raise TypeError(f"save: {path} is a {type(obj).__name__} object; checkpoints hold data, never objects: "
+                            f"save its state_dict() instead (cupynet.save(x.state_dict(), path)) and restore "
+                            f"it with load_state_dict(cupynet.load(path))")
         raise TypeError(f"save: cannot save {path} of type {type(obj).__name__}; checkpoints hold tensors, arrays, "
                         "numbers, strings, None, lists, tuples and dicts (no pickled objects)")
 
@@ -111,7 +115,8 @@ class _Encoder:
 
 
 def _is_array(obj):
-    return isinstance(obj, numpy.ndarray) or type(obj).__module__.startswith("cupy")
+    # NOTE: the top-level package, not a prefix: "cupynet.nn.linear" starts with "cupy" too
+    return isinstance(obj, numpy.ndarray) or type(obj).__module__.split(".")[0] == "cupy"
 
 
 def _host_array(array):
