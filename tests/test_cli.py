@@ -44,6 +44,7 @@ def test_train_defaults_reach_95_percent_and_write_metrics(tmp_path):
     (("train", "--dataset", "mnist:/nonexistent/dir"), "/nonexistent/dir"),
     (("train", "--epochs", "0"), "expected a positive integer"),
     (("train", "--model", "resnet"), "invalid choice: 'resnet'"),
+    (("train", "--amp-dtype", "bfloat16"), "--amp-dtype bfloat16 has no effect without --amp"),
 ])
 def test_bad_input_exits_nonzero_with_one_line(args, message):
     result = run_cli(*args)

@@ -85,6 +85,9 @@ class TrainConfig:
         """Raise ValueError naming the first inconsistent setting."""
         if (self.save_every or (self.resume == "auto")) and not self.out:
             raise ValueError("--save-every and --resume auto need --out DIR")
+        if self.amp_dtype is not None and not self.amp:
+            raise ValueError(f"--amp-dtype {self.amp_dtype} has no effect without --amp (the run would be fp32); "
+                             "add --amp, or drop --amp-dtype")
         if self.model not in ("mlp", "cnn", "transformer"):
             raise ValueError(f"unknown model {self.model!r}; expected mlp, cnn or transformer")
         if self.optimizer not in ("sgd", "adam", "adamw"):
