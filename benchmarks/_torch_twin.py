@@ -35,7 +35,7 @@ def twin(model, torch):
         torch: the torch module.
     """
     module = _mirror(model, torch)
-    state = {k: torch.tensor(cn.backend.to_numpy(v.data)) for k, v in model.state_dict().items()}
+    state = {k: torch.tensor(cn.backend.to_numpy(v.array)) for k, v in model.state_dict().items()}
     module.load_state_dict(state)
     return module
 

@@ -44,6 +44,6 @@ def transformer_twin(model, torch):
             return self.head(self.norm(self.encoder(h)).mean(dim=1))
 
     twin = Twin()
-    state = {k: torch.tensor(cn.backend.to_numpy(v.data)) for k, v in model.state_dict().items()}
+    state = {k: torch.tensor(cn.backend.to_numpy(v.array)) for k, v in model.state_dict().items()}
     twin.load_state_dict(state, strict=True)
     return twin

@@ -42,10 +42,10 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     state = make_state(args.params)
-    megabytes = sum(t.data.nbytes for t in state.values()) / 1e6
+    megabytes = sum(t.array.nbytes for t in state.values()) / 1e6
     directory = args.dir or tempfile.mkdtemp()
     ours, theirs = os.path.join(directory, "state.ckpt"), os.path.join(directory, "state.npz")
-    arrays = {k: t.data for k, t in state.items()}
+    arrays = {k: t.array for k, t in state.items()}
 
     save_ours = best_of(lambda: cn.save(state, ours), args.repeats)
     load_ours = best_of(lambda: cn.load(ours), args.repeats)

@@ -1,19 +1,26 @@
 """``Tensor``: an array (NumPy or CuPy) plus what autograd needs to know about it.
 
 * ``array`` is the raw NumPy/CuPy array (as in Chainer); every internal use
-  goes through it. ``data`` is, for now, the same array: it is kept for code
-  written against earlier cupynet and will take PyTorch's meaning (a Tensor
-  sharing storage, without history) with the PyTorch drop-in work.
+  goes through it. ``data`` has PyTorch's meaning: a Tensor sharing the same
+  array, without history (``p.data.add_(1)`` changes ``p``; autograd sees nothing).
 * ``grad_fn`` is the graph node that made the tensor (None for leaves), and
   ``_output_nr`` which output of that node it is.
 * ``_version`` counts in-place changes; ``save_for_backward`` remembers it so a
   tensor changed after being saved is an error at backward, not a wrong grad.
+  A view shares the counter of its base (``_vc`` is one list for both).
+* ``_view`` (set only on views made by a view op: slicing, reshape, transpose,
+  expand, split) is ``(base, op class, op options, writable)``: what an in-place write
+  through the view needs to rebase the base's history. ``_views`` (set only on
+  a graph tensor that has views needing grad) holds weak references to them, so
+  an in-place change of the base can give them their new history.
 
 The math methods (``x + y``, ``x.sum()``, ...) live in ``cupynet.ops`` and are
 reached through ``_ops``, resolved on first use, because ops import this module.
 """
 
 from __future__ import annotations
+
+import weakref
 
 import numpy
 
@@ -55,7 +62,10 @@ class Tensor:
         requires_grad: whether gradients should be computed for this (leaf) tensor.
     """
 
-    __slots__ = ("array", "grad", "_requires_grad", "grad_fn", "_output_nr", "_vc", "_hooks", "__weakref__")
+    # NOTE: ``_view`` and ``_views`` are left unset by __init__ (most tensors are not views): read them
+    # with ``view_info`` / ``live_views``, which cost nothing on the construction hot path
+    __slots__ = ("array", "grad", "_requires_grad", "grad_fn", "_output_nr", "_vc", "_hooks", "_view", "_views",
+                 "__weakref__")
     __array_priority__ = 1000  # NOTE: make numpy_array * tensor call Tensor.__rmul__
 
     def __init__(self, data, requires_grad=False):
@@ -70,13 +80,22 @@ class Tensor:
             self.requires_grad = True
 
     @property
-    def data(self):
-        """The raw NumPy/CuPy array, the same object as ``array`` (kept for earlier cupynet code)."""
-        return self.array
+    def data(self) -> Tensor:
+        """A Tensor sharing this one's array, with no history and ``requires_grad=False`` (PyTorch's ``.data``).
+
+        NOTE: as in PyTorch it does not share the version counter (that is ``detach()``'s job): changes
+        made through it are invisible to autograd, which is what optimizers and initialisers want.
+        """
+        return Tensor(self.array)
 
     @data.setter
     def data(self, value):
-        self.array = value
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+        if type(value.array) is not type(self.array) or value.device != self.device:
+            raise RuntimeError(f"data set to a tensor on {value.device}, but this tensor is on {self.device}; "
+                               "expected both on the same device (move it with .to() first)")
+        self.array = value.array
 
     # ---- autograd attributes -------------------------------------------------------------
     @property
@@ -227,6 +246,13 @@ class Tensor:
         elif self._requires_grad:
             extras.append("requires_grad=True")
         return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+    def __format__(self, spec):
+        # NOTE: as PyTorch: a 0-d tensor formats as its Python scalar (f"{loss:.4f}"); any other tensor only
+        # takes the empty spec (str(t)), and object.__format__ raises torch's TypeError for the rest
+        if self.array.ndim == 0:
+            return format(self.item(), spec)
+        return object.__format__(self, spec)
 
     __hash__ = object.__hash__
 
@@ -462,3 +488,87 @@ class Tensor:
         """The last two dimensions swapped."""
         return _ops.transpose(self, -2, -1)
 
+
+
+# ---- views ----------------------------------------------------------------------------------------
+_VIEW_SLOT, _VIEWS_SLOT = Tensor.__dict__["_view"], Tensor.__dict__["_views"]
+# NOTE: views of a graph tensor are remembered weakly on the root; the dead ones are dropped whenever the
+# list reaches a power of two from this size on (amortised constant cost per view)
+_PRUNE_AT = 16
+
+
+def view_info(t):
+    """``(base, op class, op options, writable)`` when ``t`` was made by a view op, else None.
+
+    NOTE: reads the slot descriptor directly, so a tensor that is not a view costs one
+    caught AttributeError and never reaches ``Tensor.__getattr__``.
+
+    Args:
+        t: a Tensor.
+    """
+    try:
+        return _VIEW_SLOT.__get__(t, Tensor)
+    except AttributeError:
+        return None
+
+
+def live_views(root):
+    """The views of ``root`` that need gradients and are still alive, in the order they were made.
+
+    Args:
+        root: a Tensor that is not itself a view.
+    """
+    try:
+        refs = _VIEWS_SLOT.__get__(root, Tensor)
+    except AttributeError:
+        return []
+    return [v for v in (r() for r in refs) if v is not None]
+
+
+def view_root(t):
+    """The tensor owning the memory ``t`` views (``t`` itself when it is not a view).
+
+    Args:
+        t: a Tensor.
+    """
+    info = view_info(t)
+    while info is not None:
+        t = info[0]
+        info = view_info(t)
+    return t
+
+
+def mark_view(out, base, op, options, writable=True):
+    """Record that ``out`` views ``base``'s memory: one version counter, and how to make it again.
+
+    Args:
+        out: the Tensor a view op returned.
+        base: the Tensor it views.
+        op: the ``Function`` class that made it.
+        options: the keyword options ``op.apply(base, **options)`` takes to make the same view again.
+        writable: False for the pieces of a multi-output view op (``split``, ``unbind``), which cannot be
+            written in place while they are part of a graph, as in PyTorch.
+    """
+    out._vc = base._vc
+    out._view = (base, op, options, writable)
+    if out._requires_grad and base.grad_fn is not None:
+        remember_view(out)
+    return out
+
+
+def remember_view(view):
+    """Keep a weak reference to ``view`` on its root, so an in-place change of the root can renew its history.
+
+    Args:
+        view: a Tensor made by a view op.
+    """
+    root = view_root(view)
+    if root.grad_fn is None and root._requires_grad:
+        return  # NOTE: the history of a leaf that requires grad never changes (in-place ops on it are refused)
+    try:
+        refs = _VIEWS_SLOT.__get__(root, Tensor)
+    except AttributeError:
+        refs = root._views = []
+    if len(refs) >= _PRUNE_AT and not len(refs) & (len(refs) - 1):
+        refs[:] = [r for r in refs if r() is not None]
+    refs.append(weakref.ref(view))

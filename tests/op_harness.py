@@ -41,7 +41,7 @@ requires_torch = pytest.mark.skipif(torch is None, reason="PyTorch (the oracle) 
 
 def host(t):
     """A float64 NumPy copy of a cupynet Tensor's values."""
-    return np.asarray(cn.backend.to_numpy(t.data), dtype=np.float64)
+    return np.asarray(cn.backend.to_numpy(t.array), dtype=np.float64)
 
 
 def make_arrays(shapes, seed=0, low=-2.0, high=2.0):

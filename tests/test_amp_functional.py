@@ -185,7 +185,7 @@ def test_two_optimizers_sharing_one_scale_match_grad_scaler_exactly(overflow):
     F.scale_outputs(loss0, S).backward(retain_graph=True)
     F.scale_outputs(loss1, S).backward()
     if overflow is not None:
-        (model0, model1)[overflow].weight.grad.data[0, 0] = np.inf
+        (model0, model1)[overflow].weight.grad.array[0, 0] = np.inf
     _, found0, S0 = F.unscale_and_step(opt0, S, growth_factor=growth)
     grads0 = [p.grad.numpy().copy() for p in model0.parameters()]
     _, found1, S1 = F.unscale_and_step(opt1, S, growth_factor=growth)
@@ -198,7 +198,7 @@ def test_two_optimizers_sharing_one_scale_match_grad_scaler_exactly(overflow):
     scaler.scale(rloss0).backward(retain_graph=True)
     scaler.scale(rloss1).backward()
     if overflow is not None:
-        (ref0, ref1)[overflow].weight.grad.data[0, 0] = np.inf
+        (ref0, ref1)[overflow].weight.grad.array[0, 0] = np.inf
     scaler.step(ropt0)
     scaler.step(ropt1)
     scaler.update()

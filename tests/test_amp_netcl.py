@@ -91,7 +91,7 @@ def test_netcl_trainer_loop_with_unscale_grads():
             loss = loss_fn(model(xb), yb)
         scaler.scale_loss(loss).backward()
         if i == bad_iteration:
-            params[0].grad.data[0, 0] = np.inf
+            params[0].grad.array[0, 0] = np.inf
         found_inf = scaler.unscale_grads(params)
         if not found_inf:
             nn.utils.clip_grad_norm_(params, max_norm)
@@ -107,7 +107,7 @@ def test_netcl_trainer_loop_with_unscale_grads():
             loss = loss_fn(ref(xb), yb)
         rscaler.scale(loss).backward()
         if i == bad_iteration:
-            list(ref.parameters())[0].grad.data[0, 0] = np.inf
+            list(ref.parameters())[0].grad.array[0, 0] = np.inf
         rscaler.unscale_(ropt)
         nn.utils.clip_grad_norm_(ref.parameters(), max_norm)
         rscaler.step(ropt)
@@ -228,7 +228,7 @@ def test_no_host_sync_in_scale_loss_and_step(opt_cls, inf, monkeypatch):
     monkeypatch.undo()
     scaled.backward()
     if inf:
-        model[0].weight.grad.data[0, 0] = np.nan
+        model[0].weight.grad.array[0, 0] = np.nan
     before = [p.detach().numpy().copy() for p in model.parameters()]
     monkeypatch.setattr(backend, "to_numpy", lambda a: reads.append("to_numpy") or real_to_numpy(a))
     monkeypatch.setattr(Tensor, "item", lambda self: reads.append("item"))

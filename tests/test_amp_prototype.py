@@ -499,7 +499,7 @@ def _one_backward(scale=2.0**10, opt_cls=optim.SGD, inf=False):
     input, target = data[0]
     scale_outputs(loss_fn(model(input), target), S).backward()
     if inf:
-        model[0].weight.grad.data[0, 0] = np.inf
+        model[0].weight.grad.array[0, 0] = np.inf
     return model, optimizer, S
 
 
@@ -557,7 +557,7 @@ def test_scale_growth_and_backoff_factors_and_scale_scheduler():
 def test_fp16_gradients_are_refused_by_unscale_but_checked_by_check_inf():
     model, optimizer, S = _one_backward()
     model[0].weight.grad = model[0].weight.grad.to(cn.float16)
-    model[0].weight.grad.data[0, 0] = np.inf
+    model[0].weight.grad.array[0, 0] = np.inf
     with pytest.raises(ValueError, match="Attempting to unscale FP16 gradients."):
         optimizer.unscale_and_step(current_scale=S)
     assert optimizer.check_inf().item() == 1.0

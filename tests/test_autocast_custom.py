@@ -135,7 +135,7 @@ def test_cast_inputs_never_touches_float64_or_ints():
         @amp.custom_fwd(device_type="cpu", cast_inputs=cn.float16)
         def forward(ctx, x, y, pair=None):
             seen.append((x.dtype, y.dtype, [t.dtype for t in pair]))
-            return x.data.astype(cn.float32)
+            return x.array.astype(cn.float32)
 
         @staticmethod
         def backward(ctx, grad):
@@ -151,7 +151,7 @@ def test_decorators_without_parentheses():
         @staticmethod
         @amp.custom_fwd
         def forward(ctx, x):
-            return x.data * 2
+            return x.array * 2
 
         @staticmethod
         @amp.custom_bwd

@@ -266,7 +266,7 @@ class _Risky(Function):
 
     @staticmethod
     def forward(ctx, x):
-        return x.data * 2
+        return x.array * 2
 
     @staticmethod
     def backward(ctx, grad):

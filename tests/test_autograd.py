@@ -174,7 +174,7 @@ def test_custom_function_ctx_and_needs_input_grad():
         def forward(ctx, a, b, k):
             ctx.save_for_backward(a, b)
             ctx.k = k
-            return a.data * b.data + k
+            return a.array * b.array + k
 
         @staticmethod
         def backward(ctx, grad):
@@ -192,7 +192,7 @@ def test_custom_function_wrong_number_of_grads():
     class Bad(Function):
         @staticmethod
         def forward(ctx, a, b):
-            return a.data + b.data
+            return a.array + b.array
 
         @staticmethod
         def backward(ctx, grad):
@@ -208,7 +208,7 @@ def test_gradcheck_catches_a_wrong_backward():
         @staticmethod
         def forward(ctx, a):
             ctx.save_for_backward(a)
-            return a.data ** 2
+            return a.array ** 2
 
         @staticmethod
         def backward(ctx, grad):

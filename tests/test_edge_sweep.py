@@ -528,7 +528,7 @@ for _label, _spec, _shifts, _dims in (("0d", X(), 1, None), ("flat", X(3, 4, lay
                                       ("npT", X(2, 5, lay="npT"), -1, 1), ("0d-dim", X(), 1, 0)):
     case("roll", _label, lambda lib, x, s=_shifts, d=_dims: lib.roll(x, s, d), _spec)
 
-# --- in-place (no graph: cupynet refuses in-place ops on tensors that need grad, see docs/differences.md)
+# --- in-place, no graph (graph tensors and views are checked against torch in tests/test_inplace_views.py)
 def _inplace(name, *args):
     return lambda lib, x, *ys: getattr(x.clone(), name)(*ys, *args)
 
@@ -556,8 +556,12 @@ for _name, _args, _others in (("add_", (), (X(2, grad=False),)), ("sub_", (), (X
                               ("fill_", (0.25,), ()), ("copy_", (), (X(3, 2, grad=False),)),
                               ("masked_fill_", (-1.0,), (Mask(3, 2),))):
     case(_name, "through-view", _through_view(_name, *_args), X(3, 3, grad=False), *_others)
+for _name in ("clamp_", "clip_"):
+    case(_name, "through-view", _through_view(_name, -0.25, 0.5), X(3, 3, grad=False))
 for _label, _spec in (("0d", X(grad=False)), ("empty", X(0, 3, grad=False)), ("T", X(3, 4, lay="T", grad=False))):
     case("zero_", _label, lambda lib, x: x.clone().zero_(), _spec)
+    case("clamp_", _label, lambda lib, x: x.clone().clamp_(min=-0.5), _spec)
+    case("clip_", _label, lambda lib, x: x.clone().clip_(max=0.25), _spec)
     case("fill_", _label, lambda lib, x: x.clone().fill_(-0.75), _spec)
     case("fill_", _label + "-0d-tensor", lambda lib, x, v: x.clone().fill_(v), _spec, X(grad=False))
     case("copy_", _label, lambda lib, x, y: x.clone().copy_(y), _spec, X(*_spec.shape[1:], lay="c", grad=False))
@@ -829,6 +833,8 @@ def test_edge(c, dtype):
 EXCLUDED = {
     "randn_like": "random values: different streams from torch's (docs/differences.md); shape/dtype in creation tests",
     "rand_like": "random values, as randn_like",
+    "normal_": "random values, as randn_like (tests/test_inplace_views.py checks the range and that p changes)",
+    "uniform_": "random values, as randn_like (tests/test_inplace_views.py checks the range and that p changes)",
     "empty_like": "PyTorch's values are uninitialised memory: nothing to compare",
 }
 CREATION_FROM_TENSOR = ("zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like")

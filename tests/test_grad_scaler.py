@@ -48,7 +48,7 @@ class ThirdPartySGD:
         self.calls += 1
         for p in self.param_groups[0]["params"]:
             if p.grad is not None:
-                p.data[...] = p.data - self.param_groups[0]["lr"] * p.grad.data
+                p.array[...] = p.array - self.param_groups[0]["lr"] * p.grad.array
         return "stepped"
 
 
@@ -66,7 +66,7 @@ def _backward(model, scaler, inf=False):
     loss = model(cn.ones(2, 4)).sum()
     scaler.scale(loss).backward()
     if inf:
-        model.weight.grad.data[0, 0] = np.inf
+        model.weight.grad.array[0, 0] = np.inf
 
 
 # ---- constructor and lazy state ----------------------------------------------------------------------
@@ -403,7 +403,7 @@ def test_no_sync_in_scale_unscale_update_and_device_step(syncs):
         scaled = scaler.scale(loss)
         scaled.backward()
         if inf:
-            model.weight.grad.data[0, 0] = np.nan
+            model.weight.grad.array[0, 0] = np.nan
         syncs["n"] = 0
         scaler.unscale_(opt)
         result = scaler.step(opt)  # built-in optimizer: skipped on the device

@@ -14,7 +14,7 @@ def _iteration(scaler, model, opt, bad=None, value=np.inf):
     opt.zero_grad()
     scaler.scale(model(cn.ones(2, 4)).sum()).backward()
     if bad is not None:
-        dict(model.named_parameters())[bad].grad.data.reshape(-1)[0] = value
+        dict(model.named_parameters())[bad].grad.array.reshape(-1)[0] = value
     result = scaler.step(opt)
     scaler.update()
     return result
@@ -94,8 +94,8 @@ def test_last_overflow_names_the_layer_from_a_registered_model():
     _iteration(scaler, model, opt)  # a clean step keeps the last overflow
     opt.zero_grad()
     scaler.scale(model(cn.ones(2, 4)).sum()).backward()
-    model[0].bias.grad.data[:2] = np.nan
-    model[2].bias.grad.data[0] = -np.inf
+    model[0].bias.grad.array[:2] = np.nan
+    model[2].bias.grad.array[0] = -np.inf
     scaler.step(opt)  # read before update(): the current iteration counts
     report = scaler.last_overflow()
     assert sorted(report) == [("0.bias", 0, 2), ("2.bias", 1, 0)] and report.step == 3

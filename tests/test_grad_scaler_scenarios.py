@@ -29,7 +29,7 @@ class CupynetFW:
     def model(self, weights):
         m = nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 8))
         for p, w in zip(m.parameters(), weights):
-            p.data[...] = w
+            p.array[...] = w
         return m
 
     def optimizer(self, kind, params):
@@ -42,7 +42,7 @@ class CupynetFW:
         return cn.autograd.grad(out, inputs, create_graph=True)
 
     def fill_inf(self, p):
-        p.grad.data[...] = np.inf
+        p.grad.array[...] = np.inf
 
     def numpy(self, t):
         return t.detach().numpy()

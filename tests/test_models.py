@@ -57,7 +57,7 @@ def test_cnn_training_step_reduces_loss():
         loss = loss_fn(model(x), y)
         loss.backward()
         for p in model.parameters():
-            p.data -= 0.1 * p.grad.data
+            p.array -= 0.1 * p.grad.array
         losses.append(loss.item())
     assert losses[-1] < losses[0]
 

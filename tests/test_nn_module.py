@@ -171,7 +171,7 @@ def test_state_dict_values_share_memory_and_prefix():
     m = nn.Linear(2, 1)
     sd = m.state_dict(prefix="enc.")
     assert list(sd) == ["enc.weight", "enc.bias"]
-    assert sd["enc.weight"].data is m.weight.data and not sd["enc.weight"].requires_grad
+    assert sd["enc.weight"].array is m.weight.array and not sd["enc.weight"].requires_grad
     assert m.state_dict(keep_vars=True)["weight"] is m.weight
 
 
@@ -269,7 +269,7 @@ def test_parameter_basics_and_deepcopy():
     clone = copy.deepcopy(m)
     assert isinstance(clone[0].weight, nn.Parameter) and clone[0].weight is not m[0].weight
     np.testing.assert_array_equal(clone[0].weight.detach().numpy(), m[0].weight.detach().numpy())
-    clone[0].weight.data[...] = 0
+    clone[0].weight.array[...] = 0
     assert float(np.abs(m[0].weight.detach().numpy()).sum()) > 0
 
 

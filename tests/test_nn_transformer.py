@@ -107,6 +107,6 @@ def test_encoder_matches_torch_seq_first():
 def test_encoder_layers_are_independent_copies():
     enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16), 2)
     a, b = enc.layers[0].linear1.weight, enc.layers[1].linear1.weight
-    assert a is not b and a.data is not b.data
+    assert a is not b and a.array is not b.array
     with pytest.raises(ValueError, match="num_layers must be a positive integer"):
         nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16), 0)

@@ -74,7 +74,7 @@ def test_clip_grad_norm_does_not_sync(monkeypatch):
     monkeypatch.setattr(cn.Tensor, "__bool__", forbidden)
     monkeypatch.setattr(cn.Tensor, "__float__", forbidden)
     total = utils.clip_grad_norm_(params, 1.0)
-    assert total.data.shape == ()
+    assert total.array.shape == ()
 
 
 def test_clip_grad_value():

@@ -96,7 +96,7 @@ def test_arithmetic_backward_of_0d_tensors_gives_array_gradients():
     a = cn.tensor(3.0, requires_grad=True)
     b = cn.tensor(0.5, requires_grad=True)
     (a * b / b - b).backward()
-    assert type(a.grad.data) is np.ndarray and type(b.grad.data) is np.ndarray
+    assert type(a.grad.array) is np.ndarray and type(b.grad.array) is np.ndarray
     assert a.grad.item() == 1.0 and b.grad.item() == -1.0
 
 

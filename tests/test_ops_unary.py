@@ -128,7 +128,7 @@ def test_rounding_integers_is_a_copy_with_the_same_dtype():
     for name in ("floor", "ceil", "trunc", "round"):
         out = getattr(cn, name)(ints)
         assert out.dtype == cn.int64 and out.numpy().tolist() == [-3, 0, 7]
-        assert out.data is not ints.data
+        assert out.array is not ints.array
 
 
 def test_round_decimals_matches_torch():

@@ -109,7 +109,7 @@ def _compare(cases, expected, exact=False):
             keys = [k.split("/", 2)[2] for k in expected if k.startswith(f"{i}/{j}/")]
             assert set(keys) == {"param", *opt.state[p]}, (case, keys)
             for key in keys:
-                mine = p.data if key == "param" else opt.state[p][key].data
+                mine = p.array if key == "param" else opt.state[p][key].array
                 theirs = expected[f"{i}/{j}/{key}"]
                 assert mine.dtype == np.float32 and mine.shape == theirs.shape, (case, key)
                 if exact:
@@ -178,16 +178,16 @@ def test_adam_adamw_rmsprop_match_torch(oracle):
     _compare(OTHER_TORCH_CASES, oracle[1])
     opt, _ = _run_ours(OTHER_TORCH_CASES[0])
     step = next(iter(opt.state.values()))["step"]
-    assert step.dtype == np.float32 and step.shape == () and float(step.data) == STEPS
+    assert step.dtype == np.float32 and step.shape == () and float(step.array) == STEPS
 
 
 def test_step_is_in_place_and_builds_no_graph():
     p = Tensor(np.ones(3, np.float32), requires_grad=True)
-    before_array, before_version = p.data, p._version
+    before_array, before_version = p.array, p._version
     p.grad = Tensor(np.ones(3, np.float32))
     optim.SGD([p], lr=0.5).step()
-    assert p.data is before_array and p.grad_fn is None and p._version == before_version + 1
-    np.testing.assert_array_equal(p.data, np.full(3, 0.5, np.float32))
+    assert p.array is before_array and p.grad_fn is None and p._version == before_version + 1
+    np.testing.assert_array_equal(p.array, np.full(3, 0.5, np.float32))
 
 
 def test_params_without_grad_are_skipped_and_closure_is_called():
@@ -195,8 +195,8 @@ def test_params_without_grad_are_skipped_and_closure_is_called():
     a.grad = Tensor(np.ones(2, np.float32))
     opt = optim.Adam([a, b], lr=0.1)
     assert opt.step(closure=lambda: 42.0) == 42.0
-    assert b not in opt.state and np.array_equal(b.data, np.ones(2, np.float32))
-    assert not np.array_equal(a.data, np.ones(2, np.float32))
+    assert b not in opt.state and np.array_equal(b.array, np.ones(2, np.float32))
+    assert not np.array_equal(a.array, np.ones(2, np.float32))
 
 
 def test_zero_grad_variants():
@@ -204,7 +204,7 @@ def test_zero_grad_variants():
     p.grad = Tensor(np.ones(2, np.float32))
     opt = optim.SGD([p], lr=0.1)
     opt.zero_grad(set_to_none=False)
-    assert np.array_equal(p.grad.data, np.zeros(2, np.float32))
+    assert np.array_equal(p.grad.array, np.zeros(2, np.float32))
     opt.zero_grad()
     assert p.grad is None
 
@@ -214,7 +214,7 @@ def test_param_groups_override_defaults():
     opt = optim.SGD([{"params": [a]}, {"params": b, "lr": 1.0}], lr=0.5)
     a.grad, b.grad = Tensor(np.ones(1, np.float32)), Tensor(np.ones(1, np.float32))
     opt.step()
-    assert a.data[0] == 0.5 and b.data[0] == 0.0
+    assert a.array[0] == 0.5 and b.array[0] == 0.0
     c = Tensor(np.ones(1, np.float32), requires_grad=True)
     opt.add_param_group({"params": [c], "momentum": 0.9})
     assert opt.param_groups[2]["lr"] == 0.5 and opt.param_groups[2]["momentum"] == 0.9
@@ -275,4 +275,4 @@ def test_bad_grad_is_rejected_before_any_update():
     opt = optim.Adam([a, b], lr=0.1)
     with pytest.raises(ValueError, match=r"Adam.step: parameter 1 has shape \(3,\) but its grad has shape \(2,\)"):
         opt.step()
-    assert np.array_equal(a.data, np.ones(2, np.float32)) and len(opt.state) == 0
+    assert np.array_equal(a.array, np.ones(2, np.float32)) and len(opt.state) == 0

@@ -38,9 +38,9 @@ def _regrad(params, seed, grad_dtype=np.float32):
 
 
 def _snapshot(opt, params):
-    state = {(i, k): np.array(v.data, copy=True) for i, p in enumerate(params)
+    state = {(i, k): np.array(v.array, copy=True) for i, p in enumerate(params)
              for k, v in opt.state.get(p, {}).items() if isinstance(v, Tensor)}
-    return [np.array(p.data, copy=True) for p in params], state
+    return [np.array(p.array, copy=True) for p in params], state
 
 
 def _same_bits(a, b):
@@ -72,8 +72,8 @@ def test_found_inf_set_changes_nothing_bitwise(name, no_host_sync):
     opt = MAKERS[name](params)
     opt.step(found_inf=_flag(0.0))  # state exists now
     _regrad(params, 1)
-    params[0].grad.data[0, 0] = np.inf
-    params[1].grad.data[3] = np.nan
+    params[0].grad.array[0, 0] = np.inf
+    params[1].grad.array[3] = np.nan
     before = _snapshot(opt, params)
     opt.step(found_inf=_flag(1.0))
     after = _snapshot(opt, params)
@@ -102,9 +102,9 @@ def test_skipped_first_step_then_taken_step_equals_one_plain_step(name):
     # NOTE: GradScaler often skips the very first steps; the buffers must then start as PyTorch's first step
     a, b = _params(6), _params(6)
     opt_a, opt_b = MAKERS[name](a), MAKERS[name](b)
-    grads = [np.array(p.grad.data, copy=True) for p in a]
+    grads = [np.array(p.grad.array, copy=True) for p in a]
     for p in a:
-        p.grad.data[...] = np.nan
+        p.grad.array[...] = np.nan
     opt_a.step(found_inf=_flag(1.0))
     opt_a.step(found_inf=_flag(1.0))
     for p, g in zip(a, grads):
@@ -112,9 +112,9 @@ def test_skipped_first_step_then_taken_step_equals_one_plain_step(name):
     opt_a.step(found_inf=_flag(0.0))
     opt_b.step()
     for p, q in zip(a, b):
-        assert _same_bits(p.data, q.data)
+        assert _same_bits(p.array, q.array)
     if "step" in opt_b.state[b[0]]:
-        assert float(opt_a.state[a[0]]["step"].data) == 1.0
+        assert float(opt_a.state[a[0]]["step"].array) == 1.0
 
 
 def test_step_counter_advances_only_on_taken_steps():
@@ -122,7 +122,7 @@ def test_step_counter_advances_only_on_taken_steps():
     opt = optim.Adam(params, lr=0.01)
     for flag in (0.0, 1.0, 1.0, 0.0, 1.0):
         opt.step(found_inf=_flag(flag))
-    assert all(float(opt.state[p]["step"].data) == 2.0 for p in params)
+    assert all(float(opt.state[p]["step"].array) == 2.0 for p in params)
 
 
 def test_shared_step_is_copied_for_params_not_stepped():
@@ -131,7 +131,7 @@ def test_shared_step_is_copied_for_params_not_stepped():
     opt.step()
     params[1].grad = None
     opt.step()
-    counts = [float(opt.state[p]["step"].data) for p in params]
+    counts = [float(opt.state[p]["step"].array) for p in params]
     assert counts == [2.0, 1.0, 2.0]
 
 
@@ -175,9 +175,9 @@ def test_fused_reference_path_matches_unfused(name, grad_dtype, monkeypatch):
         _regrad(plain_params, 20 + k, grad_dtype)
     assert len(calls) >= len(flags)  # the fused kernels (their NumPy reference on the CPU) really ran
     for p, q in zip(fused_params, plain_params):
-        np.testing.assert_allclose(p.data, q.data, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(p.array, q.array, rtol=1e-6, atol=1e-7)
         for key, value in plain.state[q].items():
-            np.testing.assert_allclose(fused.state[p][key].data, value.data, rtol=1e-6, atol=1e-7, err_msg=key)
+            np.testing.assert_allclose(fused.state[p][key].array, value.array, rtol=1e-6, atol=1e-7, err_msg=key)
 
 
 def test_fused_true_needs_fp32_params():
@@ -204,4 +204,4 @@ def test_fp16_params_keep_dtype_with_fp32_state():
     opt = optim.Adam([p], lr=0.1)
     opt.step()
     assert p.dtype == np.float16 and opt.state[p]["exp_avg"].dtype == np.float32
-    np.testing.assert_allclose(p.data.astype(np.float32), np.full(4, 0.9, np.float32), rtol=1e-3)
+    np.testing.assert_allclose(p.array.astype(np.float32), np.full(4, 0.9, np.float32), rtol=1e-3)

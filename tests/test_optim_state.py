@@ -20,7 +20,7 @@ def _grads(params, seed):
 
 def _host_copy(state_dict):
     """What a checkpoint file holds: plain arrays, no shared objects."""
-    state = {i: {k: (np.array(v.data, copy=True) if isinstance(v, Tensor) else v) for k, v in s.items()}
+    state = {i: {k: (np.array(v.array, copy=True) if isinstance(v, Tensor) else v) for k, v in s.items()}
              for i, s in state_dict["state"].items()}
     return {"state": state, "param_groups": [dict(g) for g in state_dict["param_groups"]]}
 
@@ -38,7 +38,7 @@ def test_round_trip_continues_identically(make):
         _grads(a, k)
         opt_a.step()
     saved = _host_copy(opt_a.state_dict())
-    b = [Tensor(np.array(p.data, copy=True), requires_grad=True) for p in a]
+    b = [Tensor(np.array(p.array, copy=True), requires_grad=True) for p in a]
     opt_b = make(b)
     opt_b.load_state_dict(saved)
     for k in range(3, 6):
@@ -47,7 +47,7 @@ def test_round_trip_continues_identically(make):
         opt_a.step()
         opt_b.step()
     for p, q in zip(a, b):
-        assert p.data.tobytes() == q.data.tobytes()
+        assert p.array.tobytes() == q.array.tobytes()
 
 
 def test_layout_matches_pytorch():
@@ -63,7 +63,7 @@ def test_layout_matches_pytorch():
     assert sorted(sd["state"]) == [0, 1]  # extra had no grad: no state
     assert sorted(sd["state"][0]) == ["exp_avg", "exp_avg_sq", "step"]
     step = sd["state"][0]["step"]
-    assert isinstance(step, Tensor) and step.dtype == np.float32 and step.shape == () and float(step.data) == 1.0
+    assert isinstance(step, Tensor) and step.dtype == np.float32 and step.shape == () and float(step.array) == 1.0
     assert sd["state"][0]["step"] is not sd["state"][1]["step"]  # copies: no shared objects in a checkpoint
 
 
@@ -74,9 +74,9 @@ def test_torch_can_load_our_state_dict():
     _grads(params, 0)
     opt.step()
     sd = opt.state_dict()
-    state = {i: {k: torch.tensor(np.asarray(v.data)) for k, v in s.items()} for i, s in sd["state"].items()}
+    state = {i: {k: torch.tensor(np.asarray(v.array)) for k, v in s.items()} for i, s in sd["state"].items()}
     converted = {"state": state, "param_groups": [dict(g) for g in sd["param_groups"]]}
-    theirs = torch.optim.Adam([torch.tensor(np.array(p.data)) for p in params], lr=0.01)
+    theirs = torch.optim.Adam([torch.tensor(np.array(p.array)) for p in params], lr=0.01)
     theirs.load_state_dict(converted)
     assert float(list(theirs.state.values())[0]["step"]) == 1.0
 
@@ -104,11 +104,11 @@ def test_bad_state_dict_is_rejected_and_nothing_changes(mutate, message):
     sd = _host_copy(opt.state_dict())
     sd["param_groups"][0]["params"] = list(sd["param_groups"][0]["params"])
     mutate(sd)
-    before = {(i, k): np.array(v.data, copy=True) for i, p in enumerate(params) for k, v in opt.state[p].items()}
+    before = {(i, k): np.array(v.array, copy=True) for i, p in enumerate(params) for k, v in opt.state[p].items()}
     groups_before = [dict(g) for g in opt.param_groups]
     with pytest.raises(ValueError, match=message):
         opt.load_state_dict(sd)
-    after = {(i, k): np.array(v.data, copy=True) for i, p in enumerate(params) for k, v in opt.state[p].items()}
+    after = {(i, k): np.array(v.array, copy=True) for i, p in enumerate(params) for k, v in opt.state[p].items()}
     assert before.keys() == after.keys() and all(before[k].tobytes() == after[k].tobytes() for k in before)
     assert [dict(g) for g in opt.param_groups] == groups_before
 
@@ -123,7 +123,7 @@ def test_load_casts_state_to_compute_dtype_and_copies():
     assert opt.state[params[0]]["exp_avg"].dtype == np.float32
     step = opt.state[params[0]]["step"]
     assert step.dtype == np.float32 and step.shape == ()
-    assert opt.state[params[1]]["exp_avg"].data is not source
+    assert opt.state[params[1]]["exp_avg"].array is not source
     # equal steps within a group are shared again after loading (one device scalar for the fused path)
     assert opt.state[params[0]]["step"] is opt.state[params[1]]["step"]
 
@@ -135,13 +135,13 @@ def test_sgd_momentum_flag_survives_round_trip():
     opt.step(found_inf=np.ones(1, np.float32))  # skipped first step: buffers exist but are unset
     sd = _host_copy(opt.state_dict())
     assert int(sd["state"][0]["momentum_buffer_unset"]) == 1
-    twin = [Tensor(np.array(p.data, copy=True), requires_grad=True) for p in params]
+    twin = [Tensor(np.array(p.array, copy=True), requires_grad=True) for p in params]
     opt2 = optim.SGD(twin, lr=0.1, momentum=0.9, dampening=0.5)
     opt2.load_state_dict(sd)
-    fresh = [Tensor(np.array(p.data, copy=True), requires_grad=True) for p in params]
+    fresh = [Tensor(np.array(p.array, copy=True), requires_grad=True) for p in params]
     opt3 = optim.SGD(fresh, lr=0.1, momentum=0.9, dampening=0.5)
     for ps in (twin, fresh):
         _grads(ps, 1)
     opt2.step()
     opt3.step()
-    assert all(p.data.tobytes() == q.data.tobytes() for p, q in zip(twin, fresh))
+    assert all(p.array.tobytes() == q.array.tobytes() for p, q in zip(twin, fresh))

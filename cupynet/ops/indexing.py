@@ -30,10 +30,10 @@ import numpy
 
 from .. import backend, dtypes
 from ..autograd.function import Function
-from ..tensor import Tensor
+from ..tensor import Tensor, mark_view
 from ._util import compute_in_fp32, data, lift, normalize_dim, xp_of
 from .arith import cast
-from .inplace import _check_inplace  # NOTE: the in-place rules, one definition
+from .inplace import ZeroAt, write_in_place  # NOTE: the in-place rules, one definition
 from .shape import reshape, sum_to
 
 __all__ = [
@@ -251,15 +251,18 @@ def normalize_dims(op_name, dims, ndim):
     return out
 
 
-def share_version(out, base):
-    """Give a view the version counter of its base, so an in-place change of either is seen by both (as PyTorch).
+def share_version(out, base, index):
+    """Record a piece of a multi-output view op (split, unbind): one version counter with its base (as PyTorch).
+
+    NOTE: such pieces cannot be written in place while they are part of a graph, as in PyTorch; the
+    index lets an in-place change of the base give them their new history.
 
     Args:
         out: the Tensor holding a view.
         base: the Tensor it views.
+        index: the basic index that reads the piece from the base.
     """
-    out._vc = base._vc
-    return out
+    return mark_view(out, base, GetItem, {"index": index + (Ellipsis,)}, writable=False)
 
 
 
@@ -277,6 +280,54 @@ class GetItem(Function):
     @staticmethod
     def backward(ctx, grad):
         return IndexAddZeros.apply(grad, index=ctx.index, shape=ctx.in_shape)
+
+    @staticmethod
+    def region_in_base(region, in_shape, index=()):
+        """Where a view's elements lie in its base: ``region`` (bool, the view's shape) in the base's shape.
+
+        Args:
+            region: bool array of the view's shape.
+            in_shape: the base's shape.
+            index: the basic index (the op's option).
+        """
+        out = backend.get_array_module(region).zeros(in_shape, dtype=bool)
+        out[index] = region
+        return out
+
+
+class IndexPut(Function):
+    """``input`` with ``value`` written at ``index`` (the new value of ``input[index] = value``).
+
+    The gradient of ``input`` is zero where it was written over; ``value`` gets the
+    gradient read at the index, summed back to its shape where it was broadcast.
+
+    Args:
+        input: the Tensor written into.
+        value: a number or a Tensor broadcastable to ``input[index]``.
+        index: a normalised index (keyword).
+    """
+
+    op_name = "_index_put"  # NOTE: the node of setitem_ (internal: the public index_put is not written yet)
+
+    @classmethod
+    def forward(cls, ctx, input, value, index=()):  # noqa: A002
+        out = input.array.copy()
+        source = _value_array("setitem_", input, value)
+        put("setitem_", out, index, source)
+        ctx.index, ctx.value_shape = index, getattr(source, "shape", ())
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad_input = grad_value = None
+        if ctx.needs_input_grad[0]:
+            xp = xp_of(grad)
+            written = xp.zeros(grad.shape, dtype=bool)
+            written[ctx.index] = True
+            grad_input = ZeroAt.apply(grad, region=written)
+        if ctx.needs_input_grad[1]:
+            grad_value = sum_to(GetItem.apply(grad, index=ctx.index), ctx.value_shape)
+        return grad_input, grad_value
 
 
 class IndexAddZeros(Function):
@@ -320,8 +371,11 @@ def getitem(input, index):  # noqa: A002 - PyTorch's argument name
         index: an int, slice, None, Ellipsis, list, array, Tensor, or a tuple of them.
     """
     index = normalize_index("getitem", input, index)
-    out = GetItem.apply(input, index=index)
-    return share_version(out, input) if is_basic(index) else out
+    if not is_basic(index):
+        return GetItem.apply(input, index=index)
+    if not any(item is Ellipsis for item in index):
+        index += (Ellipsis,)  # NOTE: x[0] of a vector is then a 0-d view, as in PyTorch, not a NumPy scalar copy
+    return mark_view(GetItem.apply(input, index=index), input, GetItem, {"index": index})
 
 
 def setitem_(input, index, value):  # noqa: A002
@@ -332,19 +386,29 @@ def setitem_(input, index, value):  # noqa: A002
         index: anything ``getitem`` accepts.
         value: a number, array or Tensor broadcastable to ``input[index]`` (cast to input's dtype).
     """
-    _check_inplace("setitem_", input)
     index = normalize_index("setitem_", input, index)
     source = _value_array("setitem_", input, value)
+    return write_in_place("setitem_", input, value, lambda old: IndexPut.apply(old, value, index=index),
+                          lambda: put("setitem_", input.array, index, source))
+
+
+def put(op_name, array, index, source):
+    """``array[index] = source`` with NumPy's errors re-raised naming the op and the shapes.
+
+    Args:
+        op_name: the op, for the message.
+        array: the NumPy/CuPy array written into.
+        index: a normalised index tuple.
+        source: a number or an array broadcastable to ``array[index]``.
+    """
     try:
-        input.array[index] = source
+        array[index] = source
     except ValueError as error:
         shape = getattr(source, "shape", ())
-        raise RuntimeError(f"setitem_: cannot assign a value of shape {tuple(shape)} into a tensor of shape "
-                           f"{tuple(input.shape)} at this index: {error}") from None
+        raise RuntimeError(f"{op_name}: cannot assign a value of shape {tuple(shape)} into a tensor of shape "
+                           f"{tuple(array.shape)} at this index: {error}") from None
     except IndexError as error:
-        raise IndexError(f"setitem_: {error} (indexing a tensor of shape {tuple(input.shape)})") from None
-    input._bump_version()
-    return input
+        raise IndexError(f"{op_name}: {error} (indexing a tensor of shape {tuple(array.shape)})") from None
 
 
 def _value_array(op_name, t, value):
@@ -550,7 +614,6 @@ def masked_fill_(input, mask, value):  # noqa: A002
         mask: a bool Tensor broadcastable to input's shape.
         value: a number or a 0-d Tensor.
     """
-    _check_inplace("masked_fill_", input)
     _check_condition("masked_fill_", mask, "mask")
     _check_fill_value("masked_fill_", value)
     xp = xp_of(input)
@@ -558,9 +621,9 @@ def masked_fill_(input, mask, value):  # noqa: A002
     if tuple(shape) != tuple(input.shape):
         raise RuntimeError(f"masked_fill_: mask of shape {tuple(mask.shape)} does not broadcast to the shape "
                            f"{tuple(input.shape)} of the tensor being updated")
-    xp.copyto(input.array, _value_array("masked_fill_", input, value), casting="unsafe", where=mask.array)
-    input._bump_version()
-    return input
+    source = _value_array("masked_fill_", input, value)
+    return write_in_place("masked_fill_", input, value, lambda old: masked_fill(old, mask, value),
+                          lambda: xp.copyto(input.array, source, casting="unsafe", where=mask.array))
 
 
 
@@ -692,7 +755,9 @@ def split(tensor, split_size_or_sections, dim=0):
     """
     d = normalize_dim("split", dim, tensor.ndim)
     sizes = _split_sizes(tensor.shape[d], split_size_or_sections, d)
-    return tuple(share_version(p, tensor) for p in Split.apply(tensor, sizes=sizes, dim=d))
+    starts = [sum(sizes[:k]) for k in range(len(sizes))]
+    return tuple(share_version(p, tensor, (slice(None),) * d + (slice(start, start + size),))
+                 for p, start, size in zip(Split.apply(tensor, sizes=sizes, dim=d), starts, sizes))
 
 
 def chunk(input, chunks, dim=0):  # noqa: A002
@@ -717,7 +782,7 @@ def unbind(input, dim=0):  # noqa: A002
         dim: the dimension to remove.
     """
     d = normalize_dim("unbind", dim, input.ndim)
-    return tuple(share_version(p, input) for p in Unbind.apply(input, dim=d))
+    return tuple(share_version(p, input, (slice(None),) * d + (i,)) for i, p in enumerate(Unbind.apply(input, dim=d)))
 
 
 

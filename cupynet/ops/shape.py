@@ -8,6 +8,7 @@ shape) and ``broadcast_to`` are each other's backward.
 from __future__ import annotations
 
 from ..autograd.function import Function
+from ..tensor import mark_view
 from ._util import normalize_dim, xp_of
 
 __all__ = ["reshape", "view", "transpose", "permute", "broadcast_to", "expand", "expand_as", "sum_to",
@@ -46,6 +47,17 @@ class Reshape(Function):
     def backward(ctx, grad):
         return reshape(grad, ctx.in_shape)
 
+    @staticmethod
+    def region_in_base(region, in_shape, shape=()):
+        """Where a view's elements lie in its base: ``region`` (bool, the view's shape) in the base's shape.
+
+        Args:
+            region: bool array of the view's shape.
+            in_shape: the base's shape.
+            shape: the view's shape (the op's option).
+        """
+        return region.reshape(in_shape)
+
 
 class Permute(Function):
     """Reorder dimensions."""
@@ -59,10 +71,26 @@ class Permute(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        inverse = [0] * len(ctx.dims)
-        for i, d in enumerate(ctx.dims):
-            inverse[d] = i
-        return permute(grad, tuple(inverse))
+        return permute(grad, _inverse(ctx.dims))
+
+    @staticmethod
+    def region_in_base(region, in_shape, dims=()):
+        """Where a view's elements lie in its base: ``region`` (bool, the view's shape) in the base's shape.
+
+        Args:
+            region: bool array of the view's shape.
+            in_shape: the base's shape.
+            dims: the permutation (the op's option).
+        """
+        return region.transpose(_inverse(dims))
+
+
+def _inverse(dims):
+    """The permutation that undoes ``dims``."""
+    inverse = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inverse[d] = i
+    return tuple(inverse)
 
 
 class BroadcastTo(Function):
@@ -115,7 +143,21 @@ def reshape(input, *shape):  # noqa: A002 - PyTorch's name
     """
     shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
     shape = _resolve_shape("reshape", input.array.size, shape)
-    return input if shape == input.shape else Reshape.apply(input, shape=shape)
+    if shape == input.shape:
+        return input
+    out = Reshape.apply(input, shape=shape)
+    return mark_view(out, input, Reshape, {"shape": shape}) if _same_memory(out.array, input.array) else out
+
+
+def _same_memory(view, array):
+    """True when ``view`` (a NumPy/CuPy result) reads ``array``'s memory rather than a copy of it."""
+    base = view.base
+    return base is not None and (base is array or base is array.base)
+
+
+def _permuted(input, dims):
+    """``Permute.apply`` recorded as a view of ``input`` (a permutation never copies)."""
+    return mark_view(Permute.apply(input, dims=dims), input, Permute, {"dims": dims})
 
 
 view = reshape
@@ -133,7 +175,7 @@ def permute(input, *dims):  # noqa: A002
     if sorted(dims) != list(range(input.ndim)):
         raise RuntimeError(f"permute: dims {dims} is not a permutation of the {input.ndim} dimensions of "
                            f"a tensor of shape {tuple(input.shape)}")
-    return Permute.apply(input, dims=dims)
+    return _permuted(input, dims)
 
 
 def transpose(input, dim0, dim1):  # noqa: A002
@@ -147,7 +189,7 @@ def transpose(input, dim0, dim1):  # noqa: A002
     dims = list(range(input.ndim))
     a, b = normalize_dim("transpose", dim0, input.ndim), normalize_dim("transpose", dim1, input.ndim)
     dims[a], dims[b] = dims[b], dims[a]
-    return Permute.apply(input, dims=tuple(dims))
+    return _permuted(input, tuple(dims))
 
 
 swapaxes = transpose
@@ -165,10 +207,10 @@ def movedim(input, source, destination):  # noqa: A002
     s = normalize_dim("movedim", source, input.ndim)
     d = normalize_dim("movedim", destination, input.ndim)
     if input.ndim == 0:
-        return Permute.apply(input, dims=())  # NOTE: dim 0 of a 0-d tensor, as PyTorch: nothing to move
+        return _permuted(input, ())  # NOTE: dim 0 of a 0-d tensor, as PyTorch: nothing to move
     dims.pop(s)
     dims.insert(d, s)
-    return Permute.apply(input, dims=tuple(dims))
+    return _permuted(input, tuple(dims))
 
 
 def broadcast_to(input, shape):  # noqa: A002
@@ -186,7 +228,7 @@ def broadcast_to(input, shape):  # noqa: A002
     except ValueError:
         raise RuntimeError(f"broadcast_to: cannot broadcast a tensor of shape {tuple(input.shape)} to "
                            f"{shape}") from None
-    return BroadcastTo.apply(input, shape=shape)
+    return mark_view(BroadcastTo.apply(input, shape=shape), input, BroadcastTo, {"shape": shape})
 
 
 def expand(input, *sizes):  # noqa: A002
