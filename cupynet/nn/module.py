@@ -26,6 +26,7 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
 from .. import backend, dtypes
+from ..amp.functional import to_device
 from ..tensor import Tensor
 from .parameter import Parameter
 
@@ -62,21 +63,9 @@ def parse_to_args(owner: str, args, kwargs):
     return device, dtype
 
 
-def move_array(array, device):
-    """A copy of ``array`` on ``device`` (the array itself when already there).
-
-    Args:
-        array: a NumPy or CuPy array.
-        device: the target Device.
-    """
-    if backend.device_of_array(array) == device:
-        return array
-    host = backend.to_numpy(array)
-    if device.type == "cpu":
-        return host
-    cupy = device.xp
-    with cupy.cuda.Device(device.index):
-        return cupy.asarray(host)
+# NOTE: one array mover for the whole tree: the AMP core's (device to device on GPUs, a host copy only
+# when the target is the CPU); ``nn.utils`` imports it from here under this name.
+move_array = to_device
 
 
 def _converted(array, device, dtype):
@@ -472,17 +461,15 @@ class Module:
             yield param
 
     def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
-        """Yield ``(dotted_name, Tensor)`` pairs for the buffers.
+        """Yield ``(dotted_name, Tensor)`` pairs for the buffers (a buffer set to None is skipped).
 
         Args:
-            prefix: prepended to every name.
-            recurse: include submodules' buffers.
-            remove_duplicate: yield a shared buffer only once.
+            prefix, recurse, remove_duplicate: as in ``named_parameters``, for buffers.
         """
         yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse: bool = True):
-        """Yield the buffers.
+        """Yield the buffers (what ``.to()`` moves besides the parameters, e.g. BatchNorm's running stats).
 
         Args:
             recurse: include submodules' buffers.
