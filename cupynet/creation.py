@@ -8,6 +8,7 @@ uint8 stay as they are), and ``from_numpy`` also keeps the array's memory.
 
 from __future__ import annotations
 
+import functools
 import numbers
 
 import numpy
@@ -118,8 +119,7 @@ def _shape(size):
     return tuple(int(s) for s in size)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False):
-    """A tensor of zeros.
+_SIZE_ARGS = """
 
     Args:
         *size: the shape, as ints or one tuple.
@@ -127,21 +127,34 @@ def zeros(*size, dtype=None, device=None, requires_grad=False):
         device: default device when None.
         requires_grad: make it a leaf that records gradients.
     """
-    dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    return _finish_on(_device(device), lambda xp: xp.zeros(_shape(size), dtype=dt), requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False):
-    """A tensor of ones.
+def _sized(name, summary, create):
+    """The factory ``name(*size, dtype=None, device=None, requires_grad=False)``, documented.
 
     Args:
-        *size: the shape, as ints or one tuple.
-        dtype: ``get_default_dtype()`` (float32 unless changed) when None.
-        device: default device when None.
-        requires_grad: make it a leaf that records gradients.
+        name: its public name.
+        summary: the first line of its docstring.
+        create: ``create(size, dtype, device, requires_grad)`` makes the Tensor.
     """
-    dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    return _finish_on(_device(device), lambda xp: xp.ones(_shape(size), dtype=dt), requires_grad)
+
+    def make(*size, dtype=None, device=None, requires_grad=False):
+        return create(size, dtype, device, requires_grad)
+
+    make.__name__ = make.__qualname__ = name
+    make.__doc__ = summary + _SIZE_ARGS
+    return make
+
+
+def _constant(name):
+    def create(size, dtype, device, requires_grad):
+        dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+        return _finish_on(_device(device), lambda xp: getattr(xp, name)(_shape(size), dtype=dt), requires_grad)
+    return create
+
+
+zeros = _sized("zeros", "A tensor of zeros.", _constant("zeros"))
+ones = _sized("ones", "A tensor of ones.", _constant("ones"))
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
@@ -244,28 +257,10 @@ def _random(draw, size, dtype, device, requires_grad):
     return Tensor(array, requires_grad=requires_grad)
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False):
-    """Uniform random values in [0, 1).
-
-    Args:
-        *size: the shape.
-        dtype: ``get_default_dtype()`` (float32 unless changed) when None.
-        device: default device when None.
-        requires_grad: make it a leaf that records gradients.
-    """
-    return _random(lambda g, s, d: g.random(s, dtype=d), size, dtype, device, requires_grad)
-
-
-def randn(*size, dtype=None, device=None, requires_grad=False):
-    """Standard normal random values.
-
-    Args:
-        *size: the shape.
-        dtype: ``get_default_dtype()`` (float32 unless changed) when None.
-        device: default device when None.
-        requires_grad: make it a leaf that records gradients.
-    """
-    return _random(lambda g, s, d: g.standard_normal(s, dtype=d), size, dtype, device, requires_grad)
+rand = _sized("rand", "Uniform random values in [0, 1).",
+              functools.partial(_random, lambda g, s, d: g.random(s, dtype=d)))
+randn = _sized("randn", "Standard normal random values.",
+               functools.partial(_random, lambda g, s, d: g.standard_normal(s, dtype=d)))
 
 
 def randint(low, high=None, size=None, dtype=None, device=None):
@@ -303,45 +298,39 @@ def randperm(n, dtype=None, device=None):
     return _finish(generator_for("cpu").permutation(n).astype(dt), dev, False)
 
 
-def _like(fn, t, dtype, device, requires_grad, *extra):
-    return fn(*((tuple(t.shape),) + extra), dtype=dtype or t.dtype, device=device or t.device,
-              requires_grad=requires_grad)
-
-
-def zeros_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
-    """Zeros with ``input``'s shape, dtype and device.
-
+_LIKE_ARGS = """
     Args:
         input: a Tensor.
         dtype: override the dtype.
         device: override the device.
         requires_grad: make it a leaf that records gradients.
     """
-    return _like(zeros, input, dtype, device, requires_grad)
 
 
-def ones_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
-    """Ones with ``input``'s shape, dtype and device.
-
-    Args:
-        input: a Tensor.
-        dtype: override the dtype.
-        device: override the device.
-        requires_grad: make it a leaf that records gradients.
-    """
-    return _like(ones, input, dtype, device, requires_grad)
-
-
-def empty_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
-    """An uninitialised (zero) tensor like ``input``.
+def _like(factory, summary, name=None):
+    """``<name>(input, dtype=None, device=None, requires_grad=False)``: ``factory`` at input's shape.
 
     Args:
-        input: a Tensor.
-        dtype: override the dtype.
-        device: override the device.
-        requires_grad: make it a leaf that records gradients.
+        factory: ``zeros``, ``ones``, ``rand`` or ``randn``.
+        summary: the first line of the docstring.
+        name: the function's name (default ``<factory>_like``).
     """
-    return _like(zeros, input, dtype, device, requires_grad)
+
+    def like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002 - PyTorch's argument name
+        return factory(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
+                       requires_grad=requires_grad)
+
+    like.__name__ = like.__qualname__ = name or f"{factory.__name__}_like"
+    like.__doc__ = summary + "\n" + _LIKE_ARGS
+    return like
+
+
+zeros_like = _like(zeros, "Zeros with ``input``'s shape, dtype and device.")
+ones_like = _like(ones, "Ones with ``input``'s shape, dtype and device.")
+# NOTE: cupynet never hands out uninitialised memory: empty_like is zeros_like under PyTorch's name.
+empty_like = _like(zeros, "An uninitialised (zero) tensor like ``input``.", "empty_like")
+rand_like = _like(rand, "Uniform [0, 1) values like ``input``.")
+randn_like = _like(randn, "Standard normal values like ``input``.")
 
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):  # noqa: A002
@@ -356,27 +345,3 @@ def full_like(input, fill_value, dtype=None, device=None, requires_grad=False): 
     """
     return full(tuple(input.shape), fill_value, dtype=dtype or input.dtype, device=device or input.device,
                 requires_grad=requires_grad)
-
-
-def rand_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
-    """Uniform [0, 1) values like ``input``.
-
-    Args:
-        input: a Tensor.
-        dtype: override the dtype.
-        device: override the device.
-        requires_grad: make it a leaf that records gradients.
-    """
-    return _like(rand, input, dtype, device, requires_grad)
-
-
-def randn_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
-    """Standard normal values like ``input``.
-
-    Args:
-        input: a Tensor.
-        dtype: override the dtype.
-        device: override the device.
-        requires_grad: make it a leaf that records gradients.
-    """
-    return _like(randn, input, dtype, device, requires_grad)

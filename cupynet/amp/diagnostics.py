@@ -118,11 +118,7 @@ class OverflowLog:
         self.records: OrderedDict = OrderedDict()
 
     def clear(self) -> None:
-        """Forget everything (used when pickling: records hold weak references).
-
-        Args:
-            None.
-        """
+        """Forget everything (used when pickling: records hold weak references)."""
         self.records.clear()
 
     def record(self, key, params, names, indices, stats, found_inf, step: int) -> None:
@@ -254,13 +250,9 @@ class ScalerDiagnostics:
         """Keep an unscale's per-tensor counts as the last overflow of ``params`` when found_inf is set; no sync.
 
         Args:
-            key: identifies the optimizer and device.
-            params: the parameters, in the rows' order.
-            names: names from the optimizer's ``param_names`` (or None per parameter).
-            indices: each parameter's index in the optimizer's parameter list.
-            stats: the ``stats_buffer`` the unscale filled.
-            found_inf: the float32 device flag of this unscale.
-            step: the number the coming ``update()`` will give this step.
+            key, params, names, indices, stats, found_inf, step: as in ``OverflowLog.record``, which this hands
+                them to; ``stats`` is the ``stats_buffer`` the unscale filled, ``step`` the number the coming
+                ``update()`` will give this step.
         """
         self.overflow.record(key, params, names, indices, stats, found_inf, step)
 

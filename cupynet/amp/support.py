@@ -39,15 +39,19 @@ def capability(index: int = 0) -> tuple:
 
 
 def cupy_major_version() -> int:
-    """The major version of the installed CuPy (0 when CuPy is not importable).
-
-    Args:
-        None.
-    """
+    """The major version of the installed CuPy (0 when CuPy is not importable)."""
     cupy = backend.cupy_or_none()
     if cupy is None:
         return 0
     return int(str(cupy.__version__).split(".")[0])
+
+
+def _supports(device, min_capability, min_cupy=0) -> bool:
+    """True on the CPU; on a GPU, when its compute capability and the CuPy major version reach the minimums."""
+    dev = _resolve(device)
+    if dev.type == "cpu":
+        return True
+    return capability(dev.index or 0) >= min_capability and cupy_major_version() >= min_cupy
 
 
 def supports_fp16(device=None) -> bool:
@@ -56,10 +60,7 @@ def supports_fp16(device=None) -> bool:
     Args:
         device: ``"cpu"``, ``"cuda"``, ``"cuda:N"``, a GPU index, a ``Device``, or None for the default device.
     """
-    dev = _resolve(device)
-    if dev.type == "cpu":
-        return True
-    return capability(dev.index or 0) >= FP16_MIN_CAPABILITY
+    return _supports(device, FP16_MIN_CAPABILITY)
 
 
 def supports_bf16(device=None) -> bool:
@@ -68,10 +69,7 @@ def supports_bf16(device=None) -> bool:
     Args:
         device: ``"cpu"``, ``"cuda"``, ``"cuda:N"``, a GPU index, a ``Device``, or None for the default device.
     """
-    dev = _resolve(device)
-    if dev.type == "cpu":
-        return True
-    return capability(dev.index or 0) >= BF16_MIN_CAPABILITY and cupy_major_version() >= BF16_MIN_CUPY
+    return _supports(device, BF16_MIN_CAPABILITY, BF16_MIN_CUPY)
 
 
 def unsupported_reason(device_type: str, dtype) -> str | None:

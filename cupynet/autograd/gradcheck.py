@@ -108,13 +108,8 @@ def gradgradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, seed=0, raise_exce
     """Check second derivatives: gradcheck of ``x -> grad(fn(x), x, v, create_graph=True)``.
 
     Args:
-        fn: a function of Tensors returning a Tensor or tuple of Tensors.
-        inputs: a Tensor or tuple of inputs; those with requires_grad=True are checked (float64).
-        eps: the finite-difference step.
-        atol: absolute tolerance.
-        rtol: relative tolerance.
-        seed: seed of the random cotangent.
-        raise_exception: raise GradcheckError on mismatch (else return False).
+        fn, inputs, eps, atol, rtol, seed, raise_exception: as in ``gradcheck`` (the random ``v`` is drawn
+            with ``seed + 1``).
     """
     inputs, diff = _check_inputs(inputs)
     rng = numpy.random.default_rng(seed + 1)

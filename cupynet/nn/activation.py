@@ -10,142 +10,107 @@ from __future__ import annotations
 import numbers
 import warnings
 
+from .. import creation
 from . import functional as F
 from .linear import check_input
-from .module import Module
+from .module import FunctionalLayer, Module
+from .parameter import Parameter
 
-__all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout"]
+__all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "Mish",
+           "Hardswish", "Hardsigmoid", "ELU", "ReLU6", "Hardtanh", "Softplus", "GLU", "PReLU"]
 
-
-class ReLU(Module):
-    """max(x, 0).
-
-    Args:
-        inplace: accepted for compatibility (computed out of place).
-    """
-
-    def __init__(self, inplace: bool = False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):  # noqa: A002
-        """Apply.
-
-        Args:
-            input: a Tensor.
-        """
-        check_input(self, input)
-        return F.relu(input)
-
-    def extra_repr(self) -> str:
-        """``inplace=True`` when set."""
-        return "inplace=True" if self.inplace else ""
+_INPLACE = (("inplace", False),)
 
 
-class LeakyReLU(Module):
-    """x if x > 0 else negative_slope * x.
+def _layer(name, function, summary, signature=_INPLACE, repr_options=None, check=None):
+    """An activation class: ``F.<function>`` with the options of ``signature`` (see ``FunctionalLayer``).
 
     Args:
-        negative_slope: the slope for negative inputs.
-        inplace: accepted for compatibility (computed out of place).
+        name: the class name (PyTorch's).
+        function: the ``cupynet.nn.functional`` name.
+        summary: the formula, the first line of the class docstring.
+        signature: the constructor's ``(name, default)`` pairs, in PyTorch's order.
+        repr_options: the options ``repr`` shows (PyTorch's ``extra_repr``); None: all of ``signature``.
+        check: ``check(layer, **options)`` refuses bad options at construction, or None.
     """
-
-    def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
-        super().__init__()
-        if isinstance(negative_slope, bool) or not isinstance(negative_slope, numbers.Real):
-            raise TypeError(f"LeakyReLU: negative_slope must be a number, got {negative_slope!r}")
-        self.negative_slope, self.inplace = negative_slope, inplace
-
-    def forward(self, input):  # noqa: A002
-        """Apply.
-
-        Args:
-            input: a Tensor.
-        """
-        check_input(self, input)
-        return F.leaky_relu(input, self.negative_slope)
-
-    def extra_repr(self) -> str:
-        """``negative_slope=..``."""
-        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
+    args = "".join(f"\n        {option}: {_OPTION_DOCS[option]}" for option, _ in signature)
+    doc = f"{summary}\n\n    Args:{args}\n    " if args else summary
+    shown = tuple(option for option, _ in signature) if repr_options is None else repr_options
+    body = {"__doc__": doc, "__module__": __name__, "function": function, "signature": signature,
+            "repr_options": shown}
+    if check is not None:
+        body["check_options"] = check
+    return type(name, (FunctionalLayer,), body)
 
 
-class GELU(Module):
-    """Gaussian error linear unit, exact ("none") or the tanh approximation.
+_OPTION_DOCS = {
+    "inplace": "accepted for compatibility (computed out of place).",
+    "negative_slope": "the slope for negative inputs.",
+    "approximate": '"none" (exact, with erf) or "tanh".',
+    "alpha": "the value the output approaches for large negative inputs is -alpha.",
+    "min_val": "the lower end of the linear region.",
+    "max_val": "the upper end of the linear region.",
+    "beta": "the sharpness: the result is log(1 + exp(beta * x)) / beta.",
+    "threshold": "above this value of beta * x the result is x.",
+    "dim": "the dimension halved: its first half is gated by the sigmoid of the second.",
+}
+
+
+def _check_gelu(self, approximate):
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+ReLU = _layer("ReLU", "relu", "max(x, 0).")
+SiLU = _layer("SiLU", "silu", "x * sigmoid(x) (a.k.a. swish).")
+Mish = _layer("Mish", "mish", "x * tanh(softplus(x)).")
+# NOTE: PyTorch's repr of Hardswish and Hardsigmoid does not show inplace.
+Hardswish = _layer("Hardswish", "hardswish", "x * relu6(x + 3) / 6.", repr_options=())
+Hardsigmoid = _layer("Hardsigmoid", "hardsigmoid", "relu6(x + 3) / 6.", repr_options=())
+ReLU6 = _layer("ReLU6", "relu6", "min(max(x, 0), 6).")
+Tanh = _layer("Tanh", "tanh", "Hyperbolic tangent.", signature=())
+Sigmoid = _layer("Sigmoid", "sigmoid", "1 / (1 + exp(-x)).", signature=())
+LeakyReLU = _layer("LeakyReLU", "leaky_relu", "x if x > 0 else negative_slope * x.",
+                   (("negative_slope", 0.01),) + _INPLACE)
+ELU = _layer("ELU", "elu", "x if x > 0 else alpha * (exp(x) - 1).", (("alpha", 1.0),) + _INPLACE)
+Hardtanh = _layer("Hardtanh", "hardtanh", "x clamped to [min_val, max_val].",
+                  (("min_val", -1.0), ("max_val", 1.0)) + _INPLACE)
+Softplus = _layer("Softplus", "softplus", "log(1 + exp(beta * x)) / beta, exactly x where beta * x > threshold.",
+                  (("beta", 1.0), ("threshold", 20.0)))
+GELU = _layer("GELU", "gelu", "Gaussian error linear unit, exact (\"none\") or the tanh approximation.",
+              (("approximate", "none"),), check=_check_gelu)
+GLU = _layer("GLU", "glu", "a * sigmoid(b), where a and b are the halves of the input along dim.", (("dim", -1),))
+
+
+class PReLU(Module):
+    """max(0, x) + weight * min(0, x), with a learnt ``weight`` (one slope, or one per channel: dim 1).
 
     Args:
-        approximate: "none" or "tanh".
+        num_parameters: 1, or the number of channels.
+        init: the initial slope.
+        device: where the weight lives (default device when None).
+        dtype: the weight's dtype (default dtype when None).
     """
 
-    def __init__(self, approximate: str = "none"):
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
         super().__init__()
-        if approximate not in ("none", "tanh"):
-            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
-        self.approximate = approximate
+        if isinstance(num_parameters, bool) or not isinstance(num_parameters, int) or num_parameters < 1:
+            raise ValueError(f"PReLU: num_parameters must be a positive int, got {num_parameters!r}")
+        self.num_parameters, self.init = num_parameters, init
+        self.weight = Parameter(creation.full((num_parameters,), float(init), dtype=dtype, device=device))
 
     def forward(self, input):  # noqa: A002
         """Apply.
 
         Args:
-            input: a Tensor.
+            input: a Tensor (channels on dim 1 when num_parameters > 1).
         """
         check_input(self, input)
-        return F.gelu(input, approximate=self.approximate)
+        return F.prelu(input, self.weight)
 
     def extra_repr(self) -> str:
-        """``approximate='none'``."""
-        return f"approximate={self.approximate!r}"
-
-
-class SiLU(Module):
-    """x * sigmoid(x) (a.k.a. swish).
-
-    Args:
-        inplace: accepted for compatibility (computed out of place).
-    """
-
-    def __init__(self, inplace: bool = False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):  # noqa: A002
-        """Apply.
-
-        Args:
-            input: a Tensor.
-        """
-        check_input(self, input)
-        return F.silu(input)
-
-    def extra_repr(self) -> str:
-        """``inplace=True`` when set."""
-        return "inplace=True" if self.inplace else ""
-
-
-class Tanh(Module):
-    """Hyperbolic tangent."""
-
-    def forward(self, input):  # noqa: A002
-        """Apply.
-
-        Args:
-            input: a Tensor.
-        """
-        check_input(self, input)
-        return F.tanh(input)
-
-
-class Sigmoid(Module):
-    """1 / (1 + exp(-x))."""
-
-    def forward(self, input):  # noqa: A002
-        """Apply.
-
-        Args:
-            input: a Tensor.
-        """
-        check_input(self, input)
-        return F.sigmoid(input)
+        """``num_parameters=..``."""
+        return f"num_parameters={self.num_parameters}"
 
 
 def _implicit_dim(name: str, ndim: int) -> int:

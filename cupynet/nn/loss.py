@@ -1,264 +1,156 @@
 """Loss modules: hold the options and call the matching ``cupynet.nn.functional`` loss.
 
-Like PyTorch, class weights (``weight``, ``pos_weight``) are registered as
-buffers, so they move with ``.to()`` and appear in ``state_dict()`` when given.
+Each class is one row of a table (``_loss``): PyTorch's constructor signature, the function it calls
+and the inputs ``forward`` takes; ``_Loss`` checks the reduction and refuses the deprecated
+``size_average``/``reduce`` (they must be None). Like PyTorch, class weights (``weight``,
+``pos_weight``) are registered as buffers, so they move with ``.to()`` and appear in
+``state_dict()`` when given.
 """
 
 from __future__ import annotations
 
 from ..ops.loss import no_legacy
 from ..tensor import Tensor
-from . import functional as F
-from .module import Module
+from .module import FunctionalLayer
 
 __all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "BCELoss", "BCEWithLogitsLoss",
-           "KLDivLoss"]
+           "KLDivLoss", "HuberLoss", "MarginRankingLoss", "SoftMarginLoss", "PoissonNLLLoss", "CosineSimilarity"]
+
+_LEGACY = ("size_average", "reduce")
+_BUFFERS = ("weight", "pos_weight")
 
 
-class _Loss(Module):
-    """Shared reduction handling (not public)."""
+class _Loss(FunctionalLayer):
+    """A loss module (not public): checks ``reduction`` and the legacy arguments, keeps weights as buffers."""
 
+    inputs = ("input", "target")
+    check = None
     _reductions = ("none", "mean", "sum")
 
-    def __init__(self, reduction: str = "mean"):
-        super().__init__()
+    def check_options(self, **options) -> None:
+        """Refuse a bad reduction, a legacy argument that is not None and a weight that is not a Tensor.
+
+        Args:
+            **options: every constructor argument by name.
+        """
+        name = type(self).__name__
+        no_legacy(name, options.get("size_average"), options.get("reduce"))
+        reduction = options.get("reduction", "mean")
         if reduction not in self._reductions:
-            raise ValueError(f"{type(self).__name__}: {reduction!r} is not a valid value for reduction; expected "
-                             f"one of {self._reductions}")
-        self.reduction = reduction
+            raise ValueError(f"{name}: {reduction!r} is not a valid value for reduction; expected one of "
+                             f"{self._reductions}")
+        for buffer in _BUFFERS:
+            value = options.get(buffer)
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"{name}: {buffer} must be a Tensor or None, got {type(value).__name__}")
+        if self.check is not None:
+            self.check(**options)
 
-    def _check(self, input, target):  # noqa: A002
-        for name, value in (("input", input), ("target", target)):
-            if not isinstance(value, Tensor):
-                raise TypeError(f"{type(self).__name__}: {name} must be a cupynet Tensor, got "
-                                f"{type(value).__name__}")
-
-
-class _WeightedLoss(_Loss):
-    """A loss with an optional per-class ``weight`` buffer (not public)."""
-
-    def __init__(self, weight=None, reduction: str = "mean"):
-        super().__init__(reduction)
-        if weight is not None and not isinstance(weight, Tensor):
-            raise TypeError(f"{type(self).__name__}: weight must be a Tensor or None, got {type(weight).__name__}")
-        self.register_buffer("weight", weight)
-
-
-class CrossEntropyLoss(_WeightedLoss):
-    """log_softmax + nll_loss over class logits (class indices or probabilities as target).
-
-    Args:
-        weight: per-class weights (C,), or None.
-        size_average: deprecated; must be None.
-        ignore_index: target value that contributes nothing.
-        reduce: deprecated; must be None.
-        reduction: "none", "mean" or "sum".
-        label_smoothing: in [0, 1].
-    """
-
-    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
-                 reduction: str = "mean", label_smoothing: float = 0.0):
-        no_legacy("CrossEntropyLoss", size_average, reduce)
-        super().__init__(weight, reduction)
-        if not 0.0 <= label_smoothing <= 1.0:
-            raise ValueError(f"CrossEntropyLoss: label_smoothing must be in [0, 1], got {label_smoothing}")
-        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
-
-    def forward(self, input, target):  # noqa: A002
-        """The loss.
+    def keep_option(self, name, value) -> None:
+        """Store an argument: weights as buffers, legacy arguments not at all.
 
         Args:
-            input: logits (C,), (N, C) or (N, C, d1, ...).
-            target: class indices (N, ...) (() or (1,) for an input (C,)) or probabilities shaped like input.
+            name: the argument's name.
+            value: its value.
         """
-        self._check(input, target)
-        return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
-                               reduction=self.reduction, label_smoothing=self.label_smoothing)
+        if name in _BUFFERS:
+            self.register_buffer(name, value)
+        elif name not in _LEGACY:
+            setattr(self, name, value)
+
+    def options(self) -> dict:
+        """The keyword options passed to the loss function (the legacy arguments are not)."""
+        return {name: getattr(self, name) for name, _ in self.signature if name not in _LEGACY}
+
+    def extra_repr(self) -> str:
+        """Nothing, as PyTorch's loss modules."""
+        return ""
 
 
-class NLLLoss(_WeightedLoss):
-    """Negative log-likelihood of log-probabilities.
+_OPTION_DOCS = {
+    "weight": "per-class weights (C,) or a weight broadcast to the input, or None.",
+    "pos_weight": "weight of positive examples per class, or None.",
+    "size_average": "deprecated; must be None.",
+    "reduce": "deprecated; must be None.",
+    "reduction": '"none", "mean" or "sum".',
+    "ignore_index": "target value that contributes nothing.",
+    "label_smoothing": "in [0, 1].",
+    "beta": "the threshold (>= 0) below which the loss is quadratic.",
+    "delta": "the threshold (> 0) below which the loss is quadratic.",
+    "log_target": "the target is given as log-probabilities too.",
+    "margin": "the margin.",
+    "log_input": "the input is the log of the rate (the loss is exp(input) - target * input).",
+    "full": "add Stirling's approximation of log(target!).",
+    "eps": "a small value that keeps logs and divisions finite.",
+    "dim": "the dimension along which to compare.",
+}
+_REDUCE = (("size_average", None), ("reduce", None), ("reduction", "mean"))
+
+
+def _loss(name, function, summary, signature=_REDUCE, inputs=("input", "target"), check=None, base=_Loss,
+          reductions=None):
+    """A loss class: ``F.<function>(*inputs, **options)`` (see ``_Loss`` and ``FunctionalLayer``).
 
     Args:
-        weight: per-class weights (C,), or None.
-        size_average: deprecated; must be None.
-        ignore_index: target value that contributes nothing.
-        reduce: deprecated; must be None.
-        reduction: "none", "mean" or "sum".
+        name: the class name (PyTorch's).
+        function: the ``cupynet.nn.functional`` name.
+        summary: the first line of the class docstring.
+        signature: the constructor's ``(name, default)`` pairs, in PyTorch's order.
+        inputs: the names of ``forward``'s Tensors.
+        check: ``check(**options)`` refuses bad options at construction, or None.
+        base: ``_Loss``, or ``FunctionalLayer`` for a module with no reduction.
+        reductions: the accepted reductions, when not none/mean/sum.
     """
-
-    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
-                 reduction: str = "mean"):
-        no_legacy("NLLLoss", size_average, reduce)
-        super().__init__(weight, reduction)
-        self.ignore_index = ignore_index
-
-    def forward(self, input, target):  # noqa: A002
-        """The loss.
-
-        Args:
-            input: log-probabilities (C,) or (N, C, ...).
-            target: class indices (N, ...) (() or (1,) for an input (C,)).
-        """
-        self._check(input, target)
-        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
-                          reduction=self.reduction)
+    args = "".join(f"\n        {option}: {_OPTION_DOCS[option]}" for option, _ in signature)
+    doc = f"{summary}\n\n    Forward takes {', '.join(inputs)}.\n\n    Args:{args}\n    "
+    body = {"__doc__": doc, "__module__": __name__, "function": function, "signature": signature,
+            "inputs": inputs}
+    if check is not None:
+        body["check"] = staticmethod(check)
+    if reductions is not None:
+        body["_reductions"] = reductions
+    return type(name, (base,), body)
 
 
-class MSELoss(_Loss):
-    """Mean squared error.
-
-    Args:
-        size_average: deprecated; must be None.
-        reduce: deprecated; must be None.
-        reduction: "none", "mean" or "sum".
-    """
-
-    def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
-        no_legacy("MSELoss", size_average, reduce)
-        super().__init__(reduction)
-
-    def forward(self, input, target):  # noqa: A002
-        """The loss.
-
-        Args:
-            input: predictions.
-            target: same shape (another shape broadcasts, with PyTorch's warning).
-        """
-        self._check(input, target)
-        return F.mse_loss(input, target, reduction=self.reduction)
+def _check_label_smoothing(label_smoothing, **_):
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"CrossEntropyLoss: label_smoothing must be in [0, 1], got {label_smoothing}")
 
 
-class L1Loss(_Loss):
-    """Mean absolute error.
-
-    Args:
-        size_average: deprecated; must be None.
-        reduce: deprecated; must be None.
-        reduction: "none", "mean" or "sum".
-    """
-
-    def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
-        no_legacy("L1Loss", size_average, reduce)
-        super().__init__(reduction)
-
-    def forward(self, input, target):  # noqa: A002
-        """The loss.
-
-        Args:
-            input: predictions.
-            target: same shape (another shape broadcasts, with PyTorch's warning).
-        """
-        self._check(input, target)
-        return F.l1_loss(input, target, reduction=self.reduction)
+def _check_beta(beta, **_):
+    if beta < 0:
+        raise ValueError(f"SmoothL1Loss: beta must be >= 0, got {beta}")
 
 
-class SmoothL1Loss(_Loss):
-    """Huber-like loss: 0.5 x^2 / beta below beta, |x| - 0.5 beta above.
-
-    Args:
-        size_average: deprecated; must be None.
-        reduce: deprecated; must be None.
-        reduction: "none", "mean" or "sum".
-        beta: the threshold (>= 0).
-    """
-
-    def __init__(self, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0):
-        no_legacy("SmoothL1Loss", size_average, reduce)
-        super().__init__(reduction)
-        if beta < 0:
-            raise ValueError(f"SmoothL1Loss: beta must be >= 0, got {beta}")
-        self.beta = beta
-
-    def forward(self, input, target):  # noqa: A002
-        """The loss.
-
-        Args:
-            input: predictions.
-            target: same shape (another shape broadcasts, with PyTorch's warning).
-        """
-        self._check(input, target)
-        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
-
-
-class BCELoss(_WeightedLoss):
-    """Binary cross-entropy of probabilities (banned under autocast: use BCEWithLogitsLoss).
-
-    Args:
-        weight: rescaling weight broadcast to the input, or None.
-        size_average: deprecated; must be None.
-        reduce: deprecated; must be None.
-        reduction: "none", "mean" or "sum".
-    """
-
-    def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
-        no_legacy("BCELoss", size_average, reduce)
-        super().__init__(weight, reduction)
-
-    def forward(self, input, target):  # noqa: A002
-        """The loss.
-
-        Args:
-            input: probabilities in [0, 1].
-            target: same shape (another shape is a ValueError, as in PyTorch).
-        """
-        self._check(input, target)
-        return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
-
-
-class BCEWithLogitsLoss(_WeightedLoss):
-    """sigmoid + binary cross-entropy, computed stably from logits.
-
-    Args:
-        weight: rescaling weight broadcast to the input, or None.
-        size_average: deprecated; must be None.
-        reduce: deprecated; must be None.
-        reduction: "none", "mean" or "sum".
-        pos_weight: weight of positive examples per class, or None.
-    """
-
-    def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean", pos_weight=None):
-        no_legacy("BCEWithLogitsLoss", size_average, reduce)
-        super().__init__(weight, reduction)
-        if pos_weight is not None and not isinstance(pos_weight, Tensor):
-            raise TypeError(f"BCEWithLogitsLoss: pos_weight must be a Tensor or None, got {type(pos_weight).__name__}")
-        self.register_buffer("pos_weight", pos_weight)
-
-    def forward(self, input, target):  # noqa: A002
-        """The loss.
-
-        Args:
-            input: logits.
-            target: same shape (another shape is a ValueError, as in PyTorch), in [0, 1].
-        """
-        self._check(input, target)
-        return F.binary_cross_entropy_with_logits(input, target, weight=self.weight, reduction=self.reduction,
-                                                  pos_weight=self.pos_weight)
-
-
-class KLDivLoss(_Loss):
-    """Kullback-Leibler divergence; ``input`` holds log-probabilities.
-
-    Args:
-        size_average: deprecated; must be None.
-        reduce: deprecated; must be None.
-        reduction: "none", "mean", "sum" or "batchmean" (the mathematically correct one).
-        log_target: the target is given as log-probabilities too.
-    """
-
-    _reductions = ("none", "mean", "sum", "batchmean")
-
-    def __init__(self, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False):
-        no_legacy("KLDivLoss", size_average, reduce)
-        super().__init__(reduction)
-        self.log_target = log_target
-
-    def forward(self, input, target):  # noqa: A002
-        """The loss.
-
-        Args:
-            input: log-probabilities.
-            target: probabilities (or log-probabilities with log_target=True); another shape broadcasts.
-        """
-        self._check(input, target)
-        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+CrossEntropyLoss = _loss(
+    "CrossEntropyLoss", "cross_entropy",
+    "log_softmax + nll_loss over class logits (C,), (N, C) or (N, C, d1, ...); the target holds class indices "
+    "or probabilities.",
+    (("weight", None), ("size_average", None), ("ignore_index", -100), ("reduce", None), ("reduction", "mean"),
+     ("label_smoothing", 0.0)), check=_check_label_smoothing)
+NLLLoss = _loss("NLLLoss", "nll_loss", "Negative log-likelihood of log-probabilities (C,) or (N, C, ...).",
+                (("weight", None), ("size_average", None), ("ignore_index", -100), ("reduce", None),
+                 ("reduction", "mean")))
+MSELoss = _loss("MSELoss", "mse_loss", "Mean squared error (a target of another shape broadcasts, with a warning).")
+L1Loss = _loss("L1Loss", "l1_loss", "Mean absolute error (a target of another shape broadcasts, with a warning).")
+SmoothL1Loss = _loss("SmoothL1Loss", "smooth_l1_loss", "0.5 x^2 / beta below beta, |x| - 0.5 beta above.",
+                     _REDUCE + (("beta", 1.0),), check=_check_beta)
+HuberLoss = _loss("HuberLoss", "huber_loss", "0.5 x^2 below delta, delta * (|x| - 0.5 delta) above.",
+                  (("reduction", "mean"), ("delta", 1.0)))
+BCELoss = _loss("BCELoss", "binary_cross_entropy",
+                "Binary cross-entropy of probabilities (banned under autocast: use BCEWithLogitsLoss).",
+                (("weight", None),) + _REDUCE)
+BCEWithLogitsLoss = _loss("BCEWithLogitsLoss", "binary_cross_entropy_with_logits",
+                          "sigmoid + binary cross-entropy, computed stably from logits.",
+                          (("weight", None),) + _REDUCE + (("pos_weight", None),))
+KLDivLoss = _loss("KLDivLoss", "kl_div",
+                  "Kullback-Leibler divergence; input holds log-probabilities (reduction may be 'batchmean').",
+                  _REDUCE + (("log_target", False),), reductions=("none", "mean", "sum", "batchmean"))
+MarginRankingLoss = _loss("MarginRankingLoss", "margin_ranking_loss", "max(0, -target * (input1 - input2) + margin).",
+                          (("margin", 0.0),) + _REDUCE, ("input1", "input2", "target"))
+SoftMarginLoss = _loss("SoftMarginLoss", "soft_margin_loss", "log(1 + exp(-target * input)), target in {-1, 1}.")
+PoissonNLLLoss = _loss("PoissonNLLLoss", "poisson_nll_loss", "Poisson negative log-likelihood of the target.",
+                       (("log_input", True), ("full", False), ("size_average", None), ("eps", 1e-8),
+                        ("reduce", None), ("reduction", "mean")))
+CosineSimilarity = _loss("CosineSimilarity", "cosine_similarity", "x1 . x2 / max(|x1| |x2|, eps) along dim.",
+                         (("dim", 1), ("eps", 1e-8)), ("x1", "x2"), base=FunctionalLayer)

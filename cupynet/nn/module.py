@@ -22,11 +22,14 @@ its device). PyTorch copies what fits before raising; cupynet changes nothing.
 
 from __future__ import annotations
 
+import inspect
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
 from .. import backend, dtypes
+from ..amp.functional import to_device
 from ..tensor import Tensor
+from . import functional as F
 from .parameter import Parameter
 
 __all__ = ["Module", "RemovableHandle"]
@@ -62,21 +65,9 @@ def parse_to_args(owner: str, args, kwargs):
     return device, dtype
 
 
-def move_array(array, device):
-    """A copy of ``array`` on ``device`` (the array itself when already there).
-
-    Args:
-        array: a NumPy or CuPy array.
-        device: the target Device.
-    """
-    if backend.device_of_array(array) == device:
-        return array
-    host = backend.to_numpy(array)
-    if device.type == "cpu":
-        return host
-    cupy = device.xp
-    with cupy.cuda.Device(device.index):
-        return cupy.asarray(host)
+# NOTE: one array mover for the whole tree: the AMP core's (device to device on GPUs, a host copy only
+# when the target is the CPU); ``nn.utils`` imports it from here under this name.
+move_array = to_device
 
 
 def _converted(array, device, dtype):
@@ -472,17 +463,15 @@ class Module:
             yield param
 
     def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
-        """Yield ``(dotted_name, Tensor)`` pairs for the buffers.
+        """Yield ``(dotted_name, Tensor)`` pairs for the buffers (a buffer set to None is skipped).
 
         Args:
-            prefix: prepended to every name.
-            recurse: include submodules' buffers.
-            remove_duplicate: yield a shared buffer only once.
+            prefix, recurse, remove_duplicate: as in ``named_parameters``, for buffers.
         """
         yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse: bool = True):
-        """Yield the buffers.
+        """Yield the buffers (what ``.to()`` moves besides the parameters, e.g. BatchNorm's running stats).
 
         Args:
             recurse: include submodules' buffers.
@@ -666,3 +655,78 @@ class Module:
 
     def __repr__(self):
         return module_repr(self)
+
+
+class FunctionalLayer(Module):
+    """A layer that applies one ``cupynet.nn.functional`` function with the options it was built with.
+
+    A subclass names the function (``function``), its inputs (``inputs``) and its constructor as
+    PyTorch's ``(name, default)`` pairs in PyTorch's order (``signature``): each constructor argument
+    becomes an attribute and is passed to the function by name. ``inplace`` is the exception: it is
+    kept and shown in ``repr`` but not passed on, so the layer computes out of place. ``repr_options``
+    names what ``repr`` shows, as PyTorch's ``extra_repr`` does.
+
+    Args:
+        *args: the constructor's arguments by position, in ``signature`` order.
+        **kwargs: the same by name.
+    """
+
+    function = None
+    inputs = ("input",)
+    signature = ()
+    repr_options = ()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        parameters = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
+                      for name, default in self.signature]
+        try:
+            bound = inspect.Signature(parameters).bind(*args, **kwargs)
+        except TypeError as error:
+            raise TypeError(f"{type(self).__name__}(): {error}") from None
+        bound.apply_defaults()
+        self.check_options(**bound.arguments)
+        for name, value in bound.arguments.items():
+            self.keep_option(name, value)
+
+    def keep_option(self, name, value) -> None:
+        """Store one constructor argument (an attribute; subclasses may make it a buffer).
+
+        Args:
+            name: the argument's name.
+            value: its value.
+        """
+        setattr(self, name, value)
+
+    def check_options(self, **options) -> None:
+        """Refuse bad constructor arguments before anything is stored (the function checks the rest when called).
+
+        Args:
+            **options: every constructor argument by name.
+        """
+
+    def options(self) -> dict:
+        """The keyword options passed to the function: every constructor argument except ``inplace``."""
+        return {name: getattr(self, name) for name, _ in self.signature if name != "inplace"}
+
+    def forward(self, *inputs):
+        """Apply the function.
+
+        Args:
+            *inputs: Tensors, as named by ``inputs``.
+        """
+        if len(inputs) != len(self.inputs):
+            raise TypeError(f"{type(self).__name__}.forward() takes {', '.join(self.inputs)}; got "
+                            f"{len(inputs)} input(s)")
+        for name, value in zip(self.inputs, inputs):
+            if not isinstance(value, Tensor):
+                raise TypeError(f"{type(self).__name__}: {name} must be a cupynet Tensor, got {type(value).__name__}")
+        return getattr(F, self.function)(*inputs, **self.options())
+
+    def extra_repr(self) -> str:
+        """The ``repr_options`` as ``name=value``; ``inplace=True`` only when set."""
+        shown = [f"{name}={getattr(self, name)!r}" if isinstance(getattr(self, name), str)
+                 else f"{name}={getattr(self, name)}" for name in self.repr_options if name != "inplace"]
+        if "inplace" in self.repr_options and self.inplace:
+            shown.append("inplace=True")
+        return ", ".join(shown)

@@ -89,27 +89,24 @@ def erfinv_reference(xp, array):
         return (xp.sign(array) * x).astype(array.dtype, copy=False)
 
 
-def erf_kernel(xp, a):
-    """erf on the GPU through CuPy's fused kernel, else the reference.
+def _fused_or_reference(name, reference):
+    """``<name>_kernel(xp, a)``: CuPy's fused ``cupyx.scipy.special.<name>`` on the GPU, else ``reference``."""
+
+    def kernel(xp, a):
+        if xp.__name__ == "cupy":
+            from cupyx.scipy import special  # noqa: PLC0415 - CuPy only: one fused kernel instead of ~200
+            return getattr(special, name)(a)
+        return reference(xp, a)
+
+    kernel.__name__ = kernel.__qualname__ = f"{name}_kernel"
+    kernel.__doc__ = f"""{name} on the GPU through CuPy's fused kernel, else ``{reference.__name__}``.
 
     Args:
         xp: numpy or cupy.
         a: a float32 or float64 array.
     """
-    if xp.__name__ == "cupy":
-        from cupyx.scipy import special  # noqa: PLC0415 - CuPy only: one fused kernel instead of ~200
-        return special.erf(a)
-    return erf_reference(xp, a)
+    return kernel
 
 
-def erfinv_kernel(xp, a):
-    """erfinv on the GPU through CuPy's fused kernel, else the reference.
-
-    Args:
-        xp: numpy or cupy.
-        a: a float32 or float64 array.
-    """
-    if xp.__name__ == "cupy":
-        from cupyx.scipy import special  # noqa: PLC0415 - CuPy only
-        return special.erfinv(a)
-    return erfinv_reference(xp, a)
+erf_kernel = _fused_or_reference("erf", erf_reference)
+erfinv_kernel = _fused_or_reference("erfinv", erfinv_reference)

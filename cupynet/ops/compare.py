@@ -15,64 +15,37 @@ def _compare(name, a, b):
     return Tensor(getattr(xp, name)(ua, ub))
 
 
-def eq(input, other):  # noqa: A002
-    """Elementwise ``==`` (bool tensor).
+def _comparison(name, xp_name, what, other_doc="a Tensor or number"):
+    """The public op ``name(input, other)``: ``xp.<xp_name>`` with broadcasting, a bool Tensor.
+
+    Args:
+        name: its public name.
+        xp_name: the NumPy/CuPy function.
+        what: the operation, for the docstring.
+        other_doc: what ``other`` may be, for the docstring.
+    """
+
+    def op(input, other):  # noqa: A002 - PyTorch's argument name
+        return _compare(xp_name, input, other)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"""Elementwise {what} (bool tensor).
 
     Args:
         input: a Tensor.
-        other: a Tensor or number.
+        other: {other_doc}.
     """
-    return _compare("equal", input, other)
+    return op
 
 
-def ne(input, other):  # noqa: A002
-    """Elementwise ``!=`` (bool tensor).
-
-    Args:
-        input: a Tensor.
-        other: a Tensor or number.
-    """
-    return _compare("not_equal", input, other)
-
-
-def lt(input, other):  # noqa: A002
-    """Elementwise ``<`` (bool tensor).
-
-    Args:
-        input: a Tensor.
-        other: a Tensor or number.
-    """
-    return _compare("less", input, other)
-
-
-def le(input, other):  # noqa: A002
-    """Elementwise ``<=`` (bool tensor).
-
-    Args:
-        input: a Tensor.
-        other: a Tensor or number.
-    """
-    return _compare("less_equal", input, other)
-
-
-def gt(input, other):  # noqa: A002
-    """Elementwise ``>`` (bool tensor).
-
-    Args:
-        input: a Tensor.
-        other: a Tensor or number.
-    """
-    return _compare("greater", input, other)
-
-
-def ge(input, other):  # noqa: A002
-    """Elementwise ``>=`` (bool tensor).
-
-    Args:
-        input: a Tensor.
-        other: a Tensor or number.
-    """
-    return _compare("greater_equal", input, other)
+eq = _comparison("eq", "equal", "``==``")
+ne = _comparison("ne", "not_equal", "``!=``")
+lt = _comparison("lt", "less", "``<``")
+le = _comparison("le", "less_equal", "``<=``")
+gt = _comparison("gt", "greater", "``>``")
+ge = _comparison("ge", "greater_equal", "``>=``")
+logical_and = _comparison("logical_and", "logical_and", "logical and", "a Tensor")
+logical_or = _comparison("logical_or", "logical_or", "logical or", "a Tensor")
 
 
 def logical_not(input):  # noqa: A002
@@ -82,26 +55,6 @@ def logical_not(input):  # noqa: A002
         input: a Tensor.
     """
     return Tensor(xp_of(input).logical_not(input.array))
-
-
-def logical_and(input, other):  # noqa: A002
-    """Elementwise logical and (bool tensor).
-
-    Args:
-        input: a Tensor.
-        other: a Tensor.
-    """
-    return _compare("logical_and", input, other)
-
-
-def logical_or(input, other):  # noqa: A002
-    """Elementwise logical or (bool tensor).
-
-    Args:
-        input: a Tensor.
-        other: a Tensor.
-    """
-    return _compare("logical_or", input, other)
 
 
 METHODS = {name: globals()[name] for name in __all__}

@@ -33,19 +33,30 @@ def _resolve_shape(op_name, numel, shape):
     return shape
 
 
-class Reshape(Function):
-    """Same values, new shape."""
+class _ShapeChange(Function):
+    """An op that gives its input a new ``shape``; backward is the inverse op back to the input's shape.
 
-    op_name = "reshape"
+    Subclasses give ``change(array, shape)`` (the array op) and ``inverse(grad, shape)`` (a cupynet op, so
+    the gradient is differentiable again).
+    """
 
     @staticmethod
     def forward(ctx, a, shape=None):
         ctx.in_shape = a.shape
-        return a.array.reshape(shape)
+        return ctx.fn.change(a.array, shape)
 
     @staticmethod
     def backward(ctx, grad):
-        return reshape(grad, ctx.in_shape)
+        return ctx.fn.inverse(grad, ctx.in_shape)
+
+
+class Reshape(_ShapeChange):
+    """Same values, new shape."""
+
+    op_name = "reshape"
+
+    change = staticmethod(lambda array, shape: array.reshape(shape))
+    inverse = staticmethod(lambda grad, shape: reshape(grad, shape))
 
     @staticmethod
     def region_in_base(region, in_shape, shape=()):
@@ -93,34 +104,22 @@ def _inverse(dims):
     return tuple(inverse)
 
 
-class BroadcastTo(Function):
+class BroadcastTo(_ShapeChange):
     """Broadcast to a larger shape (a view); backward sums back."""
 
     op_name = "broadcast_to"
 
-    @staticmethod
-    def forward(ctx, a, shape=None):
-        ctx.in_shape = a.shape
-        return xp_of(a).broadcast_to(a.array, shape)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return sum_to(grad, ctx.in_shape)
+    change = staticmethod(lambda array, shape: xp_of(array).broadcast_to(array, shape))
+    inverse = staticmethod(lambda grad, shape: sum_to(grad, shape))
 
 
-class SumTo(Function):
+class SumTo(_ShapeChange):
     """Sum over the dimensions that broadcasting added or stretched, giving ``shape``."""
 
     op_name = "sum_to"
 
-    @staticmethod
-    def forward(ctx, a, shape=None):
-        ctx.in_shape = a.shape
-        return _sum_to_array(a.array, shape)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return broadcast_to(grad, ctx.in_shape)
+    change = staticmethod(lambda array, shape: _sum_to_array(array, shape))
+    inverse = staticmethod(lambda grad, shape: broadcast_to(grad, shape))
 
 
 def _sum_to_array(array, shape):

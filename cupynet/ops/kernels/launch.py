@@ -103,10 +103,7 @@ def layer_norm_forward(x2, weight, bias, eps):
     """Launch layer norm over the last axis of a 2-D array: ``(y, mean fp32, rstd fp32)``.
 
     Args:
-        x2: (rows, D) CuPy array.
-        weight: (D,) or None.
-        bias: (D,) or None.
-        eps: added to the variance.
+        x2, weight, bias, eps: as in ``reference.layer_norm_forward`` (its semantics), as CuPy arrays.
     """
     cupy = device.cupy()
     x2 = cupy.ascontiguousarray(x2)
