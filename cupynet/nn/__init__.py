@@ -11,6 +11,7 @@ from .module import Module
 from .normalization import BatchNorm1d, BatchNorm2d, Embedding, GroupNorm, LayerNorm
 from .parameter import Parameter
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # recurrent layers (issue 13)
 from .transformer import TransformerEncoder, TransformerEncoderLayer
 
 __all__ = [
@@ -20,4 +21,6 @@ __all__ = [
     "Sigmoid", "Softmax", "LogSoftmax", "Embedding", "LayerNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "CrossEntropyLoss", "NLLLoss",
     "MSELoss", "L1Loss", "SmoothL1Loss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss",
+    # recurrent layers (issue 13)
+    "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
 ]
