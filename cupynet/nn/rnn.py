@@ -110,10 +110,7 @@ def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
     Args:
         input: ``(B, input_size)``.
         hx: ``(B, hidden_size)``.
-        w_ih: ``(hidden_size, input_size)``.
-        w_hh: ``(hidden_size, hidden_size)``.
-        b_ih: ``(hidden_size,)`` or None.
-        b_hh: ``(hidden_size,)`` or None.
+        w_ih, w_hh, b_ih, b_hh: weights and biases, shaped as for ``rnn_tanh_cell``.
     """
     return _cell("RNN_RELU", input, (hx,), w_ih, w_hh, b_ih, b_hh)[0]
 
@@ -482,7 +479,7 @@ class LSTM(RNNBase):
         input_size: features of each input step.
         hidden_size: features of the cell state.
         num_layers: stacked layers.
-        bias: learn the biases.
+        bias: learn ``bias_ih``/``bias_hh`` (4 * hidden_size each: gates i, f, g, o).
         batch_first: ``(B, T, *)`` input and output.
         dropout: dropout between layers (training only).
         bidirectional: add a reversed direction.
@@ -504,7 +501,7 @@ class GRU(RNNBase):
         input_size: features of each input step.
         hidden_size: features of the hidden state.
         num_layers: stacked layers.
-        bias: learn the biases.
+        bias: learn ``bias_ih``/``bias_hh`` (3 * hidden_size each: gates r, z, n).
         batch_first: ``(B, T, *)`` input and output.
         dropout: dropout between layers (training only).
         bidirectional: add a reversed direction.
@@ -524,8 +521,9 @@ class RNNCellBase(Module):
     """One step of a recurrent cell: ``weight_ih`` ``(G*hidden, input_size)``, ``weight_hh`` ``(G*hidden, hidden)``,
     ``bias_ih``/``bias_hh`` ``(G*hidden,)``; PyTorch's names and init.
 
+    Subclasses name their cell in ``_MODE`` (``"RNN_TANH"``, ``"RNN_RELU"``, ``"LSTM"`` or ``"GRU"``).
+
     Args:
-        mode: ``"RNN_TANH"``, ``"RNN_RELU"``, ``"LSTM"`` or ``"GRU"``.
         input_size: features of the input.
         hidden_size: features of the state.
         bias: learn the biases.
@@ -533,9 +531,11 @@ class RNNCellBase(Module):
         dtype: their floating dtype.
     """
 
-    def __init__(self, mode, input_size, hidden_size, bias=True, device=None, dtype=None):
+    _MODE = "RNN_TANH"
+
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
         super().__init__()
-        self.mode = mode
+        mode = self.mode = self._MODE
         self.input_size = _check_int("input_size", input_size)
         self.hidden_size = _check_int("hidden_size", hidden_size)
         self.bias = _check_bool("bias", bias)
@@ -622,8 +622,8 @@ class RNNCell(RNNCellBase):
     def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None, dtype=None):
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
-        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size, hidden_size, bias,
-                         device, dtype)
+        self._MODE = "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
+        super().__init__(input_size, hidden_size, bias, device, dtype)
         self.nonlinearity = nonlinearity
 
 
@@ -632,14 +632,13 @@ class LSTMCell(RNNCellBase):
 
     Args:
         input_size: features of the input.
-        hidden_size: features of the state.
-        bias: learn the biases.
+        hidden_size: features of ``h`` and of the cell state ``c``.
+        bias: learn ``bias_ih`` and ``bias_hh`` (4 * hidden_size each).
         device: where the parameters live.
         dtype: their floating dtype.
     """
 
-    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
-        super().__init__("LSTM", input_size, hidden_size, bias, device, dtype)
+    _MODE = "LSTM"
 
 
 class GRUCell(RNNCellBase):
@@ -648,10 +647,9 @@ class GRUCell(RNNCellBase):
     Args:
         input_size: features of the input.
         hidden_size: features of the state.
-        bias: learn the biases.
+        bias: learn ``bias_ih`` and ``bias_hh`` (3 * hidden_size each).
         device: where the parameters live.
         dtype: their floating dtype.
     """
 
-    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
-        super().__init__("GRU", input_size, hidden_size, bias, device, dtype)
+    _MODE = "GRU"
