@@ -44,6 +44,7 @@ from .module import Module
 from .normalization import BatchNorm1d, BatchNorm2d, Embedding, GroupNorm, LayerNorm
 from .parameter import Parameter
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # recurrent layers (issue 13)
 from .transformer import TransformerEncoder, TransformerEncoderLayer
 
 __all__ = [
@@ -55,4 +56,6 @@ __all__ = [
     "MSELoss", "L1Loss", "SmoothL1Loss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss",
     "Mish", "Hardswish", "Hardsigmoid", "ELU", "PReLU", "Softplus", "Hardtanh", "ReLU6", "GLU",
     "CosineSimilarity", "HuberLoss", "MarginRankingLoss", "SoftMarginLoss", "PoissonNLLLoss",
+    # recurrent layers (issue 13)
+    "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
 ]

@@ -1,4 +1,4 @@
-"""``cupynet.nn.utils``: gradient clipping and flattening parameters to one vector.
+"""``cupynet.nn.utils``: gradient clipping, flattening parameters to one vector; ``rnn``: packed sequences.
 
 ``clip_grad_norm_`` never syncs with the host (unless ``error_if_nonfinite``):
 the total norm stays a 0-d array on the device and the grads are multiplied by
@@ -12,11 +12,12 @@ import numbers
 
 import numpy
 
-from .. import backend, dtypes
-from ..tensor import Tensor
-from .module import move_array
+from ... import backend, dtypes
+from ...tensor import Tensor
+from ..module import move_array
+from . import rnn
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "parameters_to_vector",
+__all__ = ["rnn", "clip_grad_norm_", "clip_grad_value_", "get_total_norm", "parameters_to_vector",
            "vector_to_parameters"]
 
 
@@ -53,7 +54,7 @@ def _max_norm(fn: str, value):
 
 def _l2norm_kernel():
     try:
-        from ..amp.kernels import multi_tensor_l2norm  # noqa: PLC0415 - optional, written by the AMP engineer
+        from ...amp.kernels import multi_tensor_l2norm  # noqa: PLC0415 - optional, written by the AMP engineer
     except ImportError:
         return None
     return multi_tensor_l2norm
@@ -156,7 +157,7 @@ def parameters_to_vector(parameters):
     Args:
         parameters: an iterable of Tensors.
     """
-    from ..ops import cat, reshape  # noqa: PLC0415 - cat lives in the indexing family
+    from ...ops import cat, reshape  # noqa: PLC0415 - cat lives in the indexing family
     params = _param_list("parameters_to_vector", parameters)
     if not params:
         raise ValueError("parameters_to_vector: got no parameters")
