@@ -44,9 +44,6 @@ class TraceSummary(dict):
 
 class trace:  # noqa: N801 - a context manager named like autocast
     """Context manager recording, for each op dispatched in this thread, the dtype it ran in and why.
-
-    Args:
-        None.
     """
 
     def __init__(self):
@@ -93,9 +90,6 @@ class trace:  # noqa: N801 - a context manager named like autocast
 
     def summary(self) -> TraceSummary:
         """Number of ops per dtype they ran in, most frequent first (ties by name).
-
-        Args:
-            None.
         """
         counts = {}
         for row in self.rows:
@@ -104,9 +98,6 @@ class trace:  # noqa: N801 - a context manager named like autocast
 
     def table(self) -> str:
         """The rows as an aligned text table (what ``print(trace)`` shows).
-
-        Args:
-            None.
         """
         body = [(str(i), r.op, ", ".join(r.input_dtypes) or "-", r.ran_in, r.reason)
                 for i, r in enumerate(self.rows)]
