@@ -43,8 +43,7 @@ class TraceSummary(dict):
 
 
 class trace:  # noqa: N801 - a context manager named like autocast
-    """Context manager recording, for each op dispatched in this thread, the dtype it ran in and why.
-    """
+    """Context manager recording, for each op dispatched in this thread, the dtype it ran in and why."""
 
     def __init__(self):
         self.rows = []
@@ -89,16 +88,14 @@ class trace:  # noqa: N801 - a context manager named like autocast
         return [r for r in self.rows if name is None or r.op == name]
 
     def summary(self) -> TraceSummary:
-        """Number of ops per dtype they ran in, most frequent first (ties by name).
-        """
+        """Number of ops per dtype they ran in, most frequent first (ties by name)."""
         counts = {}
         for row in self.rows:
             counts[row.ran_in] = counts.get(row.ran_in, 0) + 1
         return TraceSummary(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def table(self) -> str:
-        """The rows as an aligned text table (what ``print(trace)`` shows).
-        """
+        """The rows as an aligned text table (what ``print(trace)`` shows)."""
         body = [(str(i), r.op, ", ".join(r.input_dtypes) or "-", r.ran_in, r.reason)
                 for i, r in enumerate(self.rows)]
         widths = [max(len(cells[c]) for cells in [_HEADERS, *body]) for c in range(len(_HEADERS))]
