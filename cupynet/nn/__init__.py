@@ -8,11 +8,23 @@ from .conv import Conv1d, Conv2d, ConvTranspose2d
 from .linear import Flatten, Identity, Linear, Unflatten
 from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss
 from .module import Module
-from .normalization import BatchNorm1d, BatchNorm2d, Embedding, GroupNorm, LayerNorm
-from .parameter import Parameter
-from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 
 # issue 13: layers PyTorch programs use (padding, upsampling, norms, containers, decoders, 1-d/3-d variants)
+from .normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    Embedding,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+    LayerNorm,
+    LocalResponseNorm,
+    RMSNorm,
+)
+from .parameter import Parameter
+from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .resample import (
     CircularPad1d,
     CircularPad2d,
@@ -51,5 +63,6 @@ __all__ += [  # issue 13
     "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d",
     "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d",
     "CircularPad1d", "CircularPad2d", "CircularPad3d", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
-    "PixelShuffle", "PixelUnshuffle", "Unfold", "Fold",
+    "PixelShuffle", "PixelUnshuffle", "Unfold", "Fold", "RMSNorm", "BatchNorm3d", "InstanceNorm1d",
+    "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm",
 ]
