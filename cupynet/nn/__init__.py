@@ -3,7 +3,7 @@
 from . import functional, init, utils
 from .activation import GELU, Dropout, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .attention import MultiheadAttention
-from .containers import ModuleDict, ModuleList, Sequential
+from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose2d
 from .linear import Flatten, Identity, Linear, Unflatten
 from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss
@@ -64,5 +64,5 @@ __all__ += [  # issue 13
     "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d",
     "CircularPad1d", "CircularPad2d", "CircularPad3d", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
     "PixelShuffle", "PixelUnshuffle", "Unfold", "Fold", "RMSNorm", "BatchNorm3d", "InstanceNorm1d",
-    "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm",
+    "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm", "ParameterList", "ParameterDict",
 ]
