@@ -49,7 +49,13 @@ from .resample import (
     ZeroPad2d,
     ZeroPad3d,
 )
-from .transformer import TransformerEncoder, TransformerEncoderLayer
+from .transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "functional", "init", "utils", "Module", "Parameter", "Sequential", "ModuleList", "ModuleDict",
@@ -65,4 +71,5 @@ __all__ += [  # issue 13
     "CircularPad1d", "CircularPad2d", "CircularPad3d", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
     "PixelShuffle", "PixelUnshuffle", "Unfold", "Fold", "RMSNorm", "BatchNorm3d", "InstanceNorm1d",
     "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm", "ParameterList", "ParameterDict",
+    "TransformerDecoderLayer", "TransformerDecoder", "Transformer",
 ]
