@@ -238,19 +238,7 @@ class BatchNorm2d(_BatchNorm):
 
 
 class BatchNorm3d(_BatchNorm):
-    """Batch normalisation over (N, C, D, H, W) inputs.
-
-    Args:
-        num_features: C.
-        eps: added to the variance.
-        momentum: running-stat update factor (None: cumulative average).
-        affine: learn weight (ones) and bias (zeros).
-        track_running_stats: keep running_mean / running_var / num_batches_tracked buffers.
-        device: where parameters and buffers live.
-        dtype: the parameters' floating dtype (running stats stay fp32).
-        bias: learn the bias (when affine; keyword-only, as in PyTorch 2.x).
-    """
-
+    __doc__ = BatchNorm2d.__doc__.replace("(N, C, H, W)", "(N, C, D, H, W)")
     _ndims = (5,)
 
 
@@ -287,9 +275,7 @@ class _InstanceNorm(_BatchNorm):
         return y.squeeze(0) if unbatched else y
 
 
-class InstanceNorm1d(_InstanceNorm):
-    """Instance normalisation over (N, C, L) or unbatched (C, L) inputs.
-
+_INSTANCE_ARGS = """
     Args:
         num_features: C.
         eps: added to the variance.
@@ -299,41 +285,23 @@ class InstanceNorm1d(_InstanceNorm):
         device: where parameters and buffers live.
         dtype: the parameters' floating dtype.
         bias: learn the bias (when affine).
-    """
+"""
+
+
+class InstanceNorm1d(_InstanceNorm):
+    __doc__ = "Instance normalisation over (N, C, L) or unbatched (C, L) inputs.\n" + _INSTANCE_ARGS
 
     _ndims = (2, 3)
 
 
 class InstanceNorm2d(_InstanceNorm):
-    """Instance normalisation over (N, C, H, W) or unbatched (C, H, W) inputs.
-
-    Args:
-        num_features: C.
-        eps: added to the variance.
-        momentum: running-stat update factor.
-        affine: learn weight (ones) and bias (zeros); off by default, as in PyTorch.
-        track_running_stats: keep running statistics (used in eval); off by default.
-        device: where parameters and buffers live.
-        dtype: the parameters' floating dtype.
-        bias: learn the bias (when affine).
-    """
+    __doc__ = "Instance normalisation over (N, C, H, W) or unbatched (C, H, W) inputs.\n" + _INSTANCE_ARGS
 
     _ndims = (3, 4)
 
 
 class InstanceNorm3d(_InstanceNorm):
-    """Instance normalisation over (N, C, D, H, W) or unbatched (C, D, H, W) inputs.
-
-    Args:
-        num_features: C.
-        eps: added to the variance.
-        momentum: running-stat update factor.
-        affine: learn weight (ones) and bias (zeros); off by default, as in PyTorch.
-        track_running_stats: keep running statistics (used in eval); off by default.
-        device: where parameters and buffers live.
-        dtype: the parameters' floating dtype.
-        bias: learn the bias (when affine).
-    """
+    __doc__ = "Instance normalisation over (N, C, D, H, W) or unbatched (C, D, H, W) inputs.\n" + _INSTANCE_ARGS
 
     _ndims = (4, 5)
 
