@@ -77,7 +77,7 @@ def test_nd_layer_bad_inputs():
         nn.MaxPool1d(2)(cn.zeros(1, 2, 3, 4))
     with pytest.raises(ValueError, match="expected input with 2 channels"):
         nn.Conv3d(2, 3, 2)(cn.zeros(1, 3, 4, 4, 4))
-    with pytest.raises(ValueError, match="Expected 2D \\(unbatched\\) or 3D"):
+    with pytest.raises(ValueError, match="expected a 2-D \\(C, L\\) or 3-D"):
         F.dropout1d(cn.zeros(2, 3, 4, 5))
     with pytest.raises(NotImplementedError, match="output_size"):
         nn.ConvTranspose1d(2, 3, 3)(cn.zeros(1, 2, 4), output_size=(6,))

@@ -80,8 +80,9 @@ def _channel_dropout(nd, input, p, training, inplace):  # noqa: A002
     op_name = f"dropout{nd}d"
     _check_args(op_name, input, p, training, inplace)
     if input.ndim not in (nd + 1, nd + 2):
-        raise ValueError(f"{op_name}: Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
-                         f"{op_name}, but got input of size: {list(input.shape)}")
+        spatial = ("L", "H, W", "D, H, W")[nd - 1]
+        raise ValueError(f"{op_name}: expected a {nd + 1}-D (C, {spatial}) or {nd + 2}-D (N, C, {spatial}) input, "
+                         f"got shape {tuple(input.shape)}")
     if not training:
         return input
     mask_shape = input.shape[:-nd] + (1,) * nd  # NOTE: one draw per (sample, channel), broadcast over space
