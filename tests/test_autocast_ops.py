@@ -75,6 +75,14 @@ SAMPLES = {
     "scaled_dot_product_attention": lambda: (_op("scaled_dot_product_attention"),
                                              (_t(2, 3, 4), _t(2, 5, 4), _t(2, 5, 4)), {}),
     # fp32
+    # fp32: the upsample ops (issue 13), one class per mode and dimension as in PyTorch's list
+    "upsample_nearest1d": lambda: (_op("interpolate"), (_t(2, 3, 4),), {"scale_factor": 2}),
+    "upsample_nearest2d": lambda: (_op("interpolate"), (_t(2, 3, 4, 4),), {"size": (5, 3)}),
+    "upsample_nearest3d": lambda: (_op("interpolate"), (_t(1, 2, 2, 3, 2),), {"scale_factor": 2}),
+    "upsample_linear1d": lambda: (_op("interpolate"), (_t(2, 3, 4),), {"size": 7, "mode": "linear"}),
+    "upsample_bilinear2d": lambda: (_op("interpolate"), (_t(2, 3, 4, 4),), {"scale_factor": 2, "mode": "bilinear"}),
+    "upsample_trilinear3d": lambda: (_op("interpolate"), (_t(1, 2, 2, 3, 2),), {"size": 3, "mode": "trilinear"}),
+    "upsample_bicubic2d": lambda: (_op("interpolate"), (_t(1, 2, 4, 4),), {"size": 6, "mode": "bicubic"}),
     "pow": lambda: (_op("pow"), (_pos(3, 4), _t(3, 4)), {}),
     "sum": lambda: (_op("sum"), (_t(3, 4),), {"dim": 1}),
     "mean": lambda: (_op("mean"), (_t(3, 4),), {"dim": 1}),

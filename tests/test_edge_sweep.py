@@ -810,6 +810,54 @@ for _name in ("dropout", "dropout2d"):
         case(_name, f"{_label}-eval", lambda lib, x, n=_name: getattr(nnf(lib), n)(x, p=0.5, training=False), _spec,
              fwd=1, bwd=1)
 
+# --- channel dropout in 1-D and 3-D (issue 13): deterministic settings only
+for _name, _spec in (("dropout1d", X(2, 3, 4, lay="T")), ("dropout1d", X(0, 3, 2)),
+                     ("dropout3d", X(2, 2, 3, 2, 2, lay="flip")), ("dropout3d", X(3, 2, 2, 2, lay="npT"))):
+    case(_name, f"{_spec.lay}-{_spec.shape}-p0", lambda lib, x, n=_name: getattr(nnf(lib), n)(x, p=0.0), _spec,
+         fwd=1, bwd=1)
+    case(_name, f"{_spec.lay}-{_spec.shape}-eval", lambda lib, x, n=_name: getattr(nnf(lib), n)(
+        x, p=0.5, training=False), _spec, fwd=1, bwd=1)
+
+# --- resampling (issue 13): gathers are exact; interpolation weights add a few roundings (fp32 math, one rounding)
+for _label, _x, _pad, _kw in (("const-flip", X(2, 3, 4, lay="flip"), (1, 2), {"value": 0.5}),
+                              ("const-neg", X(2, 3, 4, lay="T"), (-1, 2, 1, -1), {}),
+                              ("const-empty", X(0, 3, 4), (1, 1), {}),
+                              ("reflect", X(2, 3, 5, lay="T"), (2, 1), {"mode": "reflect"}),
+                              ("replicate", X(1, 2, 3, 4, lay="npT"), (1, 2, 0, 3), {"mode": "replicate"}),
+                              ("circular", X(2, 4, 3, lay="flip"), (2, -1), {"mode": "circular"})):
+    case("pad", _label, lambda lib, x, p=_pad, kw=_kw: nnf(lib).pad(x, p, **kw), _x, fwd=1, bwd=2)
+for _label, _x, _kw in (("nearest", X(2, 2, 3, 4, lay="flip"), {"scale_factor": 2}),
+                        ("nearest-exact", X(1, 2, 5, lay="T"), {"size": 3, "mode": "nearest-exact"}),
+                        ("linear", X(2, 3, 4, lay="npT"), {"size": 7, "mode": "linear"}),
+                        ("bilinear-ac", X(1, 2, 3, 3, lay="T"), {"size": (5, 4), "mode": "bilinear",
+                                                                 "align_corners": True}),
+                        ("bicubic", X(1, 1, 4, 4), {"scale_factor": 2, "mode": "bicubic"}),
+                        ("trilinear", X(1, 1, 2, 3, 2), {"size": 3, "mode": "trilinear"}),
+                        ("area", X(1, 2, 6, 4, lay="T"), {"size": (3, 2), "mode": "area"}),
+                        ("empty-batch", X(0, 2, 3, 3), {"scale_factor": 2, "mode": "bilinear"})):
+    case("interpolate", _label, lambda lib, x, kw=_kw: nnf(lib).interpolate(x, **kw), _x, fwd=8, bwd=16)
+case("upsample", "bilinear", lambda lib, x: nnf(lib).upsample(x, scale_factor=2, mode="bilinear"), X(1, 2, 3, 3),
+     fwd=8, bwd=16)
+case("upsample_nearest", "plain", lambda lib, x: nnf(lib).upsample_nearest(x, size=(4, 5)), X(1, 2, 2, 3, lay="T"),
+     fwd=1, bwd=2)
+case("upsample_bilinear", "plain", lambda lib, x: nnf(lib).upsample_bilinear(x, scale_factor=2), X(1, 2, 3, 2),
+     fwd=8, bwd=16)
+# NOTE: no empty-batch row: torch's own PixelShuffleBackward returns a wrongly shaped gradient there
+for _label, _x in (("plain", X(2, 8, 2, 3, lay="flip")), ("unbatched", X(4, 3, 2, lay="T"))):
+    case("pixel_shuffle", _label, lambda lib, x: nnf(lib).pixel_shuffle(x, 2), _x, fwd=1, bwd=1)
+for _label, _x in (("plain", X(2, 2, 4, 6, lay="flip")), ("unbatched", X(1, 4, 2, lay="T"))):
+    case("pixel_unshuffle", _label, lambda lib, x: nnf(lib).pixel_unshuffle(x, 2), _x, fwd=1, bwd=1)
+for _label, _x, _kw in (("plain", X(2, 3, 4, 5, lay="T"), {"kernel_size": 2}),
+                        ("strided", X(3, 5, 4, lay="flip"), {"kernel_size": (2, 3), "padding": 1, "stride": 2})):
+    case("unfold", _label, lambda lib, x, kw=_kw: nnf(lib).unfold(x, **kw), _x, fwd=1, bwd=4)
+for _label, _x, _kw in (("plain", X(2, 12, 6, lay="T"), {"kernel_size": (2, 3), "padding": (1, 0), "stride": 2}),
+                        ("unbatched", X(4, 9), {"kernel_size": 2})):
+    case("fold", _label, lambda lib, x, kw=_kw: nnf(lib).fold(x, (4, 4) if x.shape[-1] == 9 else (5, 6), **kw), _x,
+         fwd=4, bwd=1)
+for _label, _x, _size in (("plain", X(2, 5, 3, lay="T"), 3), ("4d", X(2, 4, 2, 2, lay="flip"), 2)):
+    case("local_response_norm", _label, lambda lib, x, n=_size: nnf(lib).local_response_norm(x, n, alpha=0.5), _x,
+         fwd=16, bwd=64)
+
 # --- creation from a tensor (cupynet/__init__.py): deterministic ones
 for _label, _spec in (("0d", X()), ("empty", X(0, 3)), ("T", X(3, 4, lay="T"))):
     for _name in ("zeros_like", "ones_like"):

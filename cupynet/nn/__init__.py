@@ -22,8 +22,9 @@ from .activation import (
                          Tanh,
 )
 from .attention import MultiheadAttention
-from .containers import ModuleDict, ModuleList, Sequential
-from .conv import Conv1d, Conv2d, ConvTranspose2d
+from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from .dropout import Dropout1d, Dropout2d, Dropout3d
 from .linear import Flatten, Identity, Linear, Unflatten
 from .loss import (
                          BCELoss,
@@ -41,11 +42,65 @@ from .loss import (
                          SoftMarginLoss,
 )
 from .module import Module
-from .normalization import BatchNorm1d, BatchNorm2d, Embedding, GroupNorm, LayerNorm
+
+# issue 13: layers PyTorch programs use (padding, upsampling, norms, containers, decoders, 1-d/3-d variants)
+from .normalization import (
+                         BatchNorm1d,
+                         BatchNorm2d,
+                         BatchNorm3d,
+                         Embedding,
+                         GroupNorm,
+                         InstanceNorm1d,
+                         InstanceNorm2d,
+                         InstanceNorm3d,
+                         LayerNorm,
+                         LocalResponseNorm,
+                         RMSNorm,
+)
 from .parameter import Parameter
-from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .pooling import (
+                         AdaptiveAvgPool1d,
+                         AdaptiveAvgPool2d,
+                         AdaptiveAvgPool3d,
+                         AvgPool1d,
+                         AvgPool2d,
+                         AvgPool3d,
+                         MaxPool1d,
+                         MaxPool2d,
+                         MaxPool3d,
+)
+from .resample import (
+                         CircularPad1d,
+                         CircularPad2d,
+                         CircularPad3d,
+                         ConstantPad1d,
+                         ConstantPad2d,
+                         ConstantPad3d,
+                         Fold,
+                         PixelShuffle,
+                         PixelUnshuffle,
+                         ReflectionPad1d,
+                         ReflectionPad2d,
+                         ReflectionPad3d,
+                         ReplicationPad1d,
+                         ReplicationPad2d,
+                         ReplicationPad3d,
+                         Unfold,
+                         Upsample,
+                         UpsamplingBilinear2d,
+                         UpsamplingNearest2d,
+                         ZeroPad1d,
+                         ZeroPad2d,
+                         ZeroPad3d,
+)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # recurrent layers (issue 13)
-from .transformer import TransformerEncoder, TransformerEncoderLayer
+from .transformer import (
+                         Transformer,
+                         TransformerDecoder,
+                         TransformerDecoderLayer,
+                         TransformerEncoder,
+                         TransformerEncoderLayer,
+)
 
 __all__ = [
     "functional", "init", "utils", "Module", "Parameter", "Sequential", "ModuleList", "ModuleDict",
@@ -58,4 +113,14 @@ __all__ = [
     "CosineSimilarity", "HuberLoss", "MarginRankingLoss", "SoftMarginLoss", "PoissonNLLLoss",
     # recurrent layers (issue 13)
     "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
+]
+__all__ += [  # issue 13
+    "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d",
+    "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d",
+    "CircularPad1d", "CircularPad2d", "CircularPad3d", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
+    "PixelShuffle", "PixelUnshuffle", "Unfold", "Fold", "RMSNorm", "BatchNorm3d", "InstanceNorm1d",
+    "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm", "ParameterList", "ParameterDict",
+    "TransformerDecoderLayer", "TransformerDecoder", "Transformer", "Conv3d", "ConvTranspose1d", "ConvTranspose3d",
+    "MaxPool1d", "MaxPool3d", "AvgPool1d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool3d", "Dropout1d",
+    "Dropout2d", "Dropout3d",
 ]

@@ -1,4 +1,7 @@
-"""Containers: ``Sequential``, ``ModuleList`` and ``ModuleDict`` (keys as PyTorch: ``0.weight``, ``blocks.1.bias``)."""
+"""Containers: ``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList`` and ``ParameterDict``.
+
+State-dict keys are PyTorch's: ``0.weight``, ``blocks.1.bias``, ``params.0``, ``scales.alpha``.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +9,13 @@ import operator
 from collections import OrderedDict
 from collections.abc import Mapping
 
+from ..tensor import Tensor
 from .activation import ReLU
 from .linear import Linear
 from .module import Module
+from .parameter import Parameter
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict"]
+__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
 
 def _index(owner, idx, length):
@@ -294,3 +299,177 @@ class ModuleDict(Module):
             **kwargs: ignored.
         """
         raise NotImplementedError("ModuleDict is not callable: index it and call the module")
+
+
+def _as_parameter(owner, value):
+    """A Tensor that is not a Parameter is wrapped as one (as PyTorch's parameter containers do)."""
+    if isinstance(value, Parameter):
+        return value
+    if isinstance(value, Tensor):
+        return Parameter(value.detach())
+    raise TypeError(f"{owner}: expected a Parameter or Tensor, got {type(value).__name__}")
+
+
+def _parameter_lines(pairs):
+    return "\n".join(f"  ({k}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
+                     for k, p in pairs)
+
+
+class ParameterList(Module):
+    """A list of Parameters registered under ``"0"``, ``"1"``, ... (Tensors are wrapped as Parameters).
+
+    Args:
+        values: an iterable of Parameters / Tensors, or None.
+    """
+
+    def __init__(self, values=None):
+        super().__init__()
+        if values is not None:
+            self.extend(values)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return ParameterList(list(self._parameters.values())[idx])
+        return self._parameters[str(_index("ParameterList", idx, len(self)))]
+
+    def __setitem__(self, idx, value):
+        self.register_parameter(str(_index("ParameterList", idx, len(self))), _as_parameter("ParameterList", value))
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters.values())
+
+    def __iadd__(self, values):
+        return self.extend(values)
+
+    def append(self, value):
+        """Add one Parameter (or Tensor) at the end.
+
+        Args:
+            value: the Parameter.
+        """
+        self.register_parameter(str(len(self)), _as_parameter("ParameterList", value))
+        return self
+
+    def extend(self, values):
+        """Add Parameters from an iterable.
+
+        Args:
+            values: Parameters or Tensors.
+        """
+        if isinstance(values, Tensor) or not hasattr(values, "__iter__"):
+            raise TypeError(f"ParameterList.extend should be called with an iterable, but got "
+                            f"{type(values).__name__}")
+        for value in values:
+            self.append(value)
+        return self
+
+    def extra_repr(self) -> str:
+        """One line per parameter, as PyTorch: ``(0): Parameter containing: [float32 of size 3x4]``."""
+        return _parameter_lines(enumerate(self))
+
+    def forward(self, *args, **kwargs):
+        """ParameterList has no forward; index it instead.
+
+        Args:
+            *args: ignored.
+            **kwargs: ignored.
+        """
+        raise NotImplementedError("ParameterList is not callable: index it")
+
+
+class ParameterDict(Module):
+    """A dict of Parameters registered under their keys (Tensors are wrapped as Parameters).
+
+    Args:
+        parameters: a mapping or iterable of (name, Parameter) pairs, or None.
+    """
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key):
+        if key not in self._parameters:
+            raise KeyError(f"ParameterDict has no key {key!r}; keys are {list(self._parameters)}")
+        return self._parameters[key]
+
+    def __setitem__(self, key, value):
+        if not isinstance(key, str):
+            raise TypeError(f"ParameterDict keys must be strings, got {type(key).__name__}")
+        self.register_parameter(key, _as_parameter("ParameterDict", value))
+
+    def __delitem__(self, key):
+        del self._parameters[key]
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters)
+
+    def __contains__(self, key):
+        return key in self._parameters
+
+    def keys(self):
+        """The keys."""
+        return self._parameters.keys()
+
+    def items(self):
+        """(key, Parameter) pairs."""
+        return self._parameters.items()
+
+    def values(self):
+        """The Parameters."""
+        return self._parameters.values()
+
+    def get(self, key, default=None):
+        """The Parameter under ``key``, or ``default``.
+
+        Args:
+            key: the name.
+            default: returned when absent.
+        """
+        return self._parameters.get(key, default)
+
+    def pop(self, key):
+        """Remove and return the Parameter under ``key``.
+
+        Args:
+            key: the name.
+        """
+        value = self[key]
+        del self._parameters[key]
+        return value
+
+    def clear(self):
+        """Remove every Parameter."""
+        self._parameters.clear()
+
+    def update(self, parameters):
+        """Add Parameters from a mapping or an iterable of (name, Parameter) pairs.
+
+        Args:
+            parameters: the Parameters to add.
+        """
+        pairs = parameters.items() if isinstance(parameters, Mapping) else parameters
+        for entry in pairs:
+            if not isinstance(entry, (tuple, list)) or len(entry) != 2:
+                raise TypeError(f"ParameterDict.update: expected (name, Parameter) pairs, got {entry!r}")
+            self[entry[0]] = entry[1]
+
+    def extra_repr(self) -> str:
+        """One line per parameter, as PyTorch: ``(alpha): Parameter containing: [float32 of size 3]``."""
+        return _parameter_lines(self.items())
+
+    def forward(self, *args, **kwargs):
+        """ParameterDict has no forward; index it instead.
+
+        Args:
+            *args: ignored.
+            **kwargs: ignored.
+        """
+        raise NotImplementedError("ParameterDict is not callable: index it")

@@ -1,4 +1,4 @@
-"""``Conv1d``, ``Conv2d`` and ``ConvTranspose2d`` with PyTorch's arguments, parameter shapes and init."""
+"""``Conv1d/2d/3d`` and ``ConvTranspose1d/2d/3d`` with PyTorch's arguments, parameter shapes and init."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from . import init
 from .linear import check_input, new_parameter
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 
 def _tuple(layer: str, name: str, value, n: int, allow_str: bool = False):
@@ -29,8 +29,8 @@ class _ConvNd(Module):
     _dims = 2
     _transposed = False
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                 padding_mode, device, dtype, output_padding=0):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None, output_padding=0):
         super().__init__()
         name, n = type(self).__name__, self._dims
         for arg, value in (("in_channels", in_channels), ("out_channels", out_channels), ("groups", groups)):
@@ -92,89 +92,19 @@ class _ConvNd(Module):
         return text
 
 
-class Conv1d(_ConvNd):
-    """1-D convolution over (N, C_in, L) inputs.
-
-    Args:
-        in_channels: input channels.
-        out_channels: output channels.
-        kernel_size: int or 1-tuple.
-        stride: int or 1-tuple.
-        padding: int, 1-tuple, "valid" or "same".
-        dilation: int or 1-tuple.
-        groups: blocked connections from input to output channels.
-        bias: learn an additive bias.
-        padding_mode: only "zeros".
-        device: where the parameters live.
-        dtype: their floating dtype.
-    """
-
-    _dims = 1
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True, padding_mode="zeros", device=None, dtype=None):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, device, dtype)
-
     def forward(self, input):  # noqa: A002
         """Convolve.
 
         Args:
-            input: (N, C_in, L) or (C_in, L).
+            input: (N, C_in, *spatial) or unbatched (C_in, *spatial).
         """
         self._check(input)
-        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        fn = getattr(F, f"conv{self._dims}d")
+        return fn(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
-class Conv2d(_ConvNd):
-    """2-D convolution over (N, C_in, H, W) inputs.
-
-    Args:
-        in_channels: input channels.
-        out_channels: output channels.
-        kernel_size: int or 2-tuple.
-        stride: int or 2-tuple.
-        padding: int, 2-tuple, "valid" or "same".
-        dilation: int or 2-tuple.
-        groups: blocked connections from input to output channels.
-        bias: learn an additive bias.
-        padding_mode: only "zeros".
-        device: where the parameters live.
-        dtype: their floating dtype.
-    """
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True, padding_mode="zeros", device=None, dtype=None):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, device, dtype)
-
-    def forward(self, input):  # noqa: A002
-        """Convolve.
-
-        Args:
-            input: (N, C_in, H, W) or (C_in, H, W).
-        """
-        self._check(input)
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
-
-
-class ConvTranspose2d(_ConvNd):
-    """2-D transposed convolution ("deconvolution"); weight shape (C_in, C_out/groups, kH, kW).
-
-    Args:
-        in_channels: input channels.
-        out_channels: output channels.
-        kernel_size: int or 2-tuple.
-        stride: int or 2-tuple.
-        padding: int or 2-tuple.
-        output_padding: extra size added to one side of the output.
-        groups: blocked connections.
-        bias: learn an additive bias.
-        dilation: int or 2-tuple.
-        padding_mode: only "zeros".
-        device: where the parameters live.
-        dtype: their floating dtype.
-    """
+class _ConvTransposeNd(_ConvNd):
+    """Shared constructor (PyTorch's argument order) and forward of the transposed convolutions (not public)."""
 
     _transposed = True
 
@@ -187,11 +117,74 @@ class ConvTranspose2d(_ConvNd):
         """Transposed convolution.
 
         Args:
-            input: (N, C_in, H, W) or (C_in, H, W).
+            input: (N, C_in, *spatial) or unbatched (C_in, *spatial).
             output_size: not supported (use output_padding); must be None.
         """
         if output_size is not None:
             raise NotImplementedError(f"{self!r}: output_size is not supported; set output_padding instead")
         self._check(input)
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, self.output_padding,
-                                  self.groups, self.dilation)
+        fn = getattr(F, f"conv_transpose{self._dims}d")
+        return fn(input, self.weight, self.bias, self.stride, self.padding, self.output_padding, self.groups,
+                  self.dilation)
+
+
+_CONV_ARGS = """
+    Args:
+        in_channels: input channels.
+        out_channels: output channels.
+        kernel_size: int or tuple (one entry per spatial dim).
+        stride: int or tuple.
+        padding: int, tuple, "valid" or "same".
+        dilation: int or tuple.
+        groups: blocked connections from input to output channels.
+        bias: learn an additive bias.
+        padding_mode: only "zeros".
+        device: where the parameters live.
+        dtype: their floating dtype.
+"""
+_TRANSPOSED_ARGS = """
+    Args:
+        in_channels: input channels.
+        out_channels: output channels.
+        kernel_size: int or tuple (one entry per spatial dim).
+        stride: int or tuple.
+        padding: int or tuple.
+        output_padding: extra size added to one side of each output dim.
+        groups: blocked connections.
+        bias: learn an additive bias.
+        dilation: int or tuple.
+        padding_mode: only "zeros".
+        device: where the parameters live.
+        dtype: their floating dtype.
+"""
+
+
+class Conv1d(_ConvNd):
+    __doc__ = "1-D convolution over (N, C_in, L) inputs.\n" + _CONV_ARGS
+    _dims = 1
+
+
+class Conv2d(_ConvNd):
+    __doc__ = "2-D convolution over (N, C_in, H, W) inputs.\n" + _CONV_ARGS
+    _dims = 2
+
+
+class Conv3d(_ConvNd):
+    __doc__ = "3-D convolution over (N, C_in, D, H, W) inputs.\n" + _CONV_ARGS
+    _dims = 3
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    __doc__ = "1-D transposed convolution; weight shape (C_in, C_out/groups, kL).\n" + _TRANSPOSED_ARGS
+    _dims = 1
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    __doc__ = "2-D transposed convolution (\"deconvolution\"); weight shape (C_in, C_out/groups, kH, kW).\n" \
+        + _TRANSPOSED_ARGS
+    _dims = 2
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    __doc__ = "3-D transposed convolution; weight shape (C_in, C_out/groups, kD, kH, kW).\n" + _TRANSPOSED_ARGS
+    _dims = 3

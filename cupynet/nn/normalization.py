@@ -1,4 +1,4 @@
-"""``LayerNorm``, ``GroupNorm``, ``BatchNorm1d`` / ``BatchNorm2d`` and ``Embedding``.
+"""``LayerNorm``, ``GroupNorm``, ``RMSNorm``, ``BatchNorm1d/2d/3d``, ``InstanceNorm1d/2d/3d``, LRN and ``Embedding``.
 
 NOTE (BatchNorm, AMP): ``running_mean`` / ``running_var`` are float32 whatever
 the layer's parameters are cast to (``.half()`` keeps them fp32; see
@@ -18,7 +18,8 @@ from .linear import check_input, new_parameter
 from .module import Module, copy_into
 from .parameter import as_array
 
-__all__ = ["LayerNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "Embedding"]
+__all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d",
+           "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm", "Embedding"]
 
 
 def _positive(layer: str, name: str, value):
@@ -234,6 +235,139 @@ class BatchNorm2d(_BatchNorm):
     """
 
     _ndims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    __doc__ = BatchNorm2d.__doc__.replace("(N, C, H, W)", "(N, C, D, H, W)")
+    _ndims = (5,)
+
+
+class _InstanceNorm(_BatchNorm):
+    """Shared code of InstanceNorm1d/2d/3d: per-sample statistics, optional running ones (not public)."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
+                 dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+
+    def _check(self, input):  # noqa: A002
+        check_input(self, input)
+        if input.ndim not in self._ndims:
+            raise ValueError(f"{self!r}: expected {self._ndims[0]}D (unbatched) or {self._ndims[1]}D (batched) "
+                             f"input, got {input.ndim}D input of shape {tuple(input.shape)}")
+        channels = input.shape[0 if input.ndim == self._ndims[0] else 1]
+        if channels != self.num_features and (self.affine or self.track_running_stats):
+            raise ValueError(f"{self!r}: expected input with {self.num_features} channels, got shape "
+                             f"{tuple(input.shape)}")
+
+    def forward(self, input):  # noqa: A002
+        """Normalise each sample's channels over their spatial dims (running stats in eval when tracked).
+
+        Args:
+            input: (N, C, *spatial) or unbatched (C, *spatial).
+        """
+        self._check(input)
+        unbatched = input.ndim == self._ndims[0]
+        x = input.unsqueeze(0) if unbatched else input
+        # NOTE: as PyTorch, num_batches_tracked is kept in the state dict but never counted up here
+        y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                            self.training or not self.track_running_stats,
+                            self.momentum if self.momentum is not None else 0.0, self.eps)
+        return y.squeeze(0) if unbatched else y
+
+
+_INSTANCE_ARGS = """
+    Args:
+        num_features: C.
+        eps: added to the variance.
+        momentum: running-stat update factor.
+        affine: learn weight (ones) and bias (zeros); off by default, as in PyTorch.
+        track_running_stats: keep running statistics (used in eval); off by default.
+        device: where parameters and buffers live.
+        dtype: the parameters' floating dtype.
+        bias: learn the bias (when affine).
+"""
+
+
+class InstanceNorm1d(_InstanceNorm):
+    __doc__ = "Instance normalisation over (N, C, L) or unbatched (C, L) inputs.\n" + _INSTANCE_ARGS
+
+    _ndims = (2, 3)
+
+
+class InstanceNorm2d(_InstanceNorm):
+    __doc__ = "Instance normalisation over (N, C, H, W) or unbatched (C, H, W) inputs.\n" + _INSTANCE_ARGS
+
+    _ndims = (3, 4)
+
+
+class InstanceNorm3d(_InstanceNorm):
+    __doc__ = "Instance normalisation over (N, C, D, H, W) or unbatched (C, D, H, W) inputs.\n" + _INSTANCE_ARGS
+
+    _ndims = (4, 5)
+
+
+class RMSNorm(Module):
+    """Root-mean-square normalisation over the trailing ``normalized_shape``, then an optional scale.
+
+    Args:
+        normalized_shape: an int or tuple: the trailing shape to normalise over.
+        eps: added to the mean square (None: the input dtype's machine epsilon, as PyTorch).
+        elementwise_affine: learn a weight (ones).
+        device: where the parameter lives.
+        dtype: its floating dtype.
+    """
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine: bool = True, device=None, dtype=None):
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        for size in shape:
+            _positive("RMSNorm", "normalized_shape", size)
+        self.normalized_shape, self.eps, self.elementwise_affine = shape, eps, elementwise_affine
+        if elementwise_affine:
+            self.weight = init.ones_(new_parameter(shape, device, dtype))
+        else:
+            self.register_parameter("weight", None)
+
+    def forward(self, input):  # noqa: A002
+        """Normalise.
+
+        Args:
+            input: a Tensor whose trailing shape is ``normalized_shape``.
+        """
+        check_input(self, input)
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        """``(4,), eps=None, elementwise_affine=True``."""
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class LocalResponseNorm(Module):
+    """Normalise each channel by its neighbours' mean square (``F.local_response_norm``).
+
+    Args:
+        size: number of neighbouring channels.
+        alpha: multiplicative factor.
+        beta: exponent.
+        k: additive factor.
+    """
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):  # noqa: A002
+        """Normalise.
+
+        Args:
+            input: (N, C, *), at least 3D.
+        """
+        check_input(self, input)
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        """PyTorch's text."""
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
 class Embedding(Module):

@@ -1,4 +1,4 @@
-"""``MaxPool2d``, ``AvgPool2d`` and ``AdaptiveAvgPool2d`` (the math is in ``cupynet.ops.pool``)."""
+"""Max, average and adaptive average pooling layers in 1-D, 2-D and 3-D (the math is in ``cupynet.ops.pool``)."""
 
 from __future__ import annotations
 
@@ -6,45 +6,47 @@ from . import functional as F
 from .linear import check_input
 from .module import Module
 
-__all__ = ["MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d"]
+__all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
+           "AdaptiveAvgPool2d", "AdaptiveAvgPool3d"]
 
 
-def _check_4d(layer, input):  # noqa: A002
+def _check_nd(layer, input, nd):  # noqa: A002
     check_input(layer, input)
-    if input.ndim not in (3, 4):
-        raise ValueError(f"{layer!r}: expected a 3D (unbatched) or 4D (batched) input, got shape "
+    if input.ndim not in (nd + 1, nd + 2):
+        raise ValueError(f"{layer!r}: expected a {nd + 1}D (unbatched) or {nd + 2}D (batched) input, got shape "
                          f"{tuple(input.shape)}")
 
 
-class MaxPool2d(Module):
-    """Max over sliding windows.
+class _MaxPoolNd(Module):
+    """Shared body of MaxPool1d/2d/3d (not public).
 
     Args:
-        kernel_size: window size (int or 2-tuple).
+        kernel_size: window size (int or tuple).
         stride: step (default kernel_size).
         padding: implicit -inf padding.
         dilation: spacing of window elements.
-        return_indices: also return argmax indices (not supported).
+        return_indices: also return the flat index of each maximum.
         ceil_mode: use ceil instead of floor for the output size.
     """
 
+    _dims = 2
+
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
         super().__init__()
-        if return_indices:
-            raise NotImplementedError("MaxPool2d: return_indices=True is not supported")
         self.kernel_size, self.stride = kernel_size, stride if stride is not None else kernel_size
         self.padding, self.dilation = padding, dilation
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, input):  # noqa: A002
-        """Pool.
+        """Pool (and return the indices too when ``return_indices``).
 
         Args:
-            input: (N, C, H, W) or (C, H, W).
+            input: (N, C, *spatial) or unbatched (C, *spatial).
         """
-        _check_4d(self, input)
-        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            ceil_mode=self.ceil_mode)
+        _check_nd(self, input, self._dims)
+        fn = getattr(F, f"max_pool{self._dims}d")
+        return fn(input, self.kernel_size, self.stride, self.padding, self.dilation, ceil_mode=self.ceil_mode,
+                  return_indices=self.return_indices)
 
     def extra_repr(self) -> str:
         """PyTorch's text."""
@@ -52,8 +54,23 @@ class MaxPool2d(Module):
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
 
-class AvgPool2d(Module):
-    """Mean over sliding windows.
+class MaxPool1d(_MaxPoolNd):
+    __doc__ = "Max over sliding windows of (N, C, L) inputs.\n" + _MaxPoolNd.__doc__.split("\n", 1)[1]
+    _dims = 1
+
+
+class MaxPool2d(_MaxPoolNd):
+    __doc__ = "Max over sliding windows of (N, C, H, W) inputs.\n" + _MaxPoolNd.__doc__.split("\n", 1)[1]
+    _dims = 2
+
+
+class MaxPool3d(_MaxPoolNd):
+    __doc__ = "Max over sliding windows of (N, C, D, H, W) inputs.\n" + _MaxPoolNd.__doc__.split("\n", 1)[1]
+    _dims = 3
+
+
+class _AvgPoolNd(Module):
+    """Shared body of AvgPool1d/2d/3d (not public).
 
     Args:
         kernel_size: window size.
@@ -61,8 +78,10 @@ class AvgPool2d(Module):
         padding: implicit zero padding.
         ceil_mode: use ceil for the output size.
         count_include_pad: count padded zeros in the mean.
-        divisor_override: divide by this instead of the window size.
+        divisor_override: divide by this instead of the window size (2-D and 3-D only, as in PyTorch).
     """
+
+    _dims = 2
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                  divisor_override=None):
@@ -75,29 +94,45 @@ class AvgPool2d(Module):
         """Pool.
 
         Args:
-            input: (N, C, H, W) or (C, H, W).
+            input: (N, C, *spatial) or unbatched (C, *spatial).
         """
-        _check_4d(self, input)
-        options = {}
-        if not self.count_include_pad:
-            options["count_include_pad"] = False
-        if self.divisor_override is not None:
-            options["divisor_override"] = self.divisor_override
-        if self.ceil_mode:
-            options["ceil_mode"] = True
-        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, **options)
+        _check_nd(self, input, self._dims)
+        options = {} if self.divisor_override is None else {"divisor_override": self.divisor_override}
+        fn = getattr(F, f"avg_pool{self._dims}d")
+        return fn(input, self.kernel_size, self.stride, self.padding, ceil_mode=self.ceil_mode,
+                  count_include_pad=self.count_include_pad, **options)
 
     def extra_repr(self) -> str:
         """PyTorch's text."""
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AdaptiveAvgPool2d(Module):
-    """Average pooling to a fixed output size.
+class AvgPool1d(_AvgPoolNd):
+    __doc__ = "Mean over sliding windows of (N, C, L) inputs.\n" + _AvgPoolNd.__doc__.split("\n", 1)[1]
+    _dims = 1
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
+
+
+class AvgPool2d(_AvgPoolNd):
+    __doc__ = "Mean over sliding windows of (N, C, H, W) inputs.\n" + _AvgPoolNd.__doc__.split("\n", 1)[1]
+    _dims = 2
+
+
+class AvgPool3d(_AvgPoolNd):
+    __doc__ = "Mean over sliding windows of (N, C, D, H, W) inputs.\n" + _AvgPoolNd.__doc__.split("\n", 1)[1]
+    _dims = 3
+
+
+class _AdaptiveAvgPoolNd(Module):
+    """Shared body of AdaptiveAvgPool1d/2d/3d (not public).
 
     Args:
-        output_size: (H_out, W_out), or one int for both (None keeps that dimension).
+        output_size: the output's spatial size, an int or a tuple (None keeps that input size).
     """
+
+    _dims = 2
 
     def __init__(self, output_size):
         super().__init__()
@@ -107,11 +142,29 @@ class AdaptiveAvgPool2d(Module):
         """Pool.
 
         Args:
-            input: (N, C, H, W) or (C, H, W).
+            input: (N, C, *spatial) or unbatched (C, *spatial).
         """
-        _check_4d(self, input)
-        return F.adaptive_avg_pool2d(input, self.output_size)
+        _check_nd(self, input, self._dims)
+        return getattr(F, f"adaptive_avg_pool{self._dims}d")(input, self.output_size)
 
     def extra_repr(self) -> str:
         """PyTorch's text."""
         return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
+    __doc__ = "Average pooling of (N, C, L) inputs to a fixed length.\n" + \
+        _AdaptiveAvgPoolNd.__doc__.split("\n", 1)[1]
+    _dims = 1
+
+
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    __doc__ = "Average pooling of (N, C, H, W) inputs to a fixed size.\n" + \
+        _AdaptiveAvgPoolNd.__doc__.split("\n", 1)[1]
+    _dims = 2
+
+
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+    __doc__ = "Average pooling of (N, C, D, H, W) inputs to a fixed size.\n" + \
+        _AdaptiveAvgPoolNd.__doc__.split("\n", 1)[1]
+    _dims = 3

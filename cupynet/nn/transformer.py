@@ -1,14 +1,19 @@
-"""``TransformerEncoderLayer`` and ``TransformerEncoder`` with PyTorch's submodule names.
+"""Transformer encoder and decoder layers, their stacks and ``Transformer``, with PyTorch's submodule names.
 
-Keys match ``torch.nn.TransformerEncoderLayer`` (``self_attn.in_proj_weight``,
-``linear1.weight``, ``norm1.bias``, ...), so state dicts move both ways.
+Keys match ``torch.nn.TransformerEncoderLayer`` / ``TransformerDecoderLayer`` /
+``Transformer`` (``self_attn.in_proj_weight``, ``multihead_attn.out_proj.weight``,
+``linear1.weight``, ``norm3.bias``, ``encoder.layers.0...``), so state dicts move both ways.
 """
 
 from __future__ import annotations
 
 import copy
 
+import numpy
+
+from .. import creation
 from . import functional as F
+from . import init
 from .activation import Dropout
 from .attention import MultiheadAttention
 from .containers import ModuleList
@@ -16,7 +21,8 @@ from .linear import Linear
 from .module import Module
 from .normalization import LayerNorm
 
-__all__ = ["TransformerEncoderLayer", "TransformerEncoder"]
+__all__ = ["TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer", "TransformerDecoder",
+           "Transformer"]
 
 
 def _activation(activation):
@@ -27,6 +33,25 @@ def _activation(activation):
     if callable(activation):
         return activation
     raise RuntimeError(f"TransformerEncoderLayer: activation should be relu/gelu or a callable, not {activation!r}")
+
+
+def _build_layer(layer, cross, d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                 norm_first, bias, device, dtype):
+    """Register the submodules of an encoder (``cross=False``) or decoder layer in PyTorch's order."""
+    kw = {"device": device, "dtype": dtype}
+    layer.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw)
+    if cross:
+        layer.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                                  batch_first=batch_first, **kw)
+    layer.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+    layer.dropout = Dropout(dropout)
+    layer.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+    layer.norm_first = norm_first
+    for i in range(1, 4 if cross else 3):
+        setattr(layer, f"norm{i}", LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+    for i in range(1, 4 if cross else 3):
+        setattr(layer, f"dropout{i}", Dropout(dropout))
+    layer.activation = activation if isinstance(activation, Module) else _activation(activation)
 
 
 class TransformerEncoderLayer(Module):
@@ -53,18 +78,8 @@ class TransformerEncoderLayer(Module):
                  activation="relu", layer_norm_eps: float = 1e-5, batch_first: bool = False,
                  norm_first: bool = False, bias: bool = True, device=None, dtype=None):
         super().__init__()
-        kw = {"device": device, "dtype": dtype}
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
-                                            **kw)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.activation = activation if isinstance(activation, Module) else _activation(activation)
+        _build_layer(self, False, d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                     norm_first, bias, device, dtype)
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
@@ -91,7 +106,25 @@ class TransformerEncoderLayer(Module):
         return self.norm2(x + self._ff_block(x))
 
 
-class TransformerEncoder(Module):
+class _Stack(Module):
+    """``num_layers`` deep copies of a layer (keys ``layers.0...``) and an optional final norm (not public)."""
+
+    def __init__(self, layer, num_layers, norm):
+        super().__init__()
+        name = type(self).__name__
+        if not isinstance(layer, Module):
+            raise TypeError(f"{name}: the layer to stack must be a Module, got {type(layer).__name__}")
+        if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
+            raise ValueError(f"{name}: num_layers must be a positive integer, got {num_layers!r}")
+        self.layers = ModuleList([copy.deepcopy(layer) for _ in range(num_layers)])
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def _finish(self, x):
+        return self.norm(x) if self.norm is not None else x
+
+
+class TransformerEncoder(_Stack):
     """A stack of ``num_layers`` deep copies of ``encoder_layer`` (keys ``layers.0...``), then an optional norm.
 
     Args:
@@ -102,14 +135,7 @@ class TransformerEncoder(Module):
     """
 
     def __init__(self, encoder_layer, num_layers: int, norm=None, enable_nested_tensor: bool = True):
-        super().__init__()
-        if not isinstance(encoder_layer, Module):
-            raise TypeError(f"TransformerEncoder: encoder_layer must be a Module, got {type(encoder_layer).__name__}")
-        if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
-            raise ValueError(f"TransformerEncoder: num_layers must be a positive integer, got {num_layers!r}")
-        self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
-        self.num_layers = num_layers
-        self.norm = norm
+        super().__init__(encoder_layer, num_layers, norm)
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal: bool = False):
         """Run every layer, then the norm.
@@ -123,4 +149,184 @@ class TransformerEncoder(Module):
         x = src
         for layer in self.layers:
             x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=is_causal)
-        return self.norm(x) if self.norm is not None else x
+        return self._finish(x)
+
+
+class TransformerDecoderLayer(Module):
+    """Self-attention, cross-attention to ``memory``, then a feed-forward block (each: dropout, residual, norm).
+
+    post-norm (default): x = norm1(x + sa(x)); x = norm2(x + mha(x, memory)); x = norm3(x + ff(x)).
+    pre-norm (norm_first=True): x = x + sa(norm1(x)); x = x + mha(norm2(x), memory); x = x + ff(norm3(x)).
+
+    Args:
+        d_model: model width.
+        nhead: attention heads.
+        dim_feedforward: hidden width of the feed-forward block.
+        dropout: dropout probability.
+        activation: "relu", "gelu", or a callable / Module.
+        layer_norm_eps: LayerNorm eps.
+        batch_first: inputs are (N, L, E) instead of (L, N, E).
+        norm_first: pre-norm instead of post-norm.
+        bias: learn biases in the linear layers and the norms.
+        device: where the parameters live.
+        dtype: their floating dtype.
+    """
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation="relu", layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        _build_layer(self, True, d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                     norm_first, bias, device, dtype)
+
+    _sa_block = TransformerEncoderLayer._sa_block
+
+    def _ff_block(self, x):
+        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+    def _mha_block(self, x, memory, attn_mask, key_padding_mask, is_causal):
+        x = self.multihead_attn(x, memory, memory, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                                need_weights=False, is_causal=is_causal)[0]
+        return self.dropout2(x)
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal: bool = False, memory_is_causal: bool = False):
+        """Run the layer.
+
+        Args:
+            tgt: the target sequence, (N, T, E) when batch_first, else (T, N, E).
+            memory: the encoder output, (N, S, E) / (S, N, E).
+            tgt_mask: (T, T) self-attention mask (bool True = masked, or additive float).
+            memory_mask: (T, S) cross-attention mask.
+            tgt_key_padding_mask: (N, T) padded target positions.
+            memory_key_padding_mask: (N, S) padded memory positions.
+            tgt_is_causal: apply a causal self-attention mask when tgt_mask is None.
+            memory_is_causal: apply a causal cross-attention mask when memory_mask is None.
+        """
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+            x = x + self._mha_block(self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal)
+            return x + self._ff_block(self.norm3(x))
+        x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
+        x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal))
+        return self.norm3(x + self._ff_block(x))
+
+
+class TransformerDecoder(_Stack):
+    """A stack of ``num_layers`` deep copies of ``decoder_layer`` (keys ``layers.0...``), then an optional norm.
+
+    Args:
+        decoder_layer: the layer to copy.
+        num_layers: how many copies.
+        norm: an optional final normalisation Module.
+    """
+
+    def __init__(self, decoder_layer, num_layers: int, norm=None):
+        super().__init__(decoder_layer, num_layers, norm)
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal: bool = False):
+        """Run every layer on (tgt, memory), then the norm.
+
+        Args:
+            tgt: the target sequence.
+            memory: the encoder output.
+            tgt_mask: self-attention mask for every layer.
+            memory_mask: cross-attention mask for every layer.
+            tgt_key_padding_mask: target padding mask.
+            memory_key_padding_mask: memory padding mask.
+            tgt_is_causal: apply a causal self-attention mask when tgt_mask is None.
+            memory_is_causal: apply a causal cross-attention mask when memory_mask is None.
+        """
+        x = tgt
+        for layer in self.layers:
+            x = layer(x, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                      tgt_key_padding_mask=tgt_key_padding_mask, memory_key_padding_mask=memory_key_padding_mask,
+                      tgt_is_causal=bool(tgt_is_causal), memory_is_causal=memory_is_causal)
+        return self._finish(x)
+
+
+class Transformer(Module):
+    """The encoder-decoder Transformer of "Attention Is All You Need" (PyTorch's ``nn.Transformer``).
+
+    Parameters with more than one dimension are initialised with ``xavier_uniform_``, as PyTorch does.
+
+    Args:
+        d_model: model width.
+        nhead: attention heads.
+        num_encoder_layers: encoder depth.
+        num_decoder_layers: decoder depth.
+        dim_feedforward: hidden width of the feed-forward blocks.
+        dropout: dropout probability.
+        activation: "relu", "gelu", or a callable / Module.
+        custom_encoder: use this encoder instead.
+        custom_decoder: use this decoder instead.
+        layer_norm_eps: LayerNorm eps.
+        batch_first: inputs are (N, L, E) instead of (L, N, E).
+        norm_first: pre-norm layers.
+        bias: learn biases in the linear layers and the norms.
+        device: where the parameters live.
+        dtype: their floating dtype.
+    """
+
+    def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6,
+                 num_decoder_layers: int = 6, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation="relu", custom_encoder=None, custom_decoder=None, layer_norm_eps: float = 1e-5,
+                 batch_first: bool = False, norm_first: bool = False, bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first,
+                bias)
+        self.encoder = custom_encoder if custom_encoder is not None else TransformerEncoder(
+            TransformerEncoderLayer(*args, **kw), num_encoder_layers,
+            LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+        self.decoder = custom_decoder if custom_decoder is not None else TransformerDecoder(
+            TransformerDecoderLayer(*args, **kw), num_decoder_layers,
+            LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+        for p in self.parameters():
+            if p.ndim > 1:
+                init.xavier_uniform_(p)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None, src_key_padding_mask=None,
+                tgt_key_padding_mask=None, memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
+                memory_is_causal: bool = False):
+        """Encode ``src``, then decode ``tgt`` attending to the encoding.
+
+        Args:
+            src: (N, S, E) when batch_first, else (S, N, E); or unbatched (S, E).
+            tgt: (N, T, E) / (T, N, E) / (T, E).
+            src_mask: (S, S) encoder self-attention mask.
+            tgt_mask: (T, T) decoder self-attention mask (e.g. ``generate_square_subsequent_mask(T)``).
+            memory_mask: (T, S) cross-attention mask.
+            src_key_padding_mask: (N, S).
+            tgt_key_padding_mask: (N, T).
+            memory_key_padding_mask: (N, S).
+            src_is_causal: apply a causal encoder mask when src_mask is None.
+            tgt_is_causal: apply a causal decoder mask when tgt_mask is None.
+            memory_is_causal: apply a causal cross-attention mask when memory_mask is None.
+        """
+        batch_axis = 0 if self.batch_first else 1
+        if src.ndim == 3 and tgt.ndim == 3 and src.shape[batch_axis] != tgt.shape[batch_axis]:
+            raise RuntimeError("Transformer: the batch number of src and tgt must be equal")
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise RuntimeError("Transformer: the feature number of src and tgt must be equal to d_model")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask,
+                              is_causal=bool(src_is_causal))
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=tgt_is_causal,
+                            memory_is_causal=memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz: int, device=None, dtype=None):
+        """A (sz, sz) float mask: 0 on and below the diagonal, -inf above (future positions are masked).
+
+        Args:
+            sz: the sequence length.
+            device: where the mask lives.
+            dtype: its floating dtype (float32 by default).
+        """
+        mask = numpy.triu(numpy.full((sz, sz), -numpy.inf, dtype=numpy.float32), k=1)
+        return creation.tensor(mask, dtype=dtype, device=device)

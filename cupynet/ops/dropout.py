@@ -16,7 +16,7 @@ from ..tensor import Tensor
 from ._util import compute_in_fp32, require_floating, xp_of
 from .activation import _maybe_inplace
 
-__all__ = ["dropout", "dropout2d"]
+__all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d"]
 
 
 def _scaled_mask(a, p, mask_shape):
@@ -76,6 +76,31 @@ def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002 - PyTorch
     return _maybe_inplace(input, inplace, lambda: Dropout.apply(input, p=float(p)))
 
 
+def _channel_dropout(nd, input, p, training, inplace):  # noqa: A002
+    op_name = f"dropout{nd}d"
+    _check_args(op_name, input, p, training, inplace)
+    if input.ndim not in (nd + 1, nd + 2):
+        spatial = ("L", "H, W", "D, H, W")[nd - 1]
+        raise ValueError(f"{op_name}: expected a {nd + 1}-D (C, {spatial}) or {nd + 2}-D (N, C, {spatial}) input, "
+                         f"got shape {tuple(input.shape)}")
+    if not training:
+        return input
+    mask_shape = input.shape[:-nd] + (1,) * nd  # NOTE: one draw per (sample, channel), broadcast over space
+    return _maybe_inplace(input, inplace, lambda: Dropout.apply(input, p=float(p), mask_shape=mask_shape))
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    """Zero whole channels of (N, C, L) or (C, L): each ``input[n, c]`` is dropped with probability ``p``.
+
+    Args:
+        input: a floating Tensor.
+        p: probability of a channel being zeroed, in [0, 1].
+        training: apply dropout (True) or return the input unchanged (False).
+        inplace: write into ``input`` when autograd is not recording it.
+    """
+    return _channel_dropout(1, input, p, training, inplace)
+
+
 def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002
     """Zero whole channels: each ``input[n, c]`` (or ``input[c]`` without batch) is dropped with probability ``p``.
 
@@ -85,14 +110,18 @@ def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002
         training: apply dropout (True) or return the input unchanged (False).
         inplace: write into ``input`` when autograd is not recording it.
     """
-    _check_args("dropout2d", input, p, training, inplace)
-    if input.ndim not in (3, 4):
-        raise ValueError(f"dropout2d: expected a 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape "
-                         f"{tuple(input.shape)}")
-    if not training:
-        return input
-    mask_shape = input.shape[:-2] + (1, 1)
-    return _maybe_inplace(input, inplace, lambda: Dropout.apply(input, p=float(p), mask_shape=mask_shape))
+    return _channel_dropout(2, input, p, training, inplace)
 
+
+def dropout3d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) with probability ``p``.
+
+    Args:
+        input: a floating Tensor.
+        p: probability of a channel being zeroed, in [0, 1].
+        training: apply dropout (True) or return the input unchanged (False).
+        inplace: write into ``input`` when autograd is not recording it.
+    """
+    return _channel_dropout(3, input, p, training, inplace)
 
 METHODS = {}

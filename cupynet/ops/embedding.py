@@ -24,7 +24,7 @@ from ._util import check_same_device, compute_in_fp32, host_check_range, xp_of
 __all__ = ["embedding", "one_hot"]
 
 
-def _scatter_add_rows(xp, out, rows, values):
+def scatter_add_rows(xp, out, rows, values):
     """``out[rows[i]] += values[i]`` with repeated rows accumulating (NumPy and CuPy)."""
     if xp.__name__ == "numpy":
         numpy.add.at(out, rows, values)
@@ -74,7 +74,7 @@ class EmbeddingBackward(Function):
         ctx.scale = _position_scale(xp, flat, num_weights, padding_idx, scale_grad_by_freq, rows.dtype)
         ctx.indices, ctx.grad_shape = indices, grad.shape
         out = xp.zeros((num_weights, rows.shape[1]), dtype=rows.dtype)
-        _scatter_add_rows(xp, out, flat, rows * ctx.scale[:, None])
+        scatter_add_rows(xp, out, flat, rows * ctx.scale[:, None])
         return out.astype(grad.dtype, copy=False).reshape((num_weights,) + grad.shape[indices.ndim:])
 
     @staticmethod

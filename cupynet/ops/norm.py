@@ -28,11 +28,13 @@ from ..autograd.function import Function
 from ..tensor import Tensor
 from ._util import check_same_device, compute_in_fp32, normalize_dim, require_floating, xp_of
 from .arith import cast, maximum
+from .pool import avg_pool2d
 from .reduce import mean
 from .reduce import sum as sum_
+from .resample import pad
 from .shape import reshape, sum_to
 
-__all__ = ["layer_norm", "group_norm", "instance_norm", "batch_norm", "rms_norm", "normalize"]
+__all__ = ["layer_norm", "group_norm", "instance_norm", "batch_norm", "rms_norm", "normalize", "local_response_norm"]
 
 
 # ----------------------------------------------------------------------------- shared helpers
@@ -473,6 +475,35 @@ def normalize(input, p=2.0, dim=1, eps=1e-12):  # noqa: A002
     _check_eps("normalize", eps)
     return Normalize.apply(input, p=float(p), dim=normalize_dim("normalize", dim, max(input.ndim, 1)),
                            eps=float(eps))
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A002
+    """``x / (k + alpha * mean of x**2 over a window of size channels) ** beta`` (AlexNet's LRN).
+
+    The window over channels ``c - size // 2 .. c + (size - 1) // 2`` is zero-padded at the edges
+    and always divided by ``size``, as in PyTorch. Composite: pad, average pooling and a power,
+    so it differentiates (twice) through those ops.
+
+    Args:
+        input: a floating Tensor (N, C, *), at least 3D.
+        size: number of neighbouring channels in the window.
+        alpha: multiplicative factor.
+        beta: exponent.
+        k: additive factor.
+    """
+    require_floating("local_response_norm", input)
+    if input.ndim < 3:
+        raise ValueError(f"local_response_norm: Expected 3D or higher dimensionality input (got {input.ndim} "
+                         f"dimensions)")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"local_response_norm: size must be a positive int, got {size!r}")
+    if input.numel() == 0:
+        return input + 0
+    n, c = input.shape[:2]
+    sq = reshape(input * input, (n, 1, c, input.numel() // (n * c)))
+    sq = pad(sq, (0, 0, size // 2, (size - 1) // 2))
+    div = reshape(avg_pool2d(sq, (size, 1), stride=1), tuple(input.shape))
+    return input / (div * alpha + k) ** beta
 
 
 METHODS = {}

@@ -1,0 +1,235 @@
+"""Padding, upsampling, pixel shuffle and fold/unfold layers (the math is in ``cupynet.ops.resample``)."""
+
+from __future__ import annotations
+
+from . import functional as F
+from .linear import check_input
+from .module import Module
+
+__all__ = [
+    "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d",
+    "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d",
+    "CircularPad1d", "CircularPad2d", "CircularPad3d", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
+    "PixelShuffle", "PixelUnshuffle", "Unfold", "Fold",
+]
+
+
+def _padding(layer, padding, nd):
+    """PyTorch's padding argument: an int for every side, or a tuple of 2 * nd ints (last dim first)."""
+    if isinstance(padding, int) and not isinstance(padding, bool):
+        return (padding,) * (2 * nd)
+    if isinstance(padding, (tuple, list)) and len(padding) == 2 * nd and \
+            all(isinstance(p, int) and not isinstance(p, bool) for p in padding):
+        return tuple(padding)
+    raise ValueError(f"{layer}: padding must be an int or a tuple of {2 * nd} ints, got {padding!r}")
+
+
+class _PadNd(Module):
+    """Shared body of the padding layers: ``F.pad(input, padding, mode, value)`` (not public)."""
+
+    _dims = 1
+    _mode = "constant"
+    _zero = False
+
+    def __init__(self, padding, value=0.0):
+        super().__init__()
+        self.padding = _padding(type(self).__name__, padding, self._dims)
+        self.value = None if self._mode != "constant" else 0.0 if self._zero else value
+
+    def forward(self, input):  # noqa: A002
+        """Pad.
+
+        Args:
+            input: a Tensor with at least ``dims + 1`` dims (``dims + 2`` at most outside constant mode).
+        """
+        check_input(self, input, self._dims + 1)
+        return F.pad(input, self.padding, mode=self._mode, value=self.value)
+
+    def extra_repr(self) -> str:
+        """PyTorch's text."""
+        return f"padding={self.padding}, value={self.value}" if self._mode == "constant" and not self._zero \
+            else f"{self.padding}"
+
+
+def _constant_pad(name, nd, zero):
+    doc = (f"Pad the last {nd} dim(s) with {'zeros' if zero else 'a constant'}.\n\n    Args:\n"
+           f"        padding: an int for every side or a {2 * nd}-tuple (left, right{', top, bottom' * (nd > 1)}"
+           f"{', front, back' * (nd > 2)}).\n" + ("" if zero else "        value: the fill value.\n"))
+    return type(name, (_PadNd,), {"_dims": nd, "_zero": zero, "__doc__": doc, "__module__": __name__})
+
+
+def _mode_pad(name, nd, mode):
+    doc = (f"Pad the last {nd} dim(s) in {mode!r} mode.\n\n    Args:\n        padding: an int for every side or "
+           f"a {2 * nd}-tuple, last dim first.\n")
+    return type(name, (_PadNd,), {"_dims": nd, "_mode": mode, "__doc__": doc, "__module__": __name__})
+
+
+# NOTE: fifteen layers that differ only in (dims, mode); made by two small factories instead of copies
+ZeroPad1d, ZeroPad2d, ZeroPad3d = (_constant_pad(f"ZeroPad{n}d", n, True) for n in (1, 2, 3))
+ConstantPad1d, ConstantPad2d, ConstantPad3d = (_constant_pad(f"ConstantPad{n}d", n, False) for n in (1, 2, 3))
+ReflectionPad1d, ReflectionPad2d, ReflectionPad3d = (_mode_pad(f"ReflectionPad{n}d", n, "reflect") for n in (1, 2, 3))
+ReplicationPad1d, ReplicationPad2d, ReplicationPad3d = (_mode_pad(f"ReplicationPad{n}d", n, "replicate")
+                                                        for n in (1, 2, 3))
+CircularPad1d, CircularPad2d, CircularPad3d = (_mode_pad(f"CircularPad{n}d", n, "circular") for n in (1, 2, 3))
+
+
+class Upsample(Module):
+    """Resize the spatial dims (``F.interpolate`` as a layer).
+
+    Args:
+        size: the output spatial size.
+        scale_factor: multiplier of the spatial size.
+        mode: "nearest", "nearest-exact", "linear", "bilinear", "bicubic" or "trilinear".
+        align_corners: for the interpolating modes.
+        recompute_scale_factor: compute the sampling step from the output size.
+    """
+
+    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                 recompute_scale_factor=None):
+        super().__init__()
+        self.size, self.mode, self.align_corners = size, mode, align_corners
+        self.scale_factor = float(scale_factor) if isinstance(scale_factor, (int, float)) else scale_factor
+        self.recompute_scale_factor = recompute_scale_factor
+
+    def forward(self, input):  # noqa: A002
+        """Resize.
+
+        Args:
+            input: (N, C, *spatial).
+        """
+        check_input(self, input)
+        return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
+                             recompute_scale_factor=self.recompute_scale_factor)
+
+    def extra_repr(self) -> str:
+        """PyTorch's text."""
+        what = f"scale_factor={self.scale_factor}" if self.scale_factor is not None else f"size={self.size}"
+        return f"{what}, mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    """2-D nearest-neighbour upsampling.
+
+    Args:
+        size: the output spatial size.
+        scale_factor: multiplier of the spatial size.
+    """
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """2-D bilinear upsampling with ``align_corners=True`` (as PyTorch's layer of that name).
+
+    Args:
+        size: the output spatial size.
+        scale_factor: multiplier of the spatial size.
+    """
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
+
+
+class PixelShuffle(Module):
+    """(*, C * r * r, H, W) -> (*, C, H * r, W * r).
+
+    Args:
+        upscale_factor: r.
+    """
+
+    def __init__(self, upscale_factor: int):
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+    def forward(self, input):  # noqa: A002
+        """Shuffle.
+
+        Args:
+            input: a Tensor with at least 3 dims.
+        """
+        return F.pixel_shuffle(input, self.upscale_factor)
+
+    def extra_repr(self) -> str:
+        """PyTorch's text."""
+        return f"upscale_factor={self.upscale_factor}"
+
+
+class PixelUnshuffle(Module):
+    """(*, C, H * r, W * r) -> (*, C * r * r, H, W).
+
+    Args:
+        downscale_factor: r.
+    """
+
+    def __init__(self, downscale_factor: int):
+        super().__init__()
+        self.downscale_factor = downscale_factor
+
+    def forward(self, input):  # noqa: A002
+        """Unshuffle.
+
+        Args:
+            input: a Tensor with at least 3 dims.
+        """
+        return F.pixel_unshuffle(input, self.downscale_factor)
+
+    def extra_repr(self) -> str:
+        """PyTorch's text."""
+        return f"downscale_factor={self.downscale_factor}"
+
+
+class Unfold(Module):
+    """Extract sliding blocks as columns (``F.unfold``).
+
+    Args:
+        kernel_size: block size.
+        dilation: spacing between block elements.
+        padding: implicit zero padding.
+        stride: step between blocks.
+    """
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size, self.dilation, self.padding, self.stride = kernel_size, dilation, padding, stride
+
+    def forward(self, input):  # noqa: A002
+        """Unfold.
+
+        Args:
+            input: (N, C, H, W) or (C, H, W).
+        """
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self) -> str:
+        """PyTorch's text."""
+        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, padding={self.padding}, "
+                f"stride={self.stride}")
+
+
+class Fold(Unfold):
+    """Sum columns of sliding blocks back into an image (``F.fold``).
+
+    Args:
+        output_size: the output's spatial size.
+        kernel_size: block size.
+        dilation: spacing between block elements.
+        padding: implicit zero padding.
+        stride: step between blocks.
+    """
+
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__(kernel_size, dilation, padding, stride)
+        self.output_size = output_size
+
+    def forward(self, input):  # noqa: A002
+        """Fold.
+
+        Args:
+            input: (N, C * prod(kernel_size), L) or unbatched.
+        """
+        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self) -> str:
+        """PyTorch's text."""
+        return f"output_size={self.output_size}, " + super().extra_repr()

@@ -1,0 +1,94 @@
+"""RMSNorm, InstanceNorm1d/2d/3d, BatchNorm3d and LocalResponseNorm against torch.nn (issue 13)."""
+
+import numpy as np
+import pytest
+
+import cupynet as cn
+import cupynet.nn.functional as F
+from cupynet import nn
+from tests.op_harness import check_op, requires_torch
+
+try:
+    import torch
+    import torch.nn.functional as TF
+except ImportError:
+    torch = TF = None
+
+pytestmark = requires_torch
+
+
+def _same_params(mine, theirs, seed=0):
+    rng = np.random.default_rng(seed)
+    for (name, p), (tname, tp) in zip(mine.named_parameters(), theirs.named_parameters()):
+        assert name == tname
+        value = rng.standard_normal(tuple(tp.shape)).astype(np.float32)
+        p.array[...] = value
+        with torch.no_grad():
+            tp.copy_(torch.tensor(value))
+
+
+def _run_both(mine, theirs, x, steps=1):
+    for _ in range(steps):
+        xc, xt = cn.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        yc, yt = mine(xc), theirs(xt)
+        np.testing.assert_allclose(yc.detach().numpy(), yt.detach().numpy(), rtol=1e-4, atol=1e-5)
+        cot = np.random.default_rng(1).standard_normal(tuple(yt.shape)).astype(np.float32)
+        (yc * cn.tensor(cot)).sum().backward()
+        (yt * torch.tensor(cot)).sum().backward()
+        np.testing.assert_allclose(xc.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
+    for (name, p), (_, tp) in zip(mine.named_parameters(), theirs.named_parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-4, atol=1e-4, err_msg=name)
+    assert list(mine.state_dict()) == list(theirs.state_dict())
+    for key, value in theirs.state_dict().items():
+        np.testing.assert_allclose(np.asarray(mine.state_dict()[key].numpy(), dtype=np.float64),
+                                   value.double().numpy(), rtol=1e-5, atol=1e-6, err_msg=key)
+    assert repr(mine) == repr(theirs)
+
+
+CASES = [
+    ("RMSNorm", (5,), {}, (2, 3, 5)), ("RMSNorm", ((3, 5),), {"eps": 1e-3}, (2, 3, 5)),
+    ("RMSNorm", (5,), {"elementwise_affine": False}, (4, 5)),
+    ("InstanceNorm1d", (3,), {}, (2, 3, 6)), ("InstanceNorm1d", (3,), {"affine": True}, (3, 6)),
+    ("InstanceNorm2d", (3,), {"affine": True, "track_running_stats": True}, (2, 3, 4, 5)),
+    ("InstanceNorm3d", (2,), {"track_running_stats": True, "momentum": 0.3}, (2, 2, 3, 2, 4)),
+    ("BatchNorm3d", (2,), {}, (3, 2, 2, 3, 2)),
+    ("LocalResponseNorm", (3,), {"alpha": 0.1, "beta": 0.6, "k": 2.0}, (2, 5, 3, 4)),
+]
+
+
+@pytest.mark.parametrize("name,args,kw,shape", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_norm_layer_matches_torch(name, args, kw, shape):
+    mine, theirs = getattr(nn, name)(*args, **kw), getattr(torch.nn, name)(*args, **kw)
+    _same_params(mine, theirs)
+    x = np.random.default_rng(2).standard_normal(shape).astype(np.float32) * 3 + 1
+    _run_both(mine, theirs, x, steps=2)
+
+
+def test_instance_norm_eval_uses_running_stats():
+    mine, theirs = nn.InstanceNorm2d(3, track_running_stats=True), torch.nn.InstanceNorm2d(3, track_running_stats=True)
+    x = np.random.default_rng(0).standard_normal((2, 3, 4, 4)).astype(np.float32) * 2 + 1
+    mine(cn.tensor(x))
+    theirs(torch.tensor(x))
+    mine.eval()
+    theirs.eval()
+    np.testing.assert_allclose(mine(cn.tensor(x)).numpy(), theirs(torch.tensor(x)).detach().numpy(), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_norm_layer_bad_inputs():
+    with pytest.raises(ValueError, match="expected 3D \\(unbatched\\) or 4D"):
+        nn.InstanceNorm2d(3)(cn.zeros(2, 3))
+    with pytest.raises(ValueError, match="expected input with 3 channels"):
+        nn.InstanceNorm1d(3, affine=True)(cn.zeros(2, 4, 5))
+    with pytest.raises(RuntimeError, match="normalized_shape"):
+        nn.RMSNorm(4)(cn.zeros(2, 5))
+    with pytest.raises(ValueError, match="positive integer"):
+        nn.RMSNorm(0)
+    with pytest.raises(ValueError, match="3D or higher"):
+        nn.LocalResponseNorm(2)(cn.zeros(2, 5))
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 4])
+def test_local_response_norm_op(size):
+    check_op([(2, 5, 3)], lambda x: F.local_response_norm(x, size, alpha=0.5, beta=0.7, k=1.5),
+             lambda x: TF.local_response_norm(x, size, alpha=0.5, beta=0.7, k=1.5))
