@@ -17,7 +17,7 @@ from cupynet.tensor import Tensor
 __all__ = [
     "check_number", "check_pair", "check_found_inf", "check_grads", "params_with_grads", "compute_dtype_of", "scalar",
     "read_grad", "commit", "blend", "lerp_like_torch", "new_state_tensor", "copy_tensor", "validate_fused",
-    "use_fused", "kernel_grads",
+    "use_fused", "kernel_grads", "torch_flags",
 ]
 
 
@@ -271,3 +271,24 @@ def kernel_grads(params) -> list:
         g = g if g.dtype in dtypes.FLOATING[:3] else g.astype(dtypes.float32)
         out.append(xp.ascontiguousarray(g))
     return out
+
+
+def torch_flags(owner: str, **flags) -> dict:
+    """PyTorch's implementation switches (``foreach``, ``capturable``, ``differentiable``), checked, for ``defaults``.
+
+    NOTE: cupynet's per-parameter math is PyTorch's single-tensor order, its
+    step counters already live on the device (what ``capturable`` asks for),
+    and ``foreach`` only picks PyTorch's loop; so these are accepted and kept
+    in the param groups as PyTorch keeps them. ``differentiable=True`` (a step
+    that records a graph) is refused: steps run under ``no_grad``.
+
+    Args:
+        owner: the optimizer's class name, for the message.
+        **flags: the flags given, by name.
+    """
+    for name, value in flags.items():
+        if value is not None and not isinstance(value, bool):
+            raise ValueError(f"{owner}: {name} must be None, True or False, got {value!r}")
+    if flags.get("differentiable"):
+        raise ValueError(f"{owner}: differentiable=True is not supported (cupynet steps never record a graph)")
+    return flags

@@ -160,7 +160,7 @@ class Optimizer:
             params: its parameters that have a gradient.
             found: 0-d float32 found_inf array, or None.
         """
-        self._ensure_state(params, self._state_names(group))
+        self._ensure_state(params, group)
         self._unshare(params, "step")
         for step, members in self._group_by_shared(params, "step"):
             self._update_members(group, members, step, found)
@@ -195,6 +195,14 @@ class Optimizer:
         """
         return {}
 
+    def _scalar_names(self, group) -> dict:
+        """``{state name: initial value}`` of each parameter's own 0-d float32 state (NAdam's ``mu_product``).
+
+        Args:
+            group: the param group dict.
+        """
+        return {}
+
     def _step_terms(self, group, new_step, dt, xp):
         """Scalars that depend on the step count, computed once per shared step and dtype (device arrays).
 
@@ -217,13 +225,14 @@ class Optimizer:
         """
         raise NotImplementedError
 
-    def _ensure_state(self, params, names) -> None:
-        """Create missing state: one step counter per device shared by new parameters, and the named buffers.
+    def _ensure_state(self, params, group) -> None:
+        """Create missing state: one step counter per device shared by new parameters, buffers and 0-d scalars.
 
         Args:
             params: the parameters about to be stepped.
-            names: ``{state name: initial fill}`` (buffers shaped like the parameter, in its compute dtype).
+            group: their param group (``_state_names`` and ``_scalar_names`` of it say what to create).
         """
+        names, scalars = self._state_names(group), self._scalar_names(group)
         steps = {}
         for p in params:
             st = self.state[p]
@@ -234,6 +243,9 @@ class Optimizer:
             for key, fill in names.items():
                 if key not in st:
                     st[key] = _common.new_state_tensor(p, xp, fill=fill)
+            for key, value in scalars.items():
+                if key not in st:
+                    st[key] = Tensor(xp.asarray(value, dtype=dtypes.float32))
 
     def _prepared(self, p, group, decoupled=False):
         """``(xp, dt, state, g, value)`` for one parameter: fp32 gradient (negated to maximize), weight decay applied.
