@@ -1,4 +1,5 @@
-"""SGD / Adam / AdamW / RMSprop against torch.optim (the oracle), for every option combination.
+"""Every element-wise optimizer (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop)
+against torch.optim (the oracle), for every option combination.
 
 NOTE on the oracle: cupynet computes each operation in fp32 in the order of
 PyTorch's single-tensor code. PyTorch's SIMD CPU kernels fuse ``a + alpha * b``
@@ -125,10 +126,13 @@ def forward_error_bound(expected, prefix, key):
     """``ROUNDINGS_PER_STEP * STEPS`` ulps of the largest magnitude the element (or what fed it) reached.
 
     The gradient feeds every state and the parameter, and the parameter feeds
-    weight decay, so their peaks count for every key.
+    weight decay, so their peaks count for every key. A 0-d state (NAdam's
+    ``mu_product``, ASGD's ``eta``/``mu``) is a function of the step count
+    alone: only its own peak counts.
     """
-    peaks = [expected[f"peak:{prefix}/{name}"] for name in {key, "param", "grad"} if f"peak:{prefix}/{name}" in
-             expected]
+    own = expected.get(f"peak:{prefix}/{key}")
+    names = {key} if own is not None and own.ndim == 0 else {key, "param", "grad"}
+    peaks = [expected[f"peak:{prefix}/{name}"] for name in names if f"peak:{prefix}/{name}" in expected]
     ulp = np.spacing(np.maximum.reduce(peaks).astype(np.float32)).astype(np.float64)
     return ROUNDINGS_PER_STEP * STEPS * ulp
 
@@ -148,14 +152,39 @@ OTHER_TORCH_CASES = (
                                  maximize=mx), seed=200 + k) for k, (c, m, wd, mx) in enumerate(RMS_CASES)]
     + [_case(optim.Adam, dict(lr=0.01), seed=300, steps=5, grad_dtype="float16")]
 )
+MORE_TORCH_CASES = (
+    [_case(optim.Adagrad, dict(lr=0.05, lr_decay=ld, weight_decay=wd, initial_accumulator_value=acc, maximize=mx),
+           seed=400 + k) for k, (ld, wd, acc, mx) in enumerate(itertools.product([0.0, 0.01], [0.0, 0.1],
+                                                                                   [0.0, 0.5], [False, True]))]
+    + [_case(optim.Adadelta, dict(lr=1.0, rho=rho, weight_decay=wd, maximize=mx), seed=500 + k)
+       for k, (rho, wd, mx) in enumerate(itertools.product([0.9, 0.5], [0.0, 0.1], [False, True]))]
+    + [_case(optim.Adamax, dict(lr=0.01, betas=(0.8, 0.99), weight_decay=wd, maximize=mx), seed=600 + k)
+       for k, (wd, mx) in enumerate(itertools.product([0.0, 0.1], [False, True]))]
+    + [_case(optim.NAdam, dict(lr=0.01, betas=(0.8, 0.99), weight_decay=wd, momentum_decay=md,
+                               decoupled_weight_decay=dec, maximize=mx), seed=700 + k)
+       for k, (wd, md, dec, mx) in enumerate(itertools.product([0.0, 0.1], [4e-3, 0.5], [False, True],
+                                                                [False, True]))]
+    + [_case(optim.RAdam, dict(lr=0.01, betas=(0.8, b2), weight_decay=wd, decoupled_weight_decay=dec, maximize=mx),
+             seed=800 + k)
+       # NOTE: beta2 = 0.9 makes rho_t cross 5 at step 6, so both branches of the rectification run
+       for k, (b2, wd, dec, mx) in enumerate(itertools.product([0.9, 0.999], [0.0, 0.1], [False, True],
+                                                                [False, True]))]
+    + [_case(optim.ASGD, dict(lr=0.05, lambd=lam, alpha=0.75, t0=t0, weight_decay=wd, maximize=mx), seed=900 + k)
+       for k, (lam, t0, wd, mx) in enumerate(itertools.product([1e-4, 0.1], [1e6, 5.0], [0.0, 0.1],
+                                                                [False, True]))]
+    + [_case(optim.Rprop, dict(lr=0.01, etas=etas, step_sizes=sizes, maximize=mx), seed=1000 + k)
+       for k, (etas, sizes, mx) in enumerate(itertools.product([(0.5, 1.2), (0.3, 1.5)], [(1e-6, 50), (1e-3, 0.02)],
+                                                               [False, True]))]
+)
 
 
 @pytest.fixture(scope="module")
 def oracle(tmp_path_factory):
     """torch.optim's results for every case, computed in one subprocess (one torch start-up)."""
-    everything = _oracle(SGD_TORCH_CASES + OTHER_TORCH_CASES, tmp_path_factory.mktemp("oracle"))
-    n_sgd = len(SGD_TORCH_CASES)
-    return _cases_from(everything, 0, n_sgd), _cases_from(everything, n_sgd, None)
+    everything = _oracle(SGD_TORCH_CASES + OTHER_TORCH_CASES + MORE_TORCH_CASES, tmp_path_factory.mktemp("oracle"))
+    n_sgd, n_other = len(SGD_TORCH_CASES), len(OTHER_TORCH_CASES)
+    return (_cases_from(everything, 0, n_sgd), _cases_from(everything, n_sgd, n_sgd + n_other),
+            _cases_from(everything, n_sgd + n_other, None))
 
 
 def _cases_from(results, first, stop):
@@ -179,6 +208,22 @@ def test_adam_adamw_rmsprop_match_torch(oracle):
     opt, _ = _run_ours(OTHER_TORCH_CASES[0])
     step = next(iter(opt.state.values()))["step"]
     assert step.dtype == np.float32 and step.shape == () and float(step.array) == STEPS
+
+
+@pytest.mark.parametrize("name", sorted({case["cls"] for case in MORE_TORCH_CASES}))
+def test_more_optimizers_match_torch(oracle, name):
+    """Same start weights and gradients as torch.optim, 20 steps, within the forward error bound."""
+    chosen = [i for i, case in enumerate(MORE_TORCH_CASES) if case["cls"] == name]
+    expected = {}
+    for new, old in enumerate(chosen):
+        expected.update(_cases_from(oracle[2], old, old + 1) if new == 0 else
+                        {_renumber(k, new): v for k, v in _cases_from(oracle[2], old, old + 1).items()})
+    _compare([MORE_TORCH_CASES[i] for i in chosen], expected)
+
+
+def _renumber(key, index):
+    prefix, _, rest = key.rpartition(":")
+    return f"{prefix + ':' if prefix else ''}{index}/{rest.partition('/')[2]}"
 
 
 def test_step_is_in_place_and_builds_no_graph():
@@ -232,6 +277,20 @@ def test_param_groups_override_defaults():
     (lambda ps: optim.RMSprop(ps, alpha=-0.1), "RMSprop: Invalid alpha value"),
     (lambda ps: optim.SGD(ps, lr=float("nan")), "expected a real number"),
     (lambda ps: optim.SGD(ps, fused="yes"), "fused must be None, True or False"),
+    (lambda ps: optim.Adagrad(ps, lr=-1), "Adagrad: Invalid learning rate: -1"),
+    (lambda ps: optim.Adagrad(ps, lr_decay=-1), "Adagrad: Invalid lr_decay value: -1"),
+    (lambda ps: optim.Adagrad(ps, initial_accumulator_value=-1), "Invalid initial_accumulator_value value: -1"),
+    (lambda ps: optim.Adagrad(ps, eps=-1), "Adagrad: Invalid epsilon value: -1"),
+    (lambda ps: optim.Adadelta(ps, rho=1.5), "Adadelta: Invalid rho value: 1.5"),
+    (lambda ps: optim.Adadelta(ps, weight_decay=-1), "Adadelta: Invalid weight_decay value: -1"),
+    (lambda ps: optim.Adamax(ps, betas=(0.9, 1.0)), "Adamax: Invalid beta parameter at index 1: 1.0"),
+    (lambda ps: optim.NAdam(ps, momentum_decay=-1), "NAdam: Invalid momentum_decay value: -1"),
+    (lambda ps: optim.NAdam(ps, differentiable=True), "differentiable=True is not supported"),
+    (lambda ps: optim.RAdam(ps, betas=(-0.1, 0.9)), "RAdam: Invalid beta parameter at index 0: -0.1"),
+    (lambda ps: optim.RAdam(ps, foreach="yes"), "foreach must be None, True or False"),
+    (lambda ps: optim.ASGD(ps, lr=-0.5), "ASGD: Invalid learning rate: -0.5"),
+    (lambda ps: optim.Rprop(ps, etas=(1.5, 1.2)), "Rprop: Invalid eta values: 1.5, 1.2"),
+    (lambda ps: optim.Rprop(ps, step_sizes=(1e-6,)), "step_sizes must be a pair"),
 ])
 def test_bad_hyperparameters_are_rejected(make, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):

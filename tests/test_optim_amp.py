@@ -54,7 +54,15 @@ MAKERS = {
     "adam": lambda ps, fused=None: optim.Adam(ps, lr=0.01, weight_decay=0.1, amsgrad=True, fused=fused),
     "adamw": lambda ps, fused=None: optim.AdamW(ps, lr=0.01, maximize=True, fused=fused),
     "rmsprop": lambda ps, fused=None: optim.RMSprop(ps, lr=0.01, momentum=0.5, centered=True),
+    "adagrad": lambda ps: optim.Adagrad(ps, lr=0.05, lr_decay=0.01, weight_decay=0.1, initial_accumulator_value=0.1),
+    "adadelta": lambda ps: optim.Adadelta(ps, weight_decay=0.01, maximize=True),
+    "adamax": lambda ps: optim.Adamax(ps, weight_decay=0.01),
+    "nadam": lambda ps: optim.NAdam(ps, weight_decay=0.01, decoupled_weight_decay=True),
+    "radam": lambda ps: optim.RAdam(ps, betas=(0.9, 0.9), weight_decay=0.01),
+    "asgd": lambda ps: optim.ASGD(ps, lambd=0.1, t0=1.0, weight_decay=0.01),
+    "rprop": lambda ps: optim.Rprop(ps, maximize=True),
 }
+NEW = ["adagrad", "adadelta", "adamax", "nadam", "radam", "asgd", "rprop"]
 
 
 @pytest.fixture
@@ -97,7 +105,7 @@ def test_found_inf_clear_equals_plain_step(name, no_host_sync):
         assert _same_bits(snap_a[1][key], value), key
 
 
-@pytest.mark.parametrize("name", ["sgd", "adam", "rmsprop"])
+@pytest.mark.parametrize("name", ["sgd", "adam", "rmsprop"] + NEW)
 def test_skipped_first_step_then_taken_step_equals_one_plain_step(name):
     # NOTE: GradScaler often skips the very first steps; the buffers must then start as PyTorch's first step
     a, b = _params(6), _params(6)
@@ -150,8 +158,35 @@ def test_found_inf_is_validated():
 
 
 def test_step_supports_amp_scaling_flag():
-    assert all(cls._step_supports_amp_scaling for cls in (optim.SGD, optim.Adam, optim.AdamW, optim.RMSprop))
+    assert all(cls._step_supports_amp_scaling for cls in (optim.SGD, optim.Adam, optim.AdamW, optim.RMSprop,
+                                                          optim.Adagrad, optim.Adadelta, optim.Adamax, optim.NAdam,
+                                                          optim.RAdam, optim.ASGD, optim.Rprop))
     assert not optim.Optimizer._step_supports_amp_scaling
+    assert not optim.LBFGS._step_supports_amp_scaling  # needs a closure, which GradScaler.step refuses (as torch)
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_grad_scaler_step_unscales_and_skips(name):
+    """GradScaler.step: a finite step equals a plain step on the unscaled grads; an inf step changes nothing."""
+    scaler = cupynet.amp.GradScaler("cpu", init_scale=4.0)
+    scaled, plain = _params(12), _params(12)
+    opt_s, opt_p = MAKERS[name](scaled), MAKERS[name](plain)
+    scaler.scale(Tensor(np.ones((), np.float32)))  # the scale exists once a loss was scaled
+    for p in scaled:
+        p.grad = Tensor(p.grad.array * np.float32(4.0))  # what scale(loss).backward() leaves: exact (power of 2)
+    scaler.step(opt_s)
+    scaler.update()
+    opt_p.step()
+    assert all(_same_bits(p.array, q.array) for p, q in zip(scaled, plain))
+    before = _snapshot(opt_s, scaled)
+    _regrad(scaled, 13)
+    scaled[0].grad.array[0, 0] = np.inf
+    scaler.step(opt_s)
+    scaler.update()
+    after = _snapshot(opt_s, scaled)
+    assert all(_same_bits(a, b) for a, b in zip(before[0], after[0]))
+    assert all(_same_bits(before[1][k], after[1][k]) for k in before[1])
+    assert scaler.get_scale() == 2.0
 
 
 FUSED = ["sgd", "sgd_nesterov", "sgd_plain", "adam", "adamw"]

@@ -30,6 +30,13 @@ def _host_copy(state_dict):
     lambda ps: optim.AdamW(ps, lr=0.01),
     lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9),
     lambda ps: optim.RMSprop(ps, lr=0.01, centered=True, momentum=0.5),
+    lambda ps: optim.Adagrad(ps, lr=0.1, lr_decay=0.01),
+    lambda ps: optim.Adadelta(ps),
+    lambda ps: optim.Adamax(ps),
+    lambda ps: optim.NAdam(ps, decoupled_weight_decay=True, weight_decay=0.1),
+    lambda ps: optim.RAdam(ps, betas=(0.9, 0.9)),
+    lambda ps: optim.ASGD(ps, lambd=0.1, t0=2.0),
+    lambda ps: optim.Rprop(ps),
 ])
 def test_round_trip_continues_identically(make):
     a = _model()
@@ -48,6 +55,32 @@ def test_round_trip_continues_identically(make):
         opt_b.step()
     for p, q in zip(a, b):
         assert p.array.tobytes() == q.array.tobytes()
+
+
+@pytest.mark.parametrize("name,kwargs", [("Adagrad", {}), ("Adadelta", {}), ("Adamax", {}), ("NAdam", {}),
+                                         ("RAdam", {}), ("ASGD", {}), ("Rprop", {})])
+def test_new_optimizers_state_keys_and_groups_match_pytorch(name, kwargs):
+    """The same state keys, shapes and dtypes and the same param-group keys and defaults as torch.optim."""
+    torch = pytest.importorskip("torch")
+    ours_p = _model()
+    theirs_p = [torch.tensor(np.array(p.array), requires_grad=True) for p in ours_p]
+    ours, theirs = getattr(optim, name)(ours_p, **kwargs), getattr(torch.optim, name)(theirs_p, **kwargs)
+    _grads(ours_p, 0)
+    for p, q in zip(ours_p, theirs_p):
+        q.grad = torch.tensor(np.array(p.grad.array))
+    ours.step()
+    theirs.step()
+    mine, expected = ours.state_dict(), theirs.state_dict()
+    for index, st in expected["state"].items():
+        assert sorted(mine["state"][index]) == sorted(st)
+        for key, value in st.items():
+            assert tuple(mine["state"][index][key].shape) == tuple(value.shape), key
+            assert str(mine["state"][index][key].dtype) == str(value.dtype).replace("torch.", ""), key
+    group, their_group = mine["param_groups"][0], expected["param_groups"][0]
+    assert set(their_group) - set(group) == set(), "missing group keys"
+    for key in group:
+        if key in their_group:
+            assert group[key] == their_group[key], key
 
 
 def test_layout_matches_pytorch():

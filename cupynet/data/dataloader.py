@@ -13,11 +13,15 @@ once, and viewed back as arrays on the device.
 
 from __future__ import annotations
 
+import itertools
 import numbers
 
 import numpy
 
 from cupynet import backend
+from cupynet.data.dataset import IterableDataset
+from cupynet.data.sampler import BatchSampler, numpy_generator
+from cupynet.data.workers import WorkerPool, default_context, fetch_batch, fetch_stream
 from cupynet.random import cpu_generator
 from cupynet.tensor import Tensor
 
@@ -109,6 +113,16 @@ def unpack_arrays(buffer, layout):
     return out
 
 
+def _stream_batches(stream, loader):
+    """An iterable dataset's batches, loaded in this process."""
+    while True:
+        try:
+            batch = fetch_stream(stream, loader.collate_fn, loader.batch_size, loader.drop_last)
+        except StopIteration:
+            return
+        yield batch
+
+
 def _move(leaves, device):
     if device.type == "cpu":
         return leaves
@@ -118,43 +132,99 @@ def _move(leaves, device):
         return unpack_arrays(cupy.asarray(buffer), layout)  # NOTE: the one host->device copy of the batch
 
 
+def _check_options(dataset, batch_size, shuffle, sampler, batch_sampler, drop_last, num_workers, timeout,
+                   prefetch_factor, persistent_workers, collate_fn, worker_init_fn) -> None:
+    """PyTorch's DataLoader argument checks (its messages), before anything starts."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+        raise ValueError(f"DataLoader: batch_size should be a positive integer value, but got "
+                         f"batch_size={batch_size!r}")
+    iterable = isinstance(dataset, IterableDataset)
+    if not iterable and (not hasattr(dataset, "__len__") or not hasattr(dataset, "__getitem__")):
+        raise TypeError(f"DataLoader: dataset must have __len__ and __getitem__ (or be an IterableDataset), got "
+                        f"{type(dataset).__name__}")
+    if iterable and shuffle:
+        raise ValueError(f"DataLoader with IterableDataset: expected unspecified shuffle option, but got "
+                         f"shuffle={shuffle}")
+    if iterable and (sampler is not None or batch_sampler is not None):
+        raise ValueError("DataLoader with IterableDataset: expected unspecified sampler and batch_sampler options")
+    if sampler is not None and shuffle:
+        raise ValueError("DataLoader: sampler option is mutually exclusive with shuffle")
+    if batch_sampler is not None and (batch_size != 1 or shuffle or sampler is not None or drop_last):
+        raise ValueError("DataLoader: batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, "
+                         "and drop_last")
+    if isinstance(num_workers, bool) or not isinstance(num_workers, numbers.Integral) or num_workers < 0:
+        raise ValueError("DataLoader: num_workers option should be non-negative; use num_workers=0 to disable "
+                         f"multiprocessing (got {num_workers!r})")
+    if not isinstance(timeout, numbers.Real) or timeout < 0:
+        raise ValueError(f"DataLoader: timeout option should be non-negative, got {timeout!r}")
+    if num_workers == 0 and prefetch_factor is not None:
+        raise ValueError("DataLoader: prefetch_factor option could only be specified in multiprocessing. let "
+                         "num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None.")
+    if prefetch_factor is not None and (isinstance(prefetch_factor, bool) or not isinstance(
+            prefetch_factor, numbers.Integral) or prefetch_factor < 1):
+        raise ValueError(f"DataLoader: prefetch_factor should be a positive integer, got {prefetch_factor!r}")
+    if persistent_workers and num_workers == 0:
+        raise ValueError("DataLoader: persistent_workers option needs num_workers > 0")
+    for name, fn in (("collate_fn", collate_fn), ("worker_init_fn", worker_init_fn)):
+        if fn is not None and not callable(fn):
+            raise TypeError(f"DataLoader: {name} must be callable, got {type(fn).__name__}")
+
+
 class DataLoader:
-    """Iterate over a dataset in batches of cupynet Tensors.
+    """Iterate over a dataset in batches of cupynet Tensors, in this process or in worker processes.
 
     Args:
-        dataset: a Dataset (``__getitem__`` + ``__len__``; ``__getitems__`` used when present).
+        dataset: a Dataset (``__getitem__`` + ``__len__``; ``__getitems__`` used when present) or an
+            IterableDataset.
         batch_size: samples per batch.
         shuffle: reshuffle every epoch (order fixed by ``seed`` and the epoch number).
-        drop_last: drop the last incomplete batch.
+        sampler: the indices to visit, in order (a Sampler or any iterable of indices); excludes shuffle.
+        batch_sampler: yields whole index lists; excludes batch_size, shuffle, sampler and drop_last.
+        num_workers: worker processes (0: load in this process). See ``cupynet.data.workers``.
         collate_fn: turns a list of samples (or what ``__getitems__`` returns) into host arrays.
+        pin_memory: accepted; batches already move to the GPU in one packed transfer (a no-op on the CPU).
+        drop_last: drop the last incomplete batch.
+        timeout: seconds to wait for a worker's batch (0: no limit).
+        worker_init_fn: called in each worker with its id, after seeding, before loading.
+        multiprocessing_context: the start method (``"fork"``, ``"spawn"``, ...; default: see workers).
         generator: a ``numpy.random.Generator`` to draw the seed from (instead of ``seed``).
+        prefetch_factor: batches in flight per worker (default 2 with workers).
+        persistent_workers: keep the workers alive across epochs.
+        pin_memory_device: accepted (PyTorch's; unused).
+        in_order: must be True (batches always come in order).
         seed: the shuffle seed; default: drawn from cupynet's global generator (``cupynet.manual_seed``).
         device: where batches go (default: the default device).
     """
 
-    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, collate_fn=None, generator=None,
-                 seed=None, device=None):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
-            raise ValueError(f"DataLoader: batch_size should be a positive integer value, but got "
-                             f"batch_size={batch_size!r}")
-        if not hasattr(dataset, "__len__") or not hasattr(dataset, "__getitem__"):
-            raise TypeError(f"DataLoader: dataset must have __len__ and __getitem__, got {type(dataset).__name__}")
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, num_workers=0,
+                 collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
+                 multiprocessing_context=None, generator=None, *, prefetch_factor=None, persistent_workers=False,
+                 pin_memory_device="", in_order=True, seed=None, device=None):
+        _check_options(dataset, batch_size, shuffle, sampler, batch_sampler, drop_last, num_workers, timeout,
+                       prefetch_factor, persistent_workers, collate_fn, worker_init_fn)
         if generator is not None and seed is not None:
             raise ValueError("DataLoader: give generator or seed, not both")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0):
             raise ValueError(f"DataLoader: seed must be a non-negative int, got {seed!r}")
-        if collate_fn is not None and not callable(collate_fn):
-            raise TypeError(f"DataLoader: collate_fn must be callable, got {type(collate_fn).__name__}")
+        if in_order is not True:
+            raise ValueError("DataLoader: in_order=False is not supported (batches always come in order)")
         self.dataset, self.batch_size = dataset, int(batch_size)
         self.shuffle, self.drop_last = bool(shuffle), bool(drop_last)
+        self.sampler, self.batch_sampler = sampler, batch_sampler
+        self.num_workers, self.timeout, self.worker_init_fn = int(num_workers), timeout, worker_init_fn
+        self.prefetch_factor = prefetch_factor if prefetch_factor is not None or not num_workers else 2
+        self.persistent_workers, self.pin_memory = bool(persistent_workers), bool(pin_memory)
+        self.multiprocessing_context = multiprocessing_context
         self.collate_fn = collate_fn or default_collate
         self.device = backend.device(device) if device is not None else backend.default_device()
-        rng = generator if generator is not None else cpu_generator()
+        rng = numpy_generator(generator) if generator is not None else cpu_generator()
         self.seed = int(seed) if seed is not None else int(rng.integers(0, 2**63 - 1))
-        self._epoch, self._resume_at, self._position = 0, 0, None
+        self._epoch, self._resume_at, self._position, self._pool = 0, 0, None, None
 
     def __len__(self):
-        n = len(self.dataset)
+        if self.batch_sampler is not None:
+            return len(self.batch_sampler)
+        n = len(self.sampler) if self.sampler is not None else len(self.dataset)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
     def _order(self, epoch):
@@ -163,36 +233,84 @@ class DataLoader:
             return numpy.arange(n)
         return numpy.random.Generator(numpy.random.PCG64([self.seed, epoch])).permutation(n)
 
+    def _index_batches(self, epoch):
+        """The epoch's index lists: from batch_sampler, sampler + batch_size, or the seeded order."""
+        if self.batch_sampler is not None:
+            return (list(b) for b in self.batch_sampler)
+        if self.sampler is not None:
+            return iter(BatchSampler(self.sampler, self.batch_size, self.drop_last))
+        order = self._order(epoch).tolist()
+        return (order[b * self.batch_size:(b + 1) * self.batch_size] for b in range(len(self)))
+
+    def _batched(self) -> bool:
+        return self.collate_fn is default_collate and hasattr(self.dataset, "__getitems__")
+
     def _fetch(self, indices):
-        if self.collate_fn is default_collate and hasattr(self.dataset, "__getitems__"):
-            batch = self.dataset.__getitems__(indices)
-            if isinstance(batch, (tuple, list)) and batch and not isinstance(batch[0], (tuple, list, dict)):
-                return tuple(_to_host(b) for b in batch)
-            return default_collate(batch)
-        return self.collate_fn([self.dataset[i] for i in indices])
+        return fetch_batch(self.dataset, self.collate_fn, indices, self._batched())
 
     def _to_tensors(self, batch):
+        if self._batched() and isinstance(batch, (tuple, list)) and batch and not isinstance(
+                batch[0], (tuple, list, dict)):
+            batch = tuple(_to_host(b) for b in batch)
+        elif self._batched() and isinstance(batch, list):
+            batch = default_collate(batch)
         leaves = [_to_host(leaf) if not isinstance(leaf, numpy.ndarray) else leaf for leaf in _leaves(batch, [])]
         leaves = [leaf.astype(numpy.int64) if leaf.dtype.kind in "iu" and leaf.dtype != numpy.uint8 else leaf
                   for leaf in leaves]
         moved = _move(leaves, self.device)
         return _rebuild(batch, iter(Tensor(a) for a in moved))
 
+    def _host_batches(self, epoch, start):
+        """The epoch's collated host batches from ``start`` on, fetched here or by the workers."""
+        iterable = isinstance(self.dataset, IterableDataset)
+        if iterable:
+            indices = itertools.repeat(None)
+        else:
+            indices = itertools.islice(self._index_batches(epoch), start, None)
+        if self.num_workers == 0:
+            if iterable:
+                return _stream_batches(iter(self.dataset), self)
+            return (self._fetch(ix) for ix in indices)
+        return self._worker_batches(epoch, indices)
+
+    def _worker_batches(self, epoch, indices):
+        pool = self._pool or self._start_pool(epoch)
+        try:
+            yield from pool.run(indices, self.prefetch_factor, self.timeout)
+        finally:
+            if not self.persistent_workers:
+                pool.shutdown()
+                self._pool = None
+
+    def _start_pool(self, epoch):
+        spec = dict(dataset=self.dataset, collate_fn=self.collate_fn, batched=self._batched(),
+                    iterable=isinstance(self.dataset, IterableDataset), batch_size=self.batch_size,
+                    drop_last=self.drop_last, worker_init_fn=self.worker_init_fn, num_workers=self.num_workers)
+        base_seed = int(numpy.random.default_rng([self.seed, epoch, 1]).integers(0, 2**62))
+        self._pool = WorkerPool(spec, base_seed, self.multiprocessing_context or default_context())
+        return self._pool
+
     def __iter__(self):
         epoch, start = self._epoch, self._resume_at
         self._epoch, self._resume_at = epoch + 1, 0
-        order = self._order(epoch).tolist()
-        for b in range(start, len(self)):
-            indices = order[b * self.batch_size:(b + 1) * self.batch_size]
-            batch = self._to_tensors(self._fetch(indices))
-            self._position = (epoch, b + 1)
+        count = start
+        for host in self._host_batches(epoch, start):
+            batch = self._to_tensors(host)
+            count += 1
+            self._position = (epoch, count)
             yield batch
         self._position = None
+
+    def __del__(self):
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.shutdown()
 
     def state_dict(self) -> dict:
         """``{"seed", "epoch", "batches_done"}``: where the data order stands (plain ints).
         """
-        if self._position is not None and self._position[1] < len(self):
+        sized = not isinstance(self.dataset, IterableDataset)
+        if self._position is not None and (not sized or self._position[1] < len(self)):
             return {"seed": self.seed, "epoch": self._position[0], "batches_done": self._position[1]}
         return {"seed": self.seed, "epoch": self._epoch, "batches_done": self._resume_at}
 
@@ -209,7 +327,7 @@ class DataLoader:
             value = state[key]
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
                 raise ValueError(f"DataLoader.load_state_dict: {key} must be a non-negative int, got {value!r}")
-        if state["batches_done"] > len(self):
+        if not isinstance(self.dataset, IterableDataset) and state["batches_done"] > len(self):
             raise ValueError(f"DataLoader.load_state_dict: batches_done={state['batches_done']} but an epoch has "
                              f"only {len(self)} batches")
         self.seed, self._epoch, self._resume_at = int(state["seed"]), int(state["epoch"]), int(state["batches_done"])

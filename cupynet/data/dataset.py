@@ -8,6 +8,8 @@ over samples in Python.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 import numbers
 
@@ -17,7 +19,7 @@ from cupynet import backend
 from cupynet.random import cpu_generator
 from cupynet.tensor import Tensor
 
-__all__ = ["Dataset", "TensorDataset", "ArrayDataset", "Subset", "random_split"]
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ArrayDataset", "ConcatDataset", "Subset", "random_split"]
 
 
 class Dataset:
@@ -28,6 +30,43 @@ class Dataset:
 
     def __len__(self):
         raise NotImplementedError(f"{type(self).__name__} must implement __len__")
+
+
+class IterableDataset(Dataset):
+    """A stream of samples (subclasses implement ``__iter__``); with DataLoader workers, each worker iterates
+    its own copy, so ``__iter__`` should split the work with ``get_worker_info()`` as in PyTorch."""
+
+    def __iter__(self):
+        raise NotImplementedError(f"{type(self).__name__} must implement __iter__")
+
+    def __getitem__(self, index):
+        raise TypeError(f"{type(self).__name__} is an IterableDataset: iterate over it instead of indexing it")
+
+
+class ConcatDataset(Dataset):
+    """The samples of several datasets, one after another.
+
+    Args:
+        datasets: map-style datasets (not IterableDatasets).
+    """
+
+    def __init__(self, datasets):
+        self.datasets = list(datasets)
+        if not self.datasets:
+            raise ValueError("ConcatDataset: datasets should not be an empty iterable")
+        for d in self.datasets:
+            if isinstance(d, IterableDataset):
+                raise TypeError("ConcatDataset does not support IterableDataset")
+        self.cumulative_sizes = list(itertools.accumulate(len(d) for d in self.datasets))
+
+    def __len__(self):
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, index):
+        index = _check_index("ConcatDataset", index, len(self))
+        which = bisect.bisect_right(self.cumulative_sizes, index)
+        start = self.cumulative_sizes[which - 1] if which else 0
+        return self.datasets[which][index - start]
 
 
 def _check_index(owner, index, length) -> int:
@@ -159,12 +198,16 @@ def random_split(dataset, lengths, generator=None, seed=None) -> list:
     Args:
         dataset: the dataset to split.
         lengths: integer lengths summing to ``len(dataset)``, or fractions summing to 1.
-        generator: a ``numpy.random.Generator`` to draw the permutation from.
+        generator: a ``numpy.random.Generator`` (or an int seed / an object with ``initial_seed()``) to draw
+            the permutation from.
         seed: an int seed instead (default: drawn from cupynet's global generator).
     """
     if generator is not None and seed is not None:
         raise ValueError("random_split: give generator or seed, not both")
     counts = _split_lengths(lengths, len(dataset))
+    if generator is not None and not isinstance(generator, numpy.random.Generator):
+        generator = numpy.random.default_rng(int(generator if isinstance(generator, numbers.Integral)
+                                                 else generator.initial_seed()))
     rng = generator if generator is not None else (
         numpy.random.default_rng(seed) if seed is not None else cpu_generator())
     order = rng.permutation(len(dataset)).tolist()

@@ -1,4 +1,7 @@
-"""Optimizers (SGD, Adam, AdamW, RMSprop) and learning-rate schedulers, shaped like ``torch.optim``.
+"""Optimizers and learning-rate schedulers, shaped like ``torch.optim``.
+
+SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD,
+Rprop and LBFGS.
 
 Optimizer math runs in fp32 whatever the gradients' dtype, parameters are
 updated in place without recording a graph, and every built-in optimizer
@@ -6,9 +9,15 @@ takes ``step(found_inf=...)`` so a GradScaler can skip a step on the device.
 """
 
 from cupynet.optim import lr_scheduler
+from cupynet.optim.adagrad import Adadelta, Adagrad
 from cupynet.optim.adam import Adam, AdamW
+from cupynet.optim.adam_variants import Adamax, NAdam, RAdam
+from cupynet.optim.asgd import ASGD
+from cupynet.optim.lbfgs import LBFGS
 from cupynet.optim.optimizer import Optimizer, required
 from cupynet.optim.rmsprop import RMSprop
+from cupynet.optim.rprop import Rprop
 from cupynet.optim.sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler", "required"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD",
+           "Rprop", "LBFGS", "lr_scheduler", "required"]

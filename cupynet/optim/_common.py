@@ -15,9 +15,9 @@ from cupynet import backend, dtypes
 from cupynet.tensor import Tensor
 
 __all__ = [
-    "check_number", "check_found_inf", "check_grads", "params_with_grads", "compute_dtype_of", "scalar",
+    "check_number", "check_pair", "check_found_inf", "check_grads", "params_with_grads", "compute_dtype_of", "scalar",
     "read_grad", "commit", "blend", "lerp_like_torch", "new_state_tensor", "copy_tensor", "validate_fused",
-    "use_fused", "kernel_grads",
+    "use_fused", "kernel_grads", "torch_flags",
 ]
 
 
@@ -44,6 +44,23 @@ def check_number(owner: str, name: str, value, low=0.0, low_inclusive=True, high
         lo = "(-inf" if low is None else ("[" if low_inclusive else "(") + f"{low}"
         hi = "inf)" if high is None else f"{high}" + ("]" if high_inclusive else ")")
         raise ValueError(f"{owner}: Invalid {label}: {value!r} (expected a value in {lo}, {hi})")
+    return value
+
+
+def check_pair(owner: str, name: str, value, label: str, **bounds):
+    """Check a pair of hyper-parameters (``betas``, ``etas``...): two reals, each within ``bounds``.
+
+    Args:
+        owner: the optimizer's class name, for the message.
+        name: the argument's name (``"betas"``).
+        value: the value given.
+        label: PyTorch's wording for one element ("beta parameter" gives "... at index 0").
+        **bounds: ``check_number``'s bounds for each element.
+    """
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise ValueError(f"{owner}: {name} must be a pair, got {value!r}")
+    for i, item in enumerate(value):
+        check_number(owner, name, item, label=f"{label} at index {i}", **bounds)
     return value
 
 
@@ -178,16 +195,20 @@ def lerp_like_torch(start, end, weight):
     return end - (end - start) * (weight.dtype.type(1) - weight)
 
 
-def new_state_tensor(param, xp=None, dtype=None):
-    """A zero state Tensor shaped like ``param`` (C-contiguous, compute dtype, same device).
+def new_state_tensor(param, xp=None, dtype=None, fill=0.0):
+    """A state Tensor shaped like ``param`` (C-contiguous, compute dtype, same device), filled with ``fill``.
 
     Args:
         param: the parameter.
         xp: the array module (default: the parameter's).
         dtype: the dtype (default: the parameter's compute dtype).
+        fill: the initial value (rounded once to the dtype).
     """
     xp = xp or backend.get_array_module(param.array)
-    return Tensor(xp.zeros(param.array.shape, dtype=dtype or compute_dtype_of(param)))
+    dtype = dtype or compute_dtype_of(param)
+    if fill == 0:
+        return Tensor(xp.zeros(param.array.shape, dtype=dtype))
+    return Tensor(xp.full(param.array.shape, scalar(fill, dtype), dtype=dtype))
 
 
 def copy_tensor(t) -> Tensor:
@@ -250,3 +271,24 @@ def kernel_grads(params) -> list:
         g = g if g.dtype in dtypes.FLOATING[:3] else g.astype(dtypes.float32)
         out.append(xp.ascontiguousarray(g))
     return out
+
+
+def torch_flags(owner: str, **flags) -> dict:
+    """PyTorch's implementation switches (``foreach``, ``capturable``, ``differentiable``), checked, for ``defaults``.
+
+    NOTE: cupynet's per-parameter math is PyTorch's single-tensor order, its
+    step counters already live on the device (what ``capturable`` asks for),
+    and ``foreach`` only picks PyTorch's loop; so these are accepted and kept
+    in the param groups as PyTorch keeps them. ``differentiable=True`` (a step
+    that records a graph) is refused: steps run under ``no_grad``.
+
+    Args:
+        owner: the optimizer's class name, for the message.
+        **flags: the flags given, by name.
+    """
+    for name, value in flags.items():
+        if value is not None and not isinstance(value, bool):
+            raise ValueError(f"{owner}: {name} must be None, True or False, got {value!r}")
+    if flags.get("differentiable"):
+        raise ValueError(f"{owner}: differentiable=True is not supported (cupynet steps never record a graph)")
+    return flags

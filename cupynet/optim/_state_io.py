@@ -99,17 +99,17 @@ def _place_like(array, param):
         return cupy.array(array, copy=True)
 
 
-def _cast_value(where, index, key, value, param, scalar_keys):
+def _cast_value(where, index, key, value, param, opt):
     array = _as_array(value)
     if array is None:
         return value  # NOTE: None and plain numbers (PyTorch keeps some) are kept as they are
     label = f"state[{index}][{key!r}]"
-    if key in scalar_keys:
+    if key in opt._scalar_state_keys:
         if array.size != 1:
             _fail(where, f"{label} must hold one value, got shape {tuple(array.shape)}")
         dtype = dtypes.float32 if dtypes.is_floating(array.dtype) else dtypes.int32
         return Tensor(_place_like(array.reshape(()).astype(dtype), param))
-    if tuple(array.shape) != tuple(param.shape):
+    if key not in opt._free_shape_state_keys and tuple(array.shape) != tuple(param.shape):
         _fail(where, f"{label} has shape {tuple(array.shape)} but parameter {index} has shape "
               f"{tuple(param.shape)}; the checkpoint does not match this model")
     if dtypes.is_floating(array.dtype):
@@ -155,8 +155,8 @@ def load_optimizer_state(opt, state_dict):
         if not isinstance(values, dict):
             _fail(where, f"state[{key!r}] must be a dict, got {type(values).__name__}")
         param = by_index[index]
-        state[param] = {k: _cast_value(where, index, k, v, param, opt._scalar_state_keys) for k, v in values.items()}
-    _merge_shared_scalars(state, opt.param_groups, opt._scalar_state_keys)
+        state[param] = {k: _cast_value(where, index, k, v, param, opt) for k, v in values.items()}
+    _merge_shared_scalars(state, opt.param_groups, opt._shared_state_keys)
     groups = []
     for sg, g in zip(saved_groups, opt.param_groups):
         new = {k: (tuple(v) if k == "betas" and isinstance(v, list) else v) for k, v in sg.items() if k != "params"}

@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import numpy
 
-from cupynet import backend, dtypes
 from cupynet.optim import _common, kernels
 from cupynet.optim._common import commit, scalar
 from cupynet.optim.optimizer import Optimizer
-from cupynet.tensor import Tensor
 
 __all__ = ["Adam", "AdamW"]
 
@@ -55,77 +53,38 @@ class Adam(Optimizer):
                         maximize=maximize, fused=fused)
         super().__init__(params, defaults)
 
+    _checks = (("lr", "learning rate", {}), ("eps", "epsilon value", {}), ("weight_decay", "weight_decay value", {}))
+
     def _validate_group(self, group) -> None:
-        name = type(self).__name__
-        _common.check_number(name, "lr", group["lr"], label="learning rate")
-        _common.check_number(name, "eps", group["eps"], label="epsilon value")
-        betas = group["betas"]
-        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
-            raise ValueError(f"{name}: betas must be a pair (beta1, beta2), got {betas!r}")
-        for i, beta in enumerate(betas):
-            _common.check_number(name, "beta", beta, high=1.0, label=f"beta parameter at index {i}")
-        _common.check_number(name, "weight_decay", group["weight_decay"], label="weight_decay value")
-        _common.validate_fused(name, group)
+        super()._validate_group(group)
+        _common.validate_fused(type(self).__name__, group)
+
+    def _state_names(self, group) -> dict:
+        return dict(exp_avg=0.0, exp_avg_sq=0.0, **({"max_exp_avg_sq": 0.0} if group["amsgrad"] else {}))
 
     def _update_group(self, group, params, found):
-        self._init_state(group, params)
-        self._unshare(params, "step")
-        fused = _common.use_fused(group, params)
-        for step, members in self._group_by_shared(params, "step"):
-            if fused:
-                self._fused_update(group, members, step, found)
-            else:
-                self._plain_update(group, members, step, found)
-        for p in params:
-            p._bump_version()
+        self._fused = _common.use_fused(group, params)
+        super()._update_group(group, params, found)
 
-    def _init_state(self, group, params) -> None:
-        steps = {}
-        for p in params:
-            st = self.state[p]
-            xp = backend.get_array_module(p.array)
-            if not st:
-                device = str(backend.device_of_array(p.array))
-                st["step"] = steps.setdefault(device, Tensor(xp.zeros((), dtype=dtypes.float32)))
-                st["exp_avg"] = _common.new_state_tensor(p, xp)
-                st["exp_avg_sq"] = _common.new_state_tensor(p, xp)
-            if group["amsgrad"] and "max_exp_avg_sq" not in st:
-                st["max_exp_avg_sq"] = _common.new_state_tensor(p, xp)
+    def _update_members(self, group, members, step, found) -> None:
+        if self._fused:
+            self._fused_update(group, members, step, found)
+        else:
+            super()._update_members(group, members, step, found)
 
-    def _bias_terms(self, group, new_step, dt, xp):
+    def _step_terms(self, group, new_step, dt, xp):
         """``(-lr / bias_correction1, sqrt(bias_correction2))`` as 0-d device arrays of dtype ``dt``."""
         beta1, beta2 = group["betas"]
         t = new_step.astype(numpy.float64)
-        with numpy.errstate(all="ignore"):  # NOTE: a skipped first step has t == 0: inf, discarded by where
-            bias_correction1 = 1.0 - xp.power(numpy.float64(beta1), t)
-            bias_correction2 = 1.0 - xp.power(numpy.float64(beta2), t)
-            step_size = group["lr"] / bias_correction1
-            return xp.asarray(-step_size).astype(dt), xp.asarray(xp.power(bias_correction2, 0.5)).astype(dt)
+        bias_correction1 = 1.0 - xp.power(numpy.float64(beta1), t)
+        bias_correction2 = 1.0 - xp.power(numpy.float64(beta2), t)
+        step_size = group["lr"] / bias_correction1
+        return xp.asarray(-step_size).astype(dt), xp.asarray(xp.power(bias_correction2, 0.5)).astype(dt)
 
-    def _plain_update(self, group, members, step, found) -> None:
-        xp = backend.get_array_module(step.array)
-        new_step = _common.blend(found, step.array, step.array + numpy.float32(1.0), xp)
-        terms = {}
-        for p in members:
-            dt = _common.compute_dtype_of(p)
-            if dt not in terms:
-                terms[dt] = self._bias_terms(group, new_step, dt, xp)
-            with numpy.errstate(all="ignore"):
-                self._update_one(p, group, found, *terms[dt])
-        step.array[...] = new_step
-
-    def _update_one(self, p, group, found, neg_step_size, bias_correction2_sqrt) -> None:
-        xp = backend.get_array_module(p.array)
-        dt = _common.compute_dtype_of(p)
-        st = self.state[p]
+    def _update_one(self, p, group, found, terms) -> None:
+        neg_step_size, bias_correction2_sqrt = terms
+        xp, dt, st, g, value = self._prepared(p, group, decoupled=self._decoupled)
         beta1, beta2 = group["betas"]
-        g = _common.read_grad(p, dt, group["maximize"])
-        value = p.array.astype(dt) if p.array.dtype != dt else p.array
-        wd = group["weight_decay"]
-        if wd != 0 and self._decoupled:
-            value = value * scalar(1.0 - group["lr"] * wd, dt)
-        elif wd != 0:
-            g = g + scalar(wd, dt) * value
         m = _common.lerp_like_torch(st["exp_avg"].array, g, scalar(1.0 - beta1, dt))
         v = st["exp_avg_sq"].array * scalar(beta2, dt) + (scalar(1.0 - beta2, dt) * g) * g
         v_hat = v
@@ -153,14 +112,8 @@ class AdamW(Adam):
     """AdamW: Adam with decoupled weight decay, exactly as ``torch.optim.AdamW``.
 
     Args:
-        params: Tensors or param-group dicts to optimize.
-        lr: learning rate.
-        betas: decay rates of the first and second moment estimates.
-        eps: added to the denominator for stability.
+        params, lr, betas, eps, amsgrad, maximize, fused: as for ``Adam``.
         weight_decay: decoupled decay: ``p *= 1 - lr * weight_decay`` each step (default 1e-2).
-        amsgrad: use the running maximum of the second moment (AMSGrad).
-        maximize: ascend instead of descend.
-        fused: None, True or False, as for Adam.
     """
 
     _decoupled = True

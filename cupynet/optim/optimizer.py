@@ -1,7 +1,10 @@
 """``Optimizer``: param groups, per-parameter state, ``zero_grad`` and a PyTorch-layout ``state_dict``.
 
-The subclasses (SGD, Adam, AdamW, RMSprop) only write ``_update_group``; the
-base class does the bookkeeping, the argument checks and the AMP contract:
+The element-wise optimizers (Adam, RMSprop, Adagrad, ...) write only their state
+names (``_state_names``), the step-dependent scalars (``_step_terms``) and one
+parameter's update (``_update_one``); SGD and LBFGS write their own
+``_update_group`` / ``step``. The base class does the bookkeeping, the argument
+checks (the ``_checks`` table) and the AMP contract:
 ``step(closure=None, found_inf=None)`` skips the update *on the device* when
 ``found_inf`` is set, so ``GradScaler`` needs no host sync per step.
 
@@ -16,7 +19,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from cupynet import dtypes
+import numpy
+
+from cupynet import backend, dtypes
 from cupynet.autograd import enable_grad, no_grad
 from cupynet.optim import _common
 from cupynet.optim._state_io import load_optimizer_state, pack_state_dict
@@ -44,6 +49,13 @@ class Optimizer:
 
     _step_supports_amp_scaling = False
     _scalar_state_keys = ("step", "momentum_buffer_unset")
+    """0-d state entries: copied by ``state_dict()``, loaded as 0-d float32/int32 Tensors."""
+    _shared_state_keys = ("step", "momentum_buffer_unset")
+    """0-d state entries that parameters stepped together share (merged again on load)."""
+    _free_shape_state_keys = ()
+    """State arrays of any shape (LBFGS's flat vectors): loaded without the parameter-shape check."""
+    _checks = ()
+    """``(key, PyTorch's label, check_number bounds)`` rows that ``_validate_group`` applies to a group."""
 
     def __init__(self, params, defaults):
         self.defaults = dict(defaults)
@@ -84,11 +96,16 @@ class Optimizer:
         self.param_groups.append(group)
 
     def _validate_group(self, group) -> None:
-        """Check a group's hyper-parameters (subclasses raise a clear ValueError).
+        """Check a group's hyper-parameters against ``_checks`` (and ``betas``, when the group has them).
 
         Args:
             group: the param group dict, defaults filled in.
         """
+        name = type(self).__name__
+        for key, label, bounds in self._checks:
+            _common.check_number(name, key, group[key], label=label, **bounds)
+        if "betas" in group:
+            _common.check_pair(name, "betas", group["betas"], "beta parameter", high=1.0)
 
     # ---- gradients -----------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True):
@@ -118,7 +135,7 @@ class Optimizer:
                 had inf/NaN and the update (parameters, state and step counters) is skipped, decided on the
                 device with no host sync.
         """
-        if type(self)._update_group is Optimizer._update_group:
+        if type(self)._update_one is Optimizer._update_one and type(self)._update_group is Optimizer._update_group:
             raise NotImplementedError(f"{type(self).__name__} must implement step() or _update_group()")
         loss = None
         if closure is not None:
@@ -136,14 +153,122 @@ class Optimizer:
         return loss
 
     def _update_group(self, group, params, found):
-        """Update the parameters of one group (implemented by each optimizer).
+        """Update the parameters of one group, element-wise: lazy state, one step counter, ``_update_one`` each.
 
         Args:
             group: the param group dict.
             params: its parameters that have a gradient.
             found: 0-d float32 found_inf array, or None.
         """
+        self._ensure_state(params, group)
+        self._unshare(params, "step")
+        for step, members in self._group_by_shared(params, "step"):
+            self._update_members(group, members, step, found)
+        for p in params:
+            p._bump_version()
+
+    def _update_members(self, group, members, step, found) -> None:
+        """Advance a shared step counter (on the device) and update the parameters that share it.
+
+        Args:
+            group: the param group dict.
+            members: parameters sharing ``step``.
+            step: their 0-d float32 step Tensor.
+            found: 0-d found_inf array, or None.
+        """
+        xp = backend.get_array_module(step.array)
+        new_step = _common.blend(found, step.array, step.array + numpy.float32(1.0), xp)
+        terms = {}
+        with numpy.errstate(all="ignore"):  # NOTE: a skipped step may hold inf/NaN; ``where`` discards them
+            for p in members:
+                dt = _common.compute_dtype_of(p)
+                if dt not in terms:
+                    terms[dt] = self._step_terms(group, new_step, dt, xp)
+                self._update_one(p, group, found, terms[dt])
+        step.array[...] = new_step
+
+    def _state_names(self, group) -> dict:
+        """``{state name: initial fill}`` of the per-element state a parameter gets at its first step.
+
+        Args:
+            group: the param group dict.
+        """
+        return {}
+
+    def _scalar_names(self, group) -> dict:
+        """``{state name: initial value}`` of each parameter's own 0-d float32 state (NAdam's ``mu_product``).
+
+        Args:
+            group: the param group dict.
+        """
+        return {}
+
+    def _step_terms(self, group, new_step, dt, xp):
+        """Scalars that depend on the step count, computed once per shared step and dtype (device arrays).
+
+        Args:
+            group: the param group dict.
+            new_step: the 0-d float32 step count after this step (a skipped step keeps the old count).
+            dt: the compute dtype.
+            xp: the array module.
+        """
+        return None
+
+    def _update_one(self, p, group, found, terms) -> None:
+        """Update one parameter and its state (element-wise optimizers implement it).
+
+        Args:
+            p: the parameter.
+            group: its param group.
+            found: 0-d found_inf array, or None.
+            terms: what ``_step_terms`` returned.
+        """
         raise NotImplementedError
+
+    def _ensure_state(self, params, group) -> None:
+        """Create missing state: one step counter per device shared by new parameters, buffers and 0-d scalars.
+
+        Args:
+            params: the parameters about to be stepped.
+            group: their param group (``_state_names`` and ``_scalar_names`` of it say what to create).
+        """
+        names, scalars = self._state_names(group), self._scalar_names(group)
+        steps = {}
+        for p in params:
+            st = self.state[p]
+            xp = backend.get_array_module(p.array)
+            if "step" not in st:
+                device = str(backend.device_of_array(p.array))
+                st["step"] = steps.setdefault(device, Tensor(xp.zeros((), dtype=dtypes.float32)))
+            for key, fill in names.items():
+                if key not in st:
+                    st[key] = _common.new_state_tensor(p, xp, fill=fill)
+            for key, value in scalars.items():
+                if key not in st:
+                    st[key] = Tensor(xp.asarray(value, dtype=dtypes.float32))
+
+    def _prepared(self, p, group, decoupled=False):
+        """``(xp, dt, state, g, value)`` for one parameter: fp32 gradient (negated to maximize), weight decay applied.
+
+        L2 decay adds ``weight_decay * p`` to the gradient; decoupled decay
+        scales the value by ``1 - lr * weight_decay`` (AdamW, NAdam/RAdam's
+        ``decoupled_weight_decay``).
+
+        Args:
+            p: the parameter.
+            group: its param group.
+            decoupled: whether weight decay is decoupled.
+        """
+        xp = backend.get_array_module(p.array)
+        dt = _common.compute_dtype_of(p)
+        g = _common.read_grad(p, dt, group.get("maximize", False))
+        value = p.array.astype(dt) if p.array.dtype != dt else p.array
+        wd = group.get("weight_decay", 0)
+        if wd != 0 and decoupled:
+            value = value * _common.scalar(1.0 - group["lr"] * wd, dt)
+        elif wd != 0:
+            g = g + _common.scalar(wd, dt) * value
+        return xp, dt, self.state[p], g, value
 
     # ---- shared scalar state ---------------------------------------------------------------
     def _unshare(self, stepping, key) -> None:

@@ -12,13 +12,9 @@ The update, per parameter (fp32 math)::
 
 from __future__ import annotations
 
-import numpy
-
-from cupynet import backend, dtypes
 from cupynet.optim import _common
 from cupynet.optim._common import commit, scalar
 from cupynet.optim.optimizer import Optimizer
-from cupynet.tensor import Tensor
 
 __all__ = ["RMSprop"]
 
@@ -45,47 +41,20 @@ class RMSprop(Optimizer):
                         centered=centered, maximize=maximize)
         super().__init__(params, defaults)
 
-    def _validate_group(self, group) -> None:
-        _common.check_number("RMSprop", "lr", group["lr"], label="learning rate")
-        _common.check_number("RMSprop", "eps", group["eps"], label="epsilon value")
-        _common.check_number("RMSprop", "momentum", group["momentum"], label="momentum value")
-        _common.check_number("RMSprop", "weight_decay", group["weight_decay"], label="weight_decay value")
-        _common.check_number("RMSprop", "alpha", group["alpha"], label="alpha value")
+    _checks = (("lr", "learning rate", {}), ("eps", "epsilon value", {}), ("momentum", "momentum value", {}),
+               ("weight_decay", "weight_decay value", {}), ("alpha", "alpha value", {}))
 
-    def _update_group(self, group, params, found):
-        self._init_state(group, params)
-        self._unshare(params, "step")
-        for step, _ in self._group_by_shared(params, "step"):
-            xp = backend.get_array_module(step.array)
-            commit(step.array, step.array + numpy.float32(1.0), found, xp)
-        with numpy.errstate(all="ignore"):
-            for p in params:
-                self._update_one(p, group, found)
-                p._bump_version()
+    def _state_names(self, group) -> dict:
+        names = {"square_avg": 0.0}
+        if group["momentum"] > 0:
+            names["momentum_buffer"] = 0.0
+        if group["centered"]:
+            names["grad_avg"] = 0.0
+        return names
 
-    def _init_state(self, group, params) -> None:
-        steps = {}
-        for p in params:
-            st = self.state[p]
-            xp = backend.get_array_module(p.array)
-            if not st:
-                device = str(backend.device_of_array(p.array))
-                st["step"] = steps.setdefault(device, Tensor(xp.zeros((), dtype=dtypes.float32)))
-                st["square_avg"] = _common.new_state_tensor(p, xp)
-            if group["momentum"] > 0 and "momentum_buffer" not in st:
-                st["momentum_buffer"] = _common.new_state_tensor(p, xp)
-            if group["centered"] and "grad_avg" not in st:
-                st["grad_avg"] = _common.new_state_tensor(p, xp)
-
-    def _update_one(self, p, group, found) -> None:
-        xp = backend.get_array_module(p.array)
-        dt = _common.compute_dtype_of(p)
-        st = self.state[p]
+    def _update_one(self, p, group, found, terms) -> None:
+        xp, dt, st, g, value = self._prepared(p, group)
         alpha = group["alpha"]
-        g = _common.read_grad(p, dt, group["maximize"])
-        value = p.array.astype(dt) if p.array.dtype != dt else p.array
-        if group["weight_decay"] != 0:
-            g = g + scalar(group["weight_decay"], dt) * value
         sq = st["square_avg"].array * scalar(alpha, dt) + (scalar(1.0 - alpha, dt) * g) * g
         if group["centered"]:
             ga = _common.lerp_like_torch(st["grad_avg"].array, g, scalar(1.0 - alpha, dt))
