@@ -39,7 +39,7 @@ import traceback
 import types
 
 __all__ = ["TORCH_MODULES", "EXIT_MISSING", "TorchAttributeMissing", "TorchModuleMissing", "TorchAlias",
-           "TorchFinder", "torch_modules", "run_script", "main"]
+           "TorchFinder", "torch_modules", "has_module", "run_script", "main"]
 
 EXIT_MISSING = 3
 
@@ -156,6 +156,18 @@ class _AliasLoader(importlib.abc.Loader):
         return None
 
 
+def has_module(name: str) -> bool:
+    """Whether module ``name`` can be imported (False also when a parent of it is a module, not a package).
+
+    Args:
+        name: a dotted module name, e.g. ``"cupynet.nn.utils.rnn"``.
+    """
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
 class TorchFinder(importlib.abc.MetaPathFinder):
     """The ``sys.meta_path`` finder of a run: answers ``torch`` and ``torch.*`` from ``TORCH_MODULES``."""
 
@@ -170,7 +182,7 @@ class TorchFinder(importlib.abc.MetaPathFinder):
         if fullname != "torch" and not fullname.startswith("torch."):
             return None
         cupynet_name = TORCH_MODULES.get(fullname)
-        if cupynet_name is None or importlib.util.find_spec(cupynet_name) is None:
+        if cupynet_name is None or not has_module(cupynet_name):
             raise TorchModuleMissing(fullname)
         spec = importlib.machinery.ModuleSpec(fullname, _AliasLoader(importlib.import_module(cupynet_name)),
                                               is_package=True)
