@@ -58,6 +58,8 @@ TORCH_MODULES = {
     "torch.optim.optimizer": "cupynet.optim.optimizer",
     "torch.utils": "cupynet.utils",
     "torch.utils.data": "cupynet.utils.data",
+    "torch.utils.data.dataloader": "cupynet.data.dataloader",
+    "torch.utils.data.dataset": "cupynet.data.dataset",
     "torch.utils.checkpoint": "cupynet.utils.checkpoint",
     "torch.amp": "cupynet.amp",
     "torch.cuda": "cupynet.cuda",
@@ -74,6 +76,11 @@ TORCH_MODULES = {
     "torch.distributed": "cupynet.distributed",
     "torch.random": "cupynet.random",
 }
+
+
+# NOTE: torch's companion packages import torch themselves; cupynet ships none of them, so under the runner
+# their absence is reported as a missing name too (only when they are not installed: none may load torch).
+TORCH_FAMILY = ("torch", "torchvision", "torchaudio", "torchtext")
 
 
 def torch_modules() -> dict:
@@ -201,7 +208,7 @@ def missing_torch_name(error: BaseException):
     """
     if isinstance(error, (TorchAttributeMissing, TorchModuleMissing)):
         return error.torch_name
-    if isinstance(error, ModuleNotFoundError) and (error.name or "").split(".")[0] == "torch":
+    if isinstance(error, ModuleNotFoundError) and (error.name or "").split(".")[0] in TORCH_FAMILY:
         return error.name
     if isinstance(error, ImportError):
         found = _CANNOT_IMPORT.match(str(error))
@@ -278,8 +285,8 @@ def _where(script: str, tb) -> str:
     package = os.path.dirname(os.path.abspath(__file__))
     where = script
     for frame, line in traceback.walk_tb(tb):
-        filename = os.path.abspath(frame.f_code.co_filename)
-        if not filename.startswith(package + os.sep) and not filename.startswith("<frozen"):
+        filename = frame.f_code.co_filename
+        if not filename.startswith("<frozen") and not os.path.abspath(filename).startswith(package + os.sep):
             where = f"{frame.f_code.co_filename}:{line}"
     return where
 
