@@ -53,3 +53,20 @@ bool = bool_  # noqa: A001 - PyTorch's name: cupynet.bool
 float = float32  # noqa: A001
 int = int32  # noqa: A001
 __version__ = "0.1.0"
+
+# ---- PyTorch drop-in names (issue 13; `cupynet run` maps torch.X to these) -------------------------------
+from . import accelerator, backends, settings, utils  # noqa: E402
+from .autograd import inference_mode, is_inference_mode_enabled  # noqa: E402
+from .creation import is_tensor, numel  # noqa: E402
+from .dtypes import finfo, iinfo  # noqa: E402
+from .settings import (  # noqa: E402
+    are_deterministic_algorithms_enabled,
+    compile,  # noqa: A004 - PyTorch's name
+    get_float32_matmul_precision,
+    get_num_threads,
+    is_deterministic_algorithms_warn_only_enabled,
+    set_float32_matmul_precision,
+    set_num_threads,
+    set_printoptions,
+    use_deterministic_algorithms,
+)

@@ -1,4 +1,4 @@
-"""The ``cupynet`` command: ``train`` (the main job), ``info`` and ``bench``.
+"""The ``cupynet`` command: ``train`` (the main job), ``info``, ``bench`` and ``run`` (a PyTorch script).
 
 Errors a user can cause (a bad flag, a missing data directory) print one line
 and exit non-zero, without a traceback.
@@ -37,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--steps", type=_positive_int, default=20, help="timed steps (default 20)")
     bench.add_argument("--device", default=None, help="cpu or cuda (default: the default device)")
     bench.add_argument("--amp", action="store_true", help="time with autocast + GradScaler")
+    run = sub.add_parser("run", help="run an unmodified PyTorch script on cupynet (torch names map to cupynet's)")
+    run.add_argument("script", help="the PyTorch script")
+    run.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
     return parser
 
 
@@ -144,6 +147,10 @@ def main(argv=None) -> int:
     Args:
         argv: the arguments (default: sys.argv[1:]).
     """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["run"]:  # NOTE: the script's own flags (--help too) are its own: argparse never sees them
+        from cupynet.run import main as run_main
+        return run_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         if args.command == "info":

@@ -17,7 +17,8 @@ from . import backend, dtypes
 from .random import generator_for
 from .tensor import Tensor
 
-__all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange", "linspace", "eye",
+__all__ = ["is_tensor", "numel",
+           "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange", "linspace", "eye",
            "rand", "randn", "randint", "randperm", "zeros_like", "ones_like", "full_like", "empty_like",
            "rand_like", "randn_like"]
 
@@ -263,26 +264,49 @@ randn = _sized("randn", "Standard normal random values.",
                functools.partial(_random, lambda g, s, d: g.standard_normal(s, dtype=d)))
 
 
-def randint(low, high=None, size=None, dtype=None, device=None):
-    """Random integers in [low, high).
+def randint(*args, size=None, dtype=None, device=None, requires_grad=False, low=None, high=None):
+    """Random integers in [low, high), with torch's overloads: ``randint(high, size)``, ``randint(low, high, size)``.
 
     Args:
-        low: lowest value (or high, when high is None).
-        high: one above the highest value.
-        size: the shape (a tuple).
+        *args: ``high, size`` or ``low, high, size`` (each may also come by keyword; ``size`` a tuple).
+        size: the shape (a tuple or list of ints).
         dtype: default int64.
         device: default device when None.
+        requires_grad: must be False (integer tensors have no gradients).
+        low: lowest value (default 0).
+        high: one above the highest value.
     """
-    if high is None:
-        low, high = 0, low
-    if size is None:
-        raise TypeError("randint: size is required, e.g. randint(0, 10, (3,))")
+    low, high, size = _randint_arguments(args, low, high, size)
+    if requires_grad:
+        raise RuntimeError("randint: only Tensors of floating point dtype can require gradients")
     if high <= low:
-        raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     dev = _device(device)
     dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.int64
-    array = generator_for(dev).integers(low, high, size=_shape((tuple(size),)))
+    array = generator_for(dev).integers(low, high, size=_shape((size,)))
     return _finish(backend.to_numpy(array).astype(dt), dev, False) if dev.type == "cpu" else Tensor(array.astype(dt))
+
+
+def _randint_arguments(args, low, high, size):
+    """(low, high, size) from torch's two positional forms and keywords, each checked."""
+    if len(args) > 3:
+        raise TypeError(f"randint: expected randint(high, size) or randint(low, high, size), got {len(args)} "
+                        "positional arguments")
+    three = len(args) == 3 or (len(args) == 2 and size is not None) or (len(args) == 1 and high is not None)
+    named = {"low": low, "high": high, "size": size}
+    for name, value in zip(("low", "high", "size") if three else ("high", "size"), args):
+        if named[name] is not None:
+            raise TypeError(f"randint: got multiple values for argument '{name}'")
+        named[name] = value
+    low, high, size = named["low"] if named["low"] is not None else 0, named["high"], named["size"]
+    if high is None or size is None:
+        raise TypeError("randint: high and size are required, e.g. randint(10, (3,)) or randint(0, 10, (3,))")
+    if not isinstance(size, (tuple, list)) or not all(isinstance(n, numbers.Integral) for n in size):
+        raise TypeError(f"randint(): argument 'size' must be tuple of ints, not {type(size).__name__}")
+    for name, value in (("low", low), ("high", high)):
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+            raise TypeError(f"randint(): argument '{name}' must be int, not {type(value).__name__}")
+    return int(low), int(high), tuple(int(n) for n in size)
 
 
 def randperm(n, dtype=None, device=None):
@@ -345,3 +369,23 @@ def full_like(input, fill_value, dtype=None, device=None, requires_grad=False): 
     """
     return full(tuple(input.shape), fill_value, dtype=dtype or input.dtype, device=device or input.device,
                 requires_grad=requires_grad)
+
+
+def is_tensor(obj) -> bool:
+    """True when ``obj`` is a cupynet Tensor (Parameters included).
+
+    Args:
+        obj: any object.
+    """
+    return isinstance(obj, Tensor)
+
+
+def numel(input) -> int:  # noqa: A002 - PyTorch's name
+    """The number of elements of a tensor.
+
+    Args:
+        input: a Tensor.
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"numel(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    return input.numel()

@@ -7,6 +7,8 @@ comes from ``ml_dtypes`` (NumPy has none); CuPy 14 understands the same dtype.
 
 from __future__ import annotations
 
+import builtins
+
 import ml_dtypes
 import numpy
 
@@ -34,7 +36,7 @@ _BY_NAME = {
 __all__ = [
     "float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64",
     "bool_", "FLOATING", "LOW_PRECISION", "as_dtype", "is_dtype_like", "is_floating", "is_low_precision",
-    "result_type", "compute_dtype", "get_default_dtype", "set_default_dtype",
+    "result_type", "compute_dtype", "get_default_dtype", "set_default_dtype", "finfo", "iinfo",
 ]
 
 
@@ -145,3 +147,51 @@ def compute_dtype(dtype) -> numpy.dtype:
         dtype: a NumPy dtype.
     """
     return float32 if dtype in LOW_PRECISION else dtype
+
+
+def _name(dtype) -> str:
+    return "bool" if dtype == bool_ else dtype.name
+
+
+class finfo:  # noqa: N801 - PyTorch's name
+    """Machine limits of a floating dtype (``torch.finfo``): bits, eps, max, min, tiny, resolution.
+
+    Args:
+        type: a floating dtype (float16, bfloat16, float32, float64; default: ``get_default_dtype()``).
+    """
+
+    def __init__(self, type=None):  # noqa: A002 - PyTorch's argument name
+        dtype = get_default_dtype() if type is None else as_dtype(type)
+        if not is_floating(dtype):
+            raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
+                            f"'torch.finfo' (got {_name(dtype)})")
+        info = ml_dtypes.finfo(dtype)
+        real = builtins.float  # NOTE: this module's `float` is the dtype alias
+        self.dtype, self.bits = _name(dtype), builtins.int(info.bits)
+        self.eps, self.max, self.min = real(info.eps), real(info.max), real(info.min)
+        self.tiny = self.smallest_normal = real(info.smallest_normal)
+        self.resolution = 10.0 ** -builtins.int(info.precision)  # NOTE: as torch: exactly 10^-digits
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:  # noqa: N801 - PyTorch's name
+    """Limits of an integer dtype (``torch.iinfo``): bits, min, max.
+
+    Args:
+        type: an integer dtype (int8, uint8, int16, int32, int64).
+    """
+
+    def __init__(self, type):  # noqa: A002 - PyTorch's argument name
+        dtype = as_dtype(type)
+        if dtype.kind not in "iu":
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to handle "
+                            f"'torch.iinfo' (got {_name(dtype)})")
+        info = numpy.iinfo(dtype)
+        whole = builtins.int  # NOTE: this module's `int` is the dtype alias
+        self.dtype, self.bits, self.min, self.max = _name(dtype), whole(info.bits), whole(info.min), whole(info.max)
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

@@ -12,7 +12,7 @@ import numpy
 
 from . import backend
 
-__all__ = ["manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "cpu_generator",
+__all__ = ["manual_seed", "seed", "seed_gpus", "initial_seed", "get_rng_state", "set_rng_state", "cpu_generator",
            "generator_for"]
 
 
@@ -21,6 +21,7 @@ class _Generators:
 
     def __init__(self):
         self.seed = 0
+        self.gpu_seed = 0
         self.cpu = numpy.random.Generator(numpy.random.PCG64(0))
         self.cuda = {}
 
@@ -34,12 +35,27 @@ def manual_seed(seed: int):
     Args:
         seed: a non-negative integer.
     """
-    if not isinstance(seed, (int, numpy.integer)) or isinstance(seed, bool) or seed < 0:
-        raise ValueError(f"manual_seed: seed must be a non-negative integer, got {seed!r}")
-    _GENERATORS.seed = int(seed)
+    _check_seed(seed, "manual_seed")
+    _GENERATORS.seed = _GENERATORS.gpu_seed = int(seed)
     _GENERATORS.cpu = numpy.random.Generator(numpy.random.PCG64(int(seed)))
     _GENERATORS.cuda = {}
     return _GENERATORS
+
+
+def _check_seed(seed, caller):
+    if not isinstance(seed, (int, numpy.integer)) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"{caller}: seed must be a non-negative integer, got {seed!r}")
+
+
+def seed_gpus(seed: int):
+    """Seed every GPU generator, leaving the CPU one as it is (``torch.cuda.manual_seed_all``).
+
+    Args:
+        seed: a non-negative integer.
+    """
+    _check_seed(seed, "cuda.manual_seed")
+    _GENERATORS.gpu_seed = int(seed)
+    _GENERATORS.cuda = {}
 
 
 seed = manual_seed
@@ -68,7 +84,7 @@ def generator_for(device):
     if gen is None:
         cupy = device.xp
         with cupy.cuda.Device(device.index):
-            gen = cupy.random.Generator(cupy.random.XORWOW(_GENERATORS.seed + device.index))
+            gen = cupy.random.Generator(cupy.random.XORWOW(_GENERATORS.gpu_seed + device.index))
         _GENERATORS.cuda[device.index] = gen
     return gen
 
@@ -96,5 +112,5 @@ def set_rng_state(state: dict):
     except (TypeError, ValueError, KeyError) as error:
         raise ValueError(f"set_rng_state: the 'cpu' entry is not a PCG64 state ({error})") from None
     _GENERATORS.cpu = cpu
-    _GENERATORS.seed = int(state.get("seed", 0))
+    _GENERATORS.seed = _GENERATORS.gpu_seed = int(state.get("seed", 0))
     _GENERATORS.cuda = {}  # NOTE: re-created from the seed on next use (see get_rng_state)

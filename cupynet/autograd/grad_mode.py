@@ -1,4 +1,4 @@
-"""``no_grad``, ``enable_grad`` and ``set_grad_enabled``: thread-local, usable as decorators."""
+"""``no_grad``, ``enable_grad``, ``set_grad_enabled``, ``inference_mode``: thread-local, usable as decorators."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import functools
 
 from .state import STATE, is_grad_enabled
 
-__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
+__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+           "is_inference_mode_enabled"]
 
 
 class _GradMode:
@@ -63,3 +64,55 @@ class set_grad_enabled(_GradMode):  # noqa: N801 - PyTorch's name
 
     def __enter__(self):
         return self
+
+
+class inference_mode:  # noqa: N801 - PyTorch's name
+    """Context manager / decorator for inference: ``no_grad`` in cupynet; ``inference_mode(False)`` changes nothing.
+
+    NOTE: PyTorch also marks the tensors made inside as "inference tensors" (no version counter, and an
+    error when autograd later meets them); cupynet has no such tensors, so the only effect is no_grad's.
+    ``@inference_mode`` without parentheses decorates too, as in PyTorch.
+
+    Args:
+        mode: True (default) to turn gradient recording off inside; False leaves grad mode as it is.
+    """
+
+    def __new__(cls, mode=True):
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        if not callable(mode):
+            raise TypeError(f"inference_mode: mode must be a bool, got {type(mode).__name__} {mode!r}")
+        return cls()(mode)  # NOTE: @inference_mode without parentheses: mode is the function
+
+    def __init__(self, mode=True):
+        self._inference = mode if isinstance(mode, bool) else True
+
+    def __enter__(self):
+        self._saved = (STATE.inference_mode, STATE.grad_enabled)
+        STATE.inference_mode = self._inference
+        if self._inference:
+            STATE.grad_enabled = False
+        return self
+
+    def __exit__(self, *exc):
+        STATE.inference_mode, STATE.grad_enabled = self._saved
+        return False
+
+    def __call__(self, func):
+        """Decorate ``func`` so each call runs inside a fresh region with this mode.
+
+        Args:
+            func: the function to wrap.
+        """
+        inference = self._inference
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with inference_mode(inference):
+                return func(*args, **kwargs)
+        return wrapper
+
+
+def is_inference_mode_enabled() -> bool:
+    """True inside an ``inference_mode()`` region (of this thread)."""
+    return STATE.inference_mode

@@ -16,6 +16,7 @@ class _ThreadState(threading.local):
 
     def __init__(self):
         self.grad_enabled = True
+        self.inference_mode = False        # inside torch.inference_mode() (a no_grad region in cupynet)
         # autocast: device_type -> dtype for the regions now enabled ({} = off)
         self.autocast = {}
         self.autocast_nesting = 0          # depth of autocast regions, disabled ones included

@@ -8,13 +8,54 @@ The device questions (as ``torch.cuda``) are answered here; the kernel layer is 
 * ``multi_tensor``: chunk tables and multi-tensor launches;
 * ``headers``: where ``cuda_fp16.h``/``cuda_bf16.h`` are (``cupynet info`` reports it);
 * ``checks``: argument checks of the array-level kernel functions (metadata only, no sync);
-* ``common.cuh``: the CUDA helpers every kernel includes; ``reference``: their NumPy twins.
+* ``common.cuh``: the CUDA helpers every kernel includes; ``reference``: their NumPy twins;
+* ``memory``: ``torch.cuda``'s memory questions from CuPy's memory pool (0 / no-ops on the CPU);
+* ``amp``: ``torch.cuda.amp`` (``autocast``, ``GradScaler``), loaded on first use (see its docstring).
 
 The kernels themselves live beside the code that uses them: ``cupynet/amp/kernels``
 (unscale, loss-scale update, L2 norm), ``cupynet/optim/kernels`` (SGD, Adam) and
 ``cupynet/ops/kernels`` (fused ops). See docs/kernels.md.
 """
 
-from cupynet.cuda.device import device_count, get_device_capability, get_device_name, is_available, synchronize
+import importlib
 
-__all__ = ["is_available", "device_count", "get_device_name", "get_device_capability", "synchronize"]
+from cupynet.cuda.device import (
+    current_device,
+    device_count,
+    get_device_capability,
+    get_device_name,
+    is_available,
+    is_initialized,
+    manual_seed,
+    manual_seed_all,
+    synchronize,
+)
+from cupynet.cuda.memory import (
+    empty_cache,
+    max_memory_allocated,
+    max_memory_reserved,
+    memory_allocated,
+    memory_reserved,
+    memory_stats,
+    reset_max_memory_allocated,
+    reset_peak_memory_stats,
+)
+
+__all__ = ["is_available", "is_initialized", "device_count", "current_device", "get_device_name",
+           "get_device_capability", "synchronize", "manual_seed", "manual_seed_all", "memory_allocated",
+           "max_memory_allocated", "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats",
+           "reset_max_memory_allocated", "memory_stats", "empty_cache", "amp", "is_bf16_supported"]
+
+_LAZY = {"amp": None, "is_bf16_supported": "is_bf16_supported"}
+
+
+def __getattr__(name):
+    """``cupynet.cuda.amp`` and what it defines for ``cupynet.cuda``, imported on first use (see ``amp``).
+
+    Args:
+        name: the attribute asked for.
+    """
+    if name not in _LAZY:
+        raise AttributeError(f"module 'cupynet.cuda' has no attribute {name!r}")
+    module = importlib.import_module("cupynet.cuda.amp")
+    return module if _LAZY[name] is None else getattr(module, _LAZY[name])

@@ -6,10 +6,11 @@ import threading
 
 import numpy
 
+from cupynet import random
 from cupynet.backend import cuda_available, cupy_or_none
 
-__all__ = ["is_available", "device_count", "get_device_name", "get_device_capability", "synchronize", "cupy",
-           "constant", "scratch"]
+__all__ = ["is_available", "is_initialized", "device_count", "current_device", "get_device_name",
+           "get_device_capability", "synchronize", "manual_seed", "manual_seed_all", "cupy", "constant", "scratch"]
 
 
 def is_available() -> bool:
@@ -21,6 +22,38 @@ def device_count() -> int:
     """Number of visible CUDA devices (0 without CuPy or a GPU)."""
     module = cupy_or_none()
     return 0 if module is None else int(module.cuda.runtime.getDeviceCount())
+
+
+def is_initialized() -> bool:
+    """True when a GPU is usable (CuPy initialises CUDA when asked whether one is)."""
+    return cuda_available()
+
+
+def current_device() -> int:
+    """The index of the current GPU; a RuntimeError without one (as PyTorch)."""
+    module = cupy_or_none()
+    if module is None:
+        raise RuntimeError("current_device: no CUDA device is usable (CuPy missing or cupy.cuda.is_available() "
+                           "is False)")
+    return int(module.cuda.runtime.getDevice())
+
+
+def manual_seed(seed: int):
+    """Seed the GPU generators only (the CPU one keeps its state); recorded, and harmless, without a GPU.
+
+    Args:
+        seed: a non-negative integer.
+    """
+    random.seed_gpus(seed)
+
+
+def manual_seed_all(seed: int):
+    """Seed the generators of every GPU (cupynet's GPU generators are seeded together, as ``manual_seed``).
+
+    Args:
+        seed: a non-negative integer.
+    """
+    random.seed_gpus(seed)
 
 
 def _properties(index):

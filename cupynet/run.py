@@ -1,0 +1,315 @@
+"""``cupynet run script.py [args]``: run an unmodified PyTorch script on cupynet.
+
+The runner maps module *names* only: while the script runs, ``import torch`` gives
+cupynet, ``import torch.nn.functional as F`` gives ``cupynet.nn.functional``, and so
+on, by one table (``TORCH_MODULES``). It implements nothing itself: a name the table
+sends to cupynet is cupynet's own object, and a name cupynet lacks stops the run with
+one line, ``cupynet has no torch.X yet``, and exit status ``EXIT_MISSING`` (3).
+
+How the mapping works, top to bottom:
+
+* ``TorchFinder``, a ``sys.meta_path`` finder the runner installs for the run only
+  (never at ``import cupynet``), answers every ``torch`` / ``torch.*`` import: a name in
+  the table becomes a ``TorchAlias`` module; any other raises ``TorchModuleMissing``.
+* A ``TorchAlias`` is a module named ``torch.nn`` (say) that forwards every attribute
+  read and write to its cupynet module, so ``torch.backends.cudnn.benchmark = True``
+  sets cupynet's setting; a name the cupynet module lacks raises ``TorchAttributeMissing``,
+  an ``AttributeError``, so ``hasattr(torch, "x")`` in user code still answers False.
+* ``run_script`` sets ``sys.argv`` and ``sys.path[0]`` as ``python script.py`` would, runs
+  the script as ``__main__`` and puts everything back afterwards (also ``sys.modules``,
+  where a real torch may have been imported before).
+
+Exit statuses: 0 when the script ends normally (or its ``sys.exit`` code), 1 when it
+raises (its traceback printed as python prints it), 2 when the script cannot be
+opened, 3 (``EXIT_MISSING``) when it touched a torch name cupynet does not have.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import re
+import runpy
+import sys
+import traceback
+import types
+
+__all__ = ["TORCH_MODULES", "EXIT_MISSING", "TorchAttributeMissing", "TorchModuleMissing", "TorchAlias",
+           "TorchFinder", "torch_modules", "has_module", "run_script", "main"]
+
+EXIT_MISSING = 3
+
+# NOTE: the one table of the drop-in: torch module name -> the cupynet module that stands for it.
+# A target cupynet does not ship (yet) makes the torch name a missing one, reported as such.
+TORCH_MODULES = {
+    "torch": "cupynet",
+    "torch.nn": "cupynet.nn",
+    "torch.nn.functional": "cupynet.nn.functional",
+    "torch.nn.init": "cupynet.nn.init",
+    "torch.nn.parameter": "cupynet.nn.parameter",
+    "torch.nn.utils": "cupynet.nn.utils",
+    "torch.nn.utils.rnn": "cupynet.nn.utils.rnn",
+    "torch.optim": "cupynet.optim",
+    "torch.optim.lr_scheduler": "cupynet.optim.lr_scheduler",
+    "torch.optim.optimizer": "cupynet.optim.optimizer",
+    "torch.utils": "cupynet.utils",
+    "torch.utils.data": "cupynet.utils.data",
+    "torch.utils.data.dataloader": "cupynet.data.dataloader",
+    "torch.utils.data.dataset": "cupynet.data.dataset",
+    "torch.utils.checkpoint": "cupynet.utils.checkpoint",
+    "torch.amp": "cupynet.amp",
+    "torch.cuda": "cupynet.cuda",
+    "torch.cuda.amp": "cupynet.cuda.amp",
+    "torch.backends": "cupynet.backends",
+    "torch.backends.cuda": "cupynet.backends.cuda",
+    "torch.backends.cudnn": "cupynet.backends.cudnn",
+    "torch.backends.mps": "cupynet.backends.mps",
+    "torch.accelerator": "cupynet.accelerator",
+    "torch.autograd": "cupynet.autograd",
+    "torch.autograd.functional": "cupynet.autograd.functional",
+    "torch.linalg": "cupynet.linalg",
+    "torch.distributions": "cupynet.distributions",
+    "torch.distributed": "cupynet.distributed",
+    "torch.random": "cupynet.random",
+}
+
+
+# NOTE: torch's companion packages import torch themselves; cupynet ships none of them, so under the runner
+# their absence is reported as a missing name too (only when they are not installed: none may load torch).
+TORCH_FAMILY = ("torch", "torchvision", "torchaudio", "torchtext")
+
+
+def torch_modules() -> dict:
+    """The torch module names the runner maps, each with its cupynet module name (a copy of the table)."""
+    return dict(TORCH_MODULES)
+
+
+class TorchAttributeMissing(AttributeError):  # noqa: N818 - names what is missing, like ModuleNotFoundError
+    """A torch name read from a mapped module that cupynet does not have (an ``AttributeError``).
+
+    Args:
+        torch_name: the full torch name, e.g. ``"torch.nn.Bar"``.
+    """
+
+    def __init__(self, torch_name: str):
+        super().__init__(f"cupynet has no {torch_name} yet")
+        self.torch_name = torch_name
+
+
+class TorchModuleMissing(ModuleNotFoundError):  # noqa: N818 - names what is missing
+    """A torch module the runner cannot map (not in the table, or cupynet lacks its target).
+
+    Args:
+        torch_name: the full module name, e.g. ``"torch.fx"``.
+    """
+
+    def __init__(self, torch_name: str):
+        super().__init__(f"cupynet has no {torch_name} yet", name=torch_name)
+        self.torch_name = torch_name
+
+
+class TorchAlias(types.ModuleType):
+    """The module a script gets for ``torch.X``: every attribute read and write goes to cupynet's module.
+
+    NOTE: dunder names (``__spec__``, ``__path__`` ...) and the aliases of torch submodules are kept on the
+    alias itself, so the import system's bookkeeping never writes into cupynet's own modules.
+
+    Args:
+        torch_name: the torch module name, e.g. ``"torch.nn"``.
+        target: the cupynet module it stands for.
+    """
+
+    def __init__(self, torch_name: str, target: types.ModuleType):
+        super().__init__(torch_name, target.__doc__)
+        object.__setattr__(self, "_cupynet_target", target)
+
+    def __getattr__(self, name):
+        target = object.__getattribute__(self, "_cupynet_target")
+        full = f"{self.__name__}.{name}"
+        if full in TORCH_MODULES:
+            return importlib.import_module(full)
+        try:
+            return getattr(target, name)
+        except AttributeError:
+            raise TorchAttributeMissing(full) from None
+
+    def __setattr__(self, name, value):
+        if (name.startswith("__") and name.endswith("__")) or isinstance(value, TorchAlias):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(object.__getattribute__(self, "_cupynet_target"), name, value)
+
+    def __dir__(self):
+        return sorted(set(dir(object.__getattribute__(self, "_cupynet_target"))) | set(self.__dict__))
+
+    def __repr__(self):
+        return f"<module {self.__name__!r} (cupynet: {object.__getattribute__(self, '_cupynet_target').__name__})>"
+
+
+class _AliasLoader(importlib.abc.Loader):
+    """Makes the ``TorchAlias`` of a mapped name; there is nothing to execute."""
+
+    def __init__(self, target: types.ModuleType):
+        self.target = target
+
+    def create_module(self, spec):
+        return TorchAlias(spec.name, self.target)
+
+    def exec_module(self, module):
+        return None
+
+
+def has_module(name: str) -> bool:
+    """Whether module ``name`` can be imported (False also when a parent of it is a module, not a package).
+
+    Args:
+        name: a dotted module name, e.g. ``"cupynet.nn.utils.rnn"``.
+    """
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+class TorchFinder(importlib.abc.MetaPathFinder):
+    """The ``sys.meta_path`` finder of a run: answers ``torch`` and ``torch.*`` from ``TORCH_MODULES``."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        """The spec of a ``torch`` module's alias; None for every other module.
+
+        Args:
+            fullname: the module name being imported.
+            path: the parent package's search path (unused).
+            target: the module being reloaded, if any (unused).
+        """
+        if fullname != "torch" and not fullname.startswith("torch."):
+            return None
+        cupynet_name = TORCH_MODULES.get(fullname)
+        if cupynet_name is None or not has_module(cupynet_name):
+            raise TorchModuleMissing(fullname)
+        spec = importlib.machinery.ModuleSpec(fullname, _AliasLoader(importlib.import_module(cupynet_name)),
+                                              is_package=True)
+        spec.submodule_search_locations = []  # NOTE: empty: nothing on disk is ever imported as torch.*
+        return spec
+
+
+_CANNOT_IMPORT = re.compile(r"^cannot import name '([^']+)' from '(torch(?:\.[\w.]+)?)'")
+
+
+def missing_torch_name(error: BaseException):
+    """The torch name an exception says cupynet lacks, or None when it is about something else.
+
+    Args:
+        error: an exception that ended the script.
+    """
+    if isinstance(error, (TorchAttributeMissing, TorchModuleMissing)):
+        return error.torch_name
+    if isinstance(error, ModuleNotFoundError) and (error.name or "").split(".")[0] in TORCH_FAMILY:
+        return error.name
+    if isinstance(error, ImportError):
+        found = _CANNOT_IMPORT.match(str(error))
+        return f"{found.group(2)}.{found.group(1)}" if found else None
+    if isinstance(error, AttributeError) and _is_cupynet_tensor(getattr(error, "obj", None)):
+        return f"torch.Tensor.{error.name}"
+    return None
+
+
+def _is_cupynet_tensor(obj) -> bool:
+    tensor = sys.modules.get("cupynet.tensor")
+    return tensor is not None and isinstance(obj, tensor.Tensor)
+
+
+class _Installed:
+    """The process state a run changes (argv, path, meta_path, torch modules), saved to be put back."""
+
+    def __init__(self, script: str, args: list):
+        self.argv, self.script_dir = sys.argv, os.path.dirname(os.path.abspath(script))
+        self.torch = {name: sys.modules.pop(name) for name in list(sys.modules)
+                      if name == "torch" or name.startswith("torch.")}
+        self.finder = TorchFinder()
+        sys.argv = [script, *args]
+        sys.path.insert(0, self.script_dir)
+        sys.meta_path.insert(0, self.finder)
+
+    def restore(self):
+        sys.meta_path.remove(self.finder)
+        for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
+            del sys.modules[name]
+        sys.modules.update(self.torch)
+        sys.argv = self.argv
+        if self.script_dir in sys.path:
+            sys.path.remove(self.script_dir)
+
+
+def run_script(script: str, args=()) -> int:
+    """Run ``script`` as ``__main__`` with torch names mapped to cupynet; return the exit status.
+
+    Args:
+        script: the path of the PyTorch script.
+        args: its command-line arguments (``sys.argv[1:]`` inside the script).
+    """
+    if not os.path.isfile(script):
+        print(f"cupynet run: can't open file {script!r}: no such file", file=sys.stderr)
+        return 2
+    installed = _Installed(script, list(args))
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit:
+        raise
+    except BaseException as error:  # noqa: BLE001 - everything the script raised is reported, as python does
+        return _report(script, error)
+    finally:
+        installed.restore()
+    return 0
+
+
+def _report(script: str, error: BaseException) -> int:
+    name = missing_torch_name(error)
+    if name is not None:
+        print(f"cupynet has no {name} yet ({_where(script, error.__traceback__)})", file=sys.stderr)
+        return EXIT_MISSING
+    tb = error.__traceback__
+    script_path = os.path.abspath(script)
+    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != script_path:
+        tb = tb.tb_next  # NOTE: drop the runner's and runpy's frames, as python's own traceback has none
+    traceback.print_exception(type(error), error, tb or error.__traceback__, file=sys.stderr)
+    return 130 if isinstance(error, KeyboardInterrupt) else 1
+
+
+def _where(script: str, tb) -> str:
+    """``file:line`` of the innermost frame outside cupynet (the user's code that asked for the name)."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    where = script
+    for frame, line in traceback.walk_tb(tb):
+        filename = frame.f_code.co_filename
+        if not filename.startswith("<frozen") and not os.path.abspath(filename).startswith(package + os.sep):
+            where = f"{frame.f_code.co_filename}:{line}"
+    return where
+
+
+def main(argv=None) -> int:
+    """Entry point of ``cupynet run`` and ``python -m cupynet.run``.
+
+    Args:
+        argv: ``[script, *script_args]`` (default: ``sys.argv[1:]``).
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = argparse.ArgumentParser(prog="cupynet run", description="Run an unmodified PyTorch script on cupynet "
+                                     "(torch module names map to cupynet's; see docs/pytorch_compat.md).")
+    parser.add_argument("script", help="the PyTorch script to run")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
+    if not argv or argv[0] in ("-h", "--help"):
+        parser.print_help(sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    return run_script(argv[0], argv[1:])
+
+
+if __name__ == "__main__":
+    # NOTE: `python -m cupynet.run` runs this file as __main__; hand over to the imported module so that
+    # the exception classes the aliases raise are the ones `cupynet.run` names.
+    from cupynet.run import main as _main
+    sys.exit(_main())
