@@ -14,7 +14,8 @@ import importlib
 from ..autograd.function import Cast, Function
 
 FAMILIES = ("shape", "arith", "compare", "inplace", "reduce", "unary", "activation", "indexing", "linalg",
-            "contraction", "conv", "pool", "norm", "loss", "attention", "embedding", "dropout")
+            "contraction", "conv", "pool", "norm", "loss", "attention", "embedding", "dropout",
+            "sorting")
 
 TENSOR_METHODS = {}
 _modules = []
