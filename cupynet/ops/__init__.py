@@ -15,7 +15,7 @@ from ..autograd.function import Cast, Function
 
 FAMILIES = ("shape", "arith", "compare", "inplace", "reduce", "unary", "activation", "indexing", "linalg",
             "contraction", "conv", "pool", "norm", "loss", "attention", "embedding", "dropout",
-            "sorting")
+            "sorting", "scattering")
 
 TENSOR_METHODS = {}
 _modules = []
