@@ -15,7 +15,8 @@ from ..autograd.function import Cast, Function
 
 FAMILIES = ("shape", "arith", "compare", "inplace", "reduce", "unary", "activation", "indexing", "linalg",
             "contraction", "conv", "pool", "norm", "loss", "attention", "embedding", "dropout",
-            "sorting", "scattering")
+            "sorting", "scattering", "ternary", "matrix", "cumulative", "arrange",
+            "selection", "decomposition")
 
 TENSOR_METHODS = {}
 _modules = []
