@@ -26,10 +26,16 @@ CummaxResult = collections.namedtuple("cummax", ["values", "indices"])
 CumminResult = collections.namedtuple("cummin", ["values", "indices"])
 
 
-class CumExtreme(GetItem):
-    """The input read at the index of the running max (or min) along a dimension."""
+class CumMax(GetItem):
+    """The input read at the index of the running maximum along a dimension."""
 
     op_name = "cummax"
+
+
+class CumMin(GetItem):
+    """The input read at the index of the running minimum along a dimension."""
+
+    op_name = "cummin"
 
 
 def _running_index(array, axis, better):
@@ -52,13 +58,13 @@ def _scan_cupy(xp, array, axis, ufunc):
     return xp.moveaxis(out, 0, axis)
 
 
-def _cum_extreme(op_name, result, better, input, dim):  # noqa: A002
+def _cum_extreme(op_name, cls, result, better, input, dim):  # noqa: A002
     if not isinstance(input, Tensor):
         raise TypeError(f"{op_name}: expected input to be a Tensor, got {type(input).__name__}")
     d = normalize_dim(op_name, dim, input.ndim)
     flat = reshape(input, (1,)) if input.ndim == 0 else input
     idx = _running_index(flat.array, d, better)
-    values = CumExtreme.apply(flat, index=along_dim_index(xp_of(flat), idx, d))
+    values = cls.apply(flat, index=along_dim_index(xp_of(flat), idx, d))
     indices = Tensor(idx.astype(dtypes.int64, copy=False))
     return result(reshape(values, input.shape), reshape(indices, input.shape))
 
@@ -70,7 +76,7 @@ def cummax(input, dim):  # noqa: A002 - PyTorch's name
         input: a Tensor.
         dim: the dimension to scan.
     """
-    return _cum_extreme("cummax", CummaxResult, numpy.maximum, input, dim)
+    return _cum_extreme("cummax", CumMax, CummaxResult, numpy.maximum, input, dim)
 
 
 def cummin(input, dim):  # noqa: A002
@@ -80,7 +86,7 @@ def cummin(input, dim):  # noqa: A002
         input: a Tensor.
         dim: the dimension to scan.
     """
-    return _cum_extreme("cummin", CumminResult, numpy.minimum, input, dim)
+    return _cum_extreme("cummin", CumMin, CumminResult, numpy.minimum, input, dim)
 
 
 class LogCumSumExp(Function):

@@ -264,7 +264,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     xp = xp_of(input)
     d = 0 if dim is None else normalize_dim("unique_consecutive", dim, input.ndim)
     array = input.array.reshape(-1) if dim is None else xp.moveaxis(input.array, d, 0)
-    rows = array.reshape(array.shape[0], -1)
+    rows = array.reshape(array.shape[0], int(numpy.prod(array.shape[1:])))  # NOTE: not -1, ambiguous when empty
     starts = xp.ones(rows.shape[0], dtype=bool)
     starts[1:] = (rows[1:] != rows[:-1]).any(axis=1)
     values = array[starts] if dim is None else xp.moveaxis(array[starts], 0, d)

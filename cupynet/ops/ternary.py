@@ -71,19 +71,34 @@ def lerp(input, end, weight):  # noqa: A002 - PyTorch's names
     return Lerp.apply(input, end, lift(weight, input))
 
 
-class Addcmul(Function):
-    """``input + value * tensor1 * tensor2``."""
+class _AddCombined(Function):
+    """``input + value * combine(tensor1, tensor2)``: the shared body of addcmul and addcdiv."""
 
-    op_name = "addcmul"
     amp_policy = "promote"
 
     @staticmethod
-    def forward(ctx, a, t1, t2, value=1):
+    def combine(y, z):
+        """The arrays' product (addcmul) or quotient (addcdiv).
+
+        Args:
+            y: tensor1's array.
+            z: tensor2's array.
+        """
+        raise NotImplementedError
+
+    @classmethod
+    def forward(cls, ctx, a, t1, t2, value=1):
         ctx.save_for_backward(t1, t2)
         ctx.inputs, ctx.value = (a, t1, t2), value
-        dtype = _out_dtype(a, t1, t2)
         x, y, z = (compute_in_fp32(t.array) for t in (a, t1, t2))
-        return (x + value * y * z).astype(dtype, copy=False)
+        return (x + value * cls.combine(y, z)).astype(_out_dtype(a, t1, t2), copy=False)
+
+
+class Addcmul(_AddCombined):
+    """``input + value * tensor1 * tensor2``."""
+
+    op_name = "addcmul"
+    combine = staticmethod(lambda y, z: y * z)
 
     @staticmethod
     def backward(ctx, grad):
@@ -92,19 +107,11 @@ class Addcmul(Function):
         return _grads(ctx, grad, grad * t2 * v, grad * t1 * v)
 
 
-class Addcdiv(Function):
+class Addcdiv(_AddCombined):
     """``input + value * tensor1 / tensor2``."""
 
     op_name = "addcdiv"
-    amp_policy = "promote"
-
-    @staticmethod
-    def forward(ctx, a, t1, t2, value=1):
-        ctx.save_for_backward(t1, t2)
-        ctx.inputs, ctx.value = (a, t1, t2), value
-        dtype = _out_dtype(a, t1, t2)
-        x, y, z = (compute_in_fp32(t.array) for t in (a, t1, t2))
-        return (x + value * y / z).astype(dtype, copy=False)
+    combine = staticmethod(lambda y, z: y / z)
 
     @staticmethod
     def backward(ctx, grad):
