@@ -1,6 +1,6 @@
 """cupynet: a small, readable deep-learning framework on CuPy (NumPy without a GPU) built around AMP."""
 
-from . import amp, autograd, backend, cuda, data, dtypes, models, nn, ops, optim, random
+from . import amp, autograd, backend, cuda, data, dtypes, linalg, models, nn, ops, optim, random
 from .amp import autocast
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import Device, default_device, device

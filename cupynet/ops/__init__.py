@@ -15,7 +15,10 @@ from ..autograd.function import Cast, Function
 
 FAMILIES = ("shape", "arith", "compare", "inplace", "reduce", "unary", "activation", "indexing", "linalg",
             "contraction", "conv", "pool", "norm", "loss", "attention", "embedding", "dropout",
-            "resample")
+            "resample",
+
+            "sorting", "scattering", "ternary", "matrix", "cumulative", "arrange",
+            "selection", "decomposition")
 
 TENSOR_METHODS = {}
 _modules = []

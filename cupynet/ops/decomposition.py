@@ -1,0 +1,614 @@
+"""Matrix decompositions and what is built on them: inv, solve, det, slogdet, cholesky, qr, eigh,
+svd, and the compositions pinv, svdvals, matrix_rank, matrix_norm, lstsq, multi_dot, vecdot.
+
+Each decomposition is one op class whose forward calls ``xp.linalg`` (NumPy, or
+CuPy's cuSOLVER wrappers: CuPy has no general ``eig``, so neither does cupynet)
+and whose backward is the textbook formula written with cupynet ops (matmul,
+solve, the op itself), so gradients of gradients work:
+
+* inv:    dA = -Y^T G Y^T                     (Y = A^-1)
+* solve:  dB = A^-T G,  dA = -dB X^T           (X = A^-1 B)
+* det:    dA = G det(A) A^-T                   (non-singular A)
+* slogdet: dA = G A^-T                         (the sign has no gradient)
+* cholesky: dA = L^-T Phi(L^T G) L^-1, symmetrised (Phi: lower triangle, half diagonal)
+* qr (m >= n): dA = (G_Q + Q copyltu(M)) R^-T, M = R G_R^T - G_Q^T Q
+* eigh:   dA = V (diag(G_w) + F o (V^T G_V)) V^T,  F_ij = 1 / (w_j - w_i)
+* svd:    Townsend's formula for the reduced SVD (distinct, non-zero singular values)
+
+NOTE (dtypes): as PyTorch, these run in float32/float64 only; float16/bfloat16
+input is refused with PyTorch's message. PyTorch's CUDA autocast lists do not name
+them (they run in the input dtype: fp32 under autocast for fp32 weights).
+"""
+
+from __future__ import annotations
+
+import collections
+
+import numpy
+
+from .. import dtypes
+from ..autograd.function import Function
+from ..tensor import Tensor
+from ._util import xp_of
+from .arith import mul
+from .indexing import masked_fill, tril
+from .linalg import matmul
+from .matrix import diag_embed, diagonal
+from .reduce import amax, amin
+from .reduce import sum as sum_
+from .shape import broadcast_to, transpose, unsqueeze
+
+# NOTE: the package exports torch's top-level names (torch.det, torch.inverse, torch.svd's older API, ...);
+# cupynet/linalg.py exports the torch.linalg ones (linalg.inv, linalg.svd, ...) from this module.
+__all__ = ["det", "inverse", "slogdet", "logdet", "svd", "pinverse", "cholesky", "qr"]
+
+SlogdetResult = collections.namedtuple("slogdet", ["sign", "logabsdet"])
+QRResult = collections.namedtuple("qr", ["Q", "R"])
+EighResult = collections.namedtuple("eigh", ["eigenvalues", "eigenvectors"])
+SVDResult = collections.namedtuple("svd", ["U", "S", "Vh"])
+OldSVDResult = collections.namedtuple("svd", ["U", "S", "V"])
+LstsqResult = collections.namedtuple("lstsq", ["solution", "residuals", "rank", "singular_values"])
+
+
+class LinAlgError(RuntimeError):
+    """A matrix that the op cannot handle (singular, not positive-definite): ``torch.linalg.LinAlgError``."""
+
+
+def _mT(t):  # noqa: N802 - the matrix transpose, PyTorch's name
+    return transpose(t, -2, -1)
+
+
+def _check_matrix(op_name, A, square=True):  # noqa: N803 - the linear-algebra name of the matrix
+    if not isinstance(A, Tensor):
+        raise TypeError(f"{op_name}: expected A to be a Tensor, got {type(A).__name__}")
+    if A.ndim < 2:
+        raise RuntimeError(f"{op_name}: The input tensor A must have at least 2 dimensions.")
+    if A.dtype in dtypes.LOW_PRECISION:
+        raise RuntimeError(f"{op_name}: Low precision dtypes not supported. Got {_torch_name(A.dtype)}")
+    if not dtypes.is_floating(A.dtype):
+        raise RuntimeError(f"{op_name}: Expected a floating point or complex tensor as input. Got "
+                           f"{_torch_name(A.dtype)}")
+    if square and A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{op_name}: A must be batches of square matrices, but they are {A.shape[-2]} by "
+                           f"{A.shape[-1]} matrices")
+
+
+def _torch_name(dtype):
+    return {"float16": "Half", "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "bool": "Bool",
+            "uint8": "Byte", "int8": "Char", "int16": "Short"}.get(str(dtype), str(dtype))
+
+
+def _lapack(op_name, fn, *arrays, **kwargs):
+    """Call ``xp.linalg.<fn>``, turning its LinAlgError into PyTorch's."""
+    xp = xp_of(arrays[0])
+    try:
+        return getattr(xp.linalg, fn)(*arrays, **kwargs)
+    except Exception as error:  # NOTE: numpy.linalg.LinAlgError, or CuPy's, which do not share a base class
+        if type(error).__name__ != "LinAlgError":
+            raise
+        raise LinAlgError(f"{op_name}: {_LINALG_REASON.get(fn, str(error))}") from None
+
+
+_LINALG_REASON = {
+    "inv": "The diagonal element is zero, the inversion could not be completed because the input matrix is "
+           "singular.",
+    "solve": "The solver failed because the input matrix is singular.",
+    "cholesky": "The factorization could not be completed because the input is not positive-definite.",
+}
+
+
+# ---- inverse and solve ----------------------------------------------------------------------------------
+class Inv(Function):
+    """The inverse of each square matrix."""
+
+    op_name = "linalg_inv"
+    save_outputs = True
+
+    @staticmethod
+    def forward(ctx, a):
+        return _lapack("linalg.inv", "inv", a.array)
+
+    @staticmethod
+    def backward(ctx, grad):
+        y = _mT(ctx.output(0))
+        return -matmul(matmul(y, grad), y)
+
+
+def inv(A):  # noqa: N803
+    """The inverse of each square matrix in ``A`` (a LinAlgError when one is singular).
+
+    Args:
+        A: a (..., n, n) floating Tensor.
+    """
+    _check_matrix("linalg.inv", A)
+    return Inv.apply(A)
+
+
+class Solve(Function):
+    """``X`` with ``A X = B`` for square ``A``."""
+
+    op_name = "linalg_solve"
+    save_outputs = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a)
+        return _lapack("linalg.solve", "solve", a.array, b.array)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        grad_b = Solve.apply(_mT(a), grad)
+        grad_a = -matmul(grad_b, _mT(ctx.output(0))) if ctx.needs_input_grad[0] else None
+        return grad_a, grad_b
+
+
+def solve(A, B, *, left=True):  # noqa: N803
+    """The solution ``X`` of ``A X = B`` (``X A = B`` when left=False); B may be a vector per matrix.
+
+    Args:
+        A: a (..., n, n) floating Tensor.
+        B: a (..., n, k) Tensor, or (..., n) for one vector.
+        left: solve A X = B (True) or X A = B (False).
+    """
+    _check_matrix("linalg.solve", A)
+    if not left:
+        return _mT(solve(_mT(A), _mT(B)))
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1])
+    b = unsqueeze(B, -1) if vector else B
+    if b.shape[-2] != A.shape[-1]:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
+                           f"({A.shape[-2]}x{A.shape[-1]} and {b.shape[-2]}x{b.shape[-1]})")
+    if B.dtype != A.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
+                           f"{_torch_name(A.dtype)} and B of type {_torch_name(B.dtype)} instead")
+    batch = _broadcast_batch(A.shape[:-2], b.shape[:-2])
+    out = Solve.apply(_expand_batch(A, batch), _expand_batch(b, batch))
+    return out[..., 0] if vector else out
+
+
+def _broadcast_batch(*shapes):
+    return numpy.broadcast_shapes(*shapes)
+
+
+def _expand_batch(t, batch):
+    shape = tuple(batch) + t.shape[-2:]
+    return t if t.shape == shape else broadcast_to(t, shape)
+
+
+# ---- determinants -------------------------------------------------------------------------------------------
+class Det(Function):
+    """The determinant of each square matrix."""
+
+    op_name = "linalg_det"
+    save_outputs = True
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return xp_of(a).asarray(xp_of(a).linalg.det(a.array), dtype=a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        # NOTE: d det / dA = det(A) A^-T; singular A (det 0) has no inverse: see docs/differences.md
+        scale = unsqueeze(unsqueeze(grad * ctx.output(0), -1), -1)
+        return scale * _mT(inv(a))
+
+
+def det(A):  # noqa: N803
+    """The determinant of each square matrix in ``A``.
+
+    Args:
+        A: a (..., n, n) floating Tensor.
+    """
+    _check_matrix("linalg.det", A)
+    return Det.apply(A)
+
+
+class Slogdet(Function):
+    """The sign and the log of the absolute determinant of each square matrix."""
+
+    op_name = "linalg_slogdet"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        sign, logabs = xp_of(a).linalg.slogdet(a.array)
+        out_sign = Tensor(xp_of(a).asarray(sign, dtype=a.dtype))
+        ctx.mark_non_differentiable(out_sign)
+        return out_sign, xp_of(a).asarray(logabs, dtype=a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad_sign, grad_logabs):
+        (a,) = ctx.saved_tensors
+        return unsqueeze(unsqueeze(grad_logabs, -1), -1) * _mT(inv(a))
+
+
+def slogdet(A):  # noqa: N803
+    """``(sign, log|det A|)`` of each square matrix (stable where det itself would over/underflow).
+
+    Args:
+        A: a (..., n, n) floating Tensor.
+    """
+    _check_matrix("linalg.slogdet", A)
+    return SlogdetResult(*Slogdet.apply(A))
+
+
+# ---- cholesky / qr / eigh --------------------------------------------------------------------------------------
+def _phi(t):
+    """The lower triangle with the diagonal halved."""
+    return tril(t) - 0.5 * diag_embed(diagonal(t, 0, -2, -1))
+
+
+class Cholesky(Function):
+    """The lower-triangular ``L`` with ``A = L L^T`` for a symmetric positive-definite ``A``."""
+
+    op_name = "linalg_cholesky"
+    save_outputs = True
+
+    @staticmethod
+    def forward(ctx, a):
+        return _lapack("linalg.cholesky", "cholesky", a.array)
+
+    @staticmethod
+    def backward(ctx, grad):
+        lower = ctx.output(0)
+        l_inv = inv(lower)
+        s = matmul(matmul(_mT(l_inv), _phi(matmul(_mT(lower), grad))), l_inv)
+        return 0.5 * (s + _mT(s))
+
+
+def linalg_cholesky(A, *, upper=False):  # noqa: N803
+    """The Cholesky factor of each symmetric positive-definite matrix (lower; upper=True gives its transpose).
+
+    Args:
+        A: a (..., n, n) floating Tensor (only its lower triangle is read).
+        upper: return ``U = L^T`` with ``A = U^T U``.
+    """
+    _check_matrix("linalg.cholesky", A)
+    lower = Cholesky.apply(A)
+    return _mT(lower) if upper else lower
+
+
+def _copyltu(m):
+    """The symmetric matrix whose lower triangle is ``m``'s."""
+    low = tril(m, -1)
+    return low + _mT(low) + diag_embed(diagonal(m, 0, -2, -1))
+
+
+class QR(Function):
+    """The reduced QR decomposition ``A = Q R`` (Q with orthonormal columns, R upper triangular)."""
+
+    op_name = "linalg_qr"
+    save_outputs = True
+
+    @staticmethod
+    def forward(ctx, a, mode="reduced"):
+        q, r = _lapack("linalg.qr", "qr", a.array, mode=mode)
+        return q, r
+
+    @staticmethod
+    def backward(ctx, grad_q, grad_r):
+        q, r = ctx.output(0), ctx.output(1)
+        if q.shape[-1] != r.shape[-2] or r.shape[-2] < r.shape[-1]:
+            raise NotImplementedError("linalg.qr backward: cupynet differentiates the reduced QR of a tall or square "
+                                      "matrix (m >= n) only")
+        m = matmul(r, _mT(grad_r)) - matmul(_mT(grad_q), q)
+        b = grad_q + matmul(q, _copyltu(m))
+        return _mT(Solve.apply(r, _mT(b)))
+
+
+def linalg_qr(A, mode="reduced"):  # noqa: N803
+    """``(Q, R)`` with ``A = Q R``: mode "reduced" (Q is m x k), "complete" (m x m) or "r" (Q empty).
+
+    Args:
+        A: a (..., m, n) floating Tensor.
+        mode: "reduced", "complete" or "r".
+    """
+    _check_matrix("linalg.qr", A, square=False)
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or "
+                           "'complete'")
+    q, r = QR.apply(A, mode="complete" if mode == "complete" else "reduced")
+    if mode == "r":
+        return QRResult(Tensor(xp_of(A).zeros((0,), dtype=A.dtype)), r)
+    return QRResult(q, r)
+
+
+class Eigh(Function):
+    """Eigenvalues (ascending) and orthonormal eigenvectors of each symmetric matrix."""
+
+    op_name = "linalg_eigh"
+    save_outputs = True
+
+    @staticmethod
+    def forward(ctx, a, uplo="L"):
+        w, v = _lapack("linalg.eigh", "eigh", a.array, UPLO=uplo)
+        return w.astype(a.dtype, copy=False), v.astype(a.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad_w, grad_v):
+        w, v = ctx.output(0), ctx.output(1)
+        inner = diag_embed(grad_w)
+        if grad_v is not None:
+            gap = unsqueeze(w, -2) - unsqueeze(w, -1)                 # [i, j] = w_j - w_i
+            same = Tensor(xp_of(w).eye(w.shape[-1], dtype=bool))
+            inner = inner + masked_fill(matmul(_mT(v), grad_v) / masked_fill(gap, same, 1.0), same, 0.0)
+        return matmul(matmul(v, inner), _mT(v))
+
+
+
+def eigh(A, UPLO="L"):  # noqa: N803
+    """``(eigenvalues, eigenvectors)`` of each symmetric matrix, eigenvalues ascending.
+
+    Args:
+        A: a (..., n, n) floating Tensor (only the UPLO triangle is read).
+        UPLO: "L" or "U": which triangle to read.
+    """
+    _check_matrix("linalg.eigh", A)
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    return EighResult(*Eigh.apply(A, uplo=UPLO))
+
+
+def eigvalsh(A, UPLO="L"):  # noqa: N803
+    """The eigenvalues (ascending) of each symmetric matrix.
+
+    Args:
+        A: a (..., n, n) floating Tensor.
+        UPLO: "L" or "U": which triangle to read.
+    """
+    return eigh(A, UPLO).eigenvalues
+
+
+# ---- svd and what builds on it ----------------------------------------------------------------------------------
+class SVD(Function):
+    """The reduced singular value decomposition ``A = U diag(S) Vh``."""
+
+    op_name = "linalg_svd"
+    save_outputs = True
+
+    @staticmethod
+    def forward(ctx, a, full_matrices=False):
+        u, s, vh = _lapack("linalg.svd", "svd", a.array, full_matrices=full_matrices)
+        return u, s.astype(a.dtype, copy=False), vh
+
+    @staticmethod
+    def backward(ctx, grad_u, grad_s, grad_vh):
+        u, s, vh = ctx.output(0), ctx.output(1), ctx.output(2)
+        v = _mT(vh)
+        core = diag_embed(grad_s) if grad_s is not None else None
+        sm = diag_embed(s)
+        if grad_u is not None or grad_vh is not None:
+            # NOTE: F_ij = 1 / (s_j^2 - s_i^2) off the diagonal; needs distinct singular values
+            s2 = s * s
+            gap = unsqueeze(s2, -2) - unsqueeze(s2, -1)
+            same = Tensor(xp_of(s).eye(s.shape[-1], dtype=bool))
+            f = masked_fill(1.0 / masked_fill(gap, same, 1.0), same, 0.0)
+            rest = 0
+            if grad_u is not None:
+                utgu = matmul(_mT(u), grad_u)
+                term = matmul(f * (utgu - _mT(utgu)), sm)
+                core = term if core is None else core + term
+                s_inv = diag_embed(1.0 / s)
+                rest = rest + matmul(matmul(grad_u - matmul(u, utgu), s_inv), vh)
+            if grad_vh is not None:
+                grad_v = _mT(grad_vh)
+                vtgv = matmul(_mT(v), grad_v)
+                term = matmul(sm, f * (vtgv - _mT(vtgv)))
+                core = term if core is None else core + term
+                s_inv = diag_embed(1.0 / s)
+                rest = rest + matmul(matmul(u, s_inv), _mT(grad_v - matmul(v, vtgv)))
+            return matmul(matmul(u, core), vh) + rest
+        return matmul(matmul(u, core), vh)
+
+
+def linalg_svd(A, full_matrices=True, *, driver=None):  # noqa: N803
+    """``(U, S, Vh)`` with ``A = U diag(S) Vh``, singular values descending.
+
+    Args:
+        A: a (..., m, n) floating Tensor.
+        full_matrices: square U and Vh (True, PyTorch's default) or the reduced ones (False).
+        driver: accepted for PyTorch compatibility (a cuSOLVER choice); ignored.
+    """
+    _check_matrix("linalg.svd", A, square=False)
+    if full_matrices and A.requires_grad and A.shape[-1] != A.shape[-2]:
+        raise RuntimeError("linalg.svd: the derivative of full_matrices=True is not defined for non-square inputs "
+                           "(use full_matrices=False)")
+    return SVDResult(*SVD.apply(A, full_matrices=full_matrices))
+
+
+def svd(input, some=True, compute_uv=True):  # noqa: A002 - PyTorch's names
+    """``torch.svd``: ``(U, S, V)`` with ``A = U diag(S) V^T`` (reduced unless some=False).
+
+    Args:
+        input: a (..., m, n) floating Tensor.
+        some: the reduced decomposition (True) or the full one.
+        compute_uv: accepted for PyTorch compatibility; U and V are always computed.
+    """
+    u, s, vh = linalg_svd(input, full_matrices=not some)
+    return OldSVDResult(u, s, _mT(vh))
+
+
+def svdvals(A):  # noqa: N803
+    """The singular values of each matrix, descending.
+
+    Args:
+        A: a (..., m, n) floating Tensor.
+    """
+    return linalg_svd(A, full_matrices=False).S
+
+
+def _rtol_default(A, rtol, atol):  # noqa: N803
+    if rtol is not None:
+        return rtol
+    eps = float(numpy.finfo(A.dtype).eps)
+    return eps * max(A.shape[-2:]) if not atol else 0.0
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False):  # noqa: N803
+    """The Moore-Penrose pseudo-inverse, through the SVD; singular values below the tolerance are dropped.
+
+    Args:
+        A: a (..., m, n) floating Tensor.
+        atol: absolute tolerance on singular values.
+        rtol: tolerance relative to the largest singular value (default eps * max(m, n)).
+        hermitian: A is symmetric (accepted; the SVD is used either way).
+    """
+    u, s, vh = linalg_svd(A, full_matrices=False)
+    cutoff = unsqueeze(amax(s, -1), -1) * _rtol_default(A, rtol, atol)
+    if atol is not None:
+        cutoff = cutoff.clamp(min=atol)
+    keep = s > cutoff
+    s_inv = masked_fill(1.0 / masked_fill(s, ~keep, 1.0), ~keep, 0.0)
+    return matmul(_mT(vh) * unsqueeze(s_inv, -2), _mT(u))
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):  # noqa: N803
+    """The number of singular values above the tolerance, per matrix (int64).
+
+    Args:
+        A: a (..., m, n) floating Tensor.
+        atol: absolute tolerance.
+        rtol: relative tolerance (default eps * max(m, n)).
+        hermitian: A is symmetric (accepted).
+    """
+    s = svdvals(A.detach())
+    cutoff = unsqueeze(amax(s, -1), -1) * _rtol_default(A, rtol, atol) if s.shape[-1] else s
+    if atol is not None:
+        cutoff = cutoff.clamp(min=atol)
+    return sum_(s > cutoff, -1).to(dtypes.int64)
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # noqa: A002, N803
+    """A matrix norm: "fro", "nuc", 2/-2 (largest/smallest singular value), 1/-1 (column sums), inf/-inf (rows).
+
+    Args:
+        A: a Tensor with at least 2 dimensions.
+        ord: the norm.
+        dim: the two dimensions holding the matrices.
+        keepdim: keep those dimensions with size 1.
+        dtype: compute in this dtype.
+    """
+    _check_matrix("linalg.matrix_norm", A, square=False)
+    x = A.to(dtype) if dtype is not None else A
+    d0, d1 = (d % x.ndim for d in dim)
+    if ord == "fro":
+        out = sum_(x * x, (d0, d1), keepdim=keepdim).sqrt()
+        return out
+    if ord in ("nuc", 2, -2):
+        moved = x.movedim(d0, -2).movedim(d1 if d1 > d0 else d1 + 1, -1) if (d0, d1) != (x.ndim - 2, x.ndim - 1) \
+            else x
+        s = svdvals(moved)
+        out = sum_(s, -1) if ord == "nuc" else (amax(s, -1) if ord == 2 else amin(s, -1))
+    elif ord in (1, -1, numpy.inf, -numpy.inf):
+        summed, keep = (d0, d1) if ord in (1, -1) else (d1, d0)
+        sums = sum_(x.abs(), summed, keepdim=True)
+        out = (amax if ord > 0 else amin)(sums, keep, keepdim=True)
+        out = out.squeeze(max(d0, d1)).squeeze(min(d0, d1))
+    else:
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if keepdim:
+        out = unsqueeze(unsqueeze(out, min(d0, d1)), max(d0, d1))
+    return out
+
+
+def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
+    """The least-squares solution of ``A X = B`` (through the pseudo-inverse; differentiable).
+
+    Args:
+        A: a (..., m, n) floating Tensor.
+        B: a (..., m, k) Tensor.
+        rcond: relative cutoff of small singular values (default eps * max(m, n)).
+        driver: accepted for PyTorch compatibility; ignored.
+    """
+    _check_matrix("linalg.lstsq", A, square=False)
+    if B.ndim < 2 or B.shape[-2] != A.shape[-2]:
+        raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-2), got A "
+                           f"{tuple(A.shape)} and B {tuple(B.shape)}")
+    solution = matmul(pinv(A, rtol=rcond), B)
+    empty = Tensor(xp_of(A).zeros((0,), dtype=A.dtype))
+    return LstsqResult(solution, empty, Tensor(xp_of(A).zeros((0,), dtype=dtypes.int64)), empty)
+
+
+def multi_dot(tensors):
+    """The product of a chain of matrices (the first may be a vector, so may the last).
+
+    Args:
+        tensors: a list of 2 or more Tensors.
+    """
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    for k, t in enumerate(tensors):
+        allowed = (1, 2) if k in (0, len(tensors) - 1) else (2,)
+        if t.ndim not in allowed:
+            raise RuntimeError(f"multi_dot(): tensor {k} must be {' or '.join(f'{a}D' for a in allowed)} but got "
+                               f"{t.ndim}D")
+    out = tensors[0]
+    for t in tensors[1:]:
+        out = matmul(out, t)
+    return out
+
+
+def vecdot(x, y, *, dim=-1):
+    """The dot product of vectors along ``dim`` (inputs broadcast).
+
+    Args:
+        x: a Tensor.
+        y: a Tensor.
+        dim: the dimension of the vectors.
+    """
+    return sum_(mul(x, y), dim)
+
+
+def inverse(input):  # noqa: A002 - PyTorch's name
+    """``torch.inverse``: the same as ``linalg.inv``.
+
+    Args:
+        input: a (..., n, n) floating Tensor.
+    """
+    return inv(input)
+
+
+def logdet(input):  # noqa: A002
+    """``log(det(input))``: NaN where the determinant is negative, -inf where it is 0.
+
+    Args:
+        input: a (..., n, n) floating Tensor.
+    """
+    sign, logabs = slogdet(input)
+    return masked_fill(logabs, sign.detach() < 0, numpy.nan)
+
+
+def pinverse(input, rcond=1e-15):  # noqa: A002
+    """``torch.pinverse``: the pseudo-inverse with singular values below ``rcond * max`` dropped.
+
+    Args:
+        input: a (..., m, n) floating Tensor.
+        rcond: the relative cutoff.
+    """
+    return pinv(input, rtol=rcond)
+
+
+def cholesky(input, upper=False):  # noqa: A002
+    """``torch.cholesky``: ``linalg.cholesky`` with ``upper`` as a positional argument.
+
+    Args:
+        input: a (..., n, n) symmetric positive-definite Tensor.
+        upper: return the upper factor.
+    """
+    return linalg_cholesky(input, upper=upper)
+
+
+def qr(input, some=True):  # noqa: A002
+    """``torch.qr``: ``linalg.qr`` with ``some`` (reduced) instead of ``mode``.
+
+    Args:
+        input: a (..., m, n) floating Tensor.
+        some: the reduced decomposition (True) or the complete one.
+    """
+    return linalg_qr(input, "reduced" if some else "complete")
+
+
+METHODS = {name: globals()[name] for name in __all__}
