@@ -53,3 +53,6 @@ bool = bool_  # noqa: A001 - PyTorch's name: cupynet.bool
 float = float32  # noqa: A001
 int = int32  # noqa: A001
 __version__ = "0.1.0"
+
+# issue 13: generators, distributions, functional autograd, activation checkpointing
+from .random import Generator, default_generator, seed  # noqa: E402
