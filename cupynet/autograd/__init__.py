@@ -1,9 +1,10 @@
 """Tape-based reverse-mode automatic differentiation (see docs/autograd.md)."""
 
+from . import functional
 from .engine import backward, grad
 from .function import Function, Node, once_differentiable
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = ["Function", "Node", "once_differentiable", "backward", "grad", "no_grad", "enable_grad",
-           "set_grad_enabled", "is_grad_enabled", "gradcheck", "gradgradcheck", "GradcheckError"]
+           "set_grad_enabled", "is_grad_enabled", "gradcheck", "gradgradcheck", "GradcheckError", "functional"]
