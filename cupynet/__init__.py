@@ -55,5 +55,5 @@ int = int32  # noqa: A001
 __version__ = "0.1.0"
 
 # issue 13: generators, distributions, functional autograd, activation checkpointing
-from . import distributions  # noqa: E402
+from . import distributions, utils  # noqa: E402
 from .random import Generator, default_generator, seed  # noqa: E402

@@ -22,7 +22,7 @@ from . import backend
 from .tensor import Tensor
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state",
-           "set_rng_state", "cpu_generator", "generator_for", "resolve_generator"]
+           "set_rng_state", "cpu_generator", "generator_for", "resolve_generator", "snapshot_rng", "restore_rng"]
 
 _TORCH_INITIAL_SEED = 67280421310721   # NOTE: what a fresh torch.Generator() reports as initial_seed()
 _STATE_BYTES = 8 + 16 + 16 + 1 + 4     # seed, PCG64 state, PCG64 increment, has_uint32, uinteger
@@ -241,3 +241,37 @@ def set_rng_state(state: dict):
     _DEFAULTS.seed = int(state.get("seed", 0))
     _DEFAULTS.cpu._seed, _DEFAULTS.cpu._array_generator = _DEFAULTS.seed % 2**64, cpu
     _DEFAULTS.cuda = {}  # NOTE: re-created from the seed on next use (see get_rng_state)
+
+
+def snapshot_rng(devices) -> list:
+    """Capture the default generators of ``devices`` so ``restore_rng`` can replay their next draws exactly.
+
+    The CPU state is copied. A GPU generator's state cannot be read (see ``Generator.get_state``), so it is
+    re-seeded here from a seed drawn from its own stream, and the snapshot is that seed: the replay is exact
+    and the stream stays deterministic, but it is not the one a run without the snapshot would see.
+
+    Args:
+        devices: Devices whose generators to capture (duplicates are fine).
+    """
+    snapshot = []
+    for device in {backend.device(d) for d in devices} | {backend.device("cpu")}:
+        gen = _default_for(device)
+        if device.type == "cpu":
+            snapshot.append((gen, gen.get_state()))
+        else:
+            fresh = int(backend.to_numpy(gen.array_generator.integers(0, 2**63 - 1, size=())))
+            snapshot.append((gen.manual_seed(fresh), fresh))  # NOTE: an int marks a re-seed, not a copied state
+    return snapshot
+
+
+def restore_rng(snapshot):
+    """Put the generators back to a ``snapshot_rng`` capture.
+
+    Args:
+        snapshot: what ``snapshot_rng`` returned.
+    """
+    for gen, state in snapshot:
+        if isinstance(state, Tensor):
+            gen.set_state(state)
+        else:
+            gen.manual_seed(state)

@@ -1,0 +1,1 @@
+"""cupynet.utils: helpers with torch.utils names (``checkpoint``)."""
