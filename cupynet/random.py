@@ -21,7 +21,7 @@ import numpy
 from . import backend
 from .tensor import Tensor
 
-__all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state",
+__all__ = ["Generator", "default_generator", "manual_seed", "seed", "seed_gpus", "initial_seed", "get_rng_state",
            "set_rng_state", "cpu_generator", "generator_for", "resolve_generator", "snapshot_rng", "restore_rng"]
 
 _TORCH_INITIAL_SEED = 67280421310721   # NOTE: what a fresh torch.Generator() reports as initial_seed()
@@ -133,6 +133,7 @@ class _Defaults:
 
     def __init__(self):
         self.seed = 0
+        self.gpu_seed = 0                 # NOTE: the GPU generators' seed; seed_gpus changes it alone
         self.cpu = Generator("cpu").manual_seed(0)
         self.cuda = {}
 
@@ -147,12 +148,27 @@ def manual_seed(seed: int) -> Generator:
     Args:
         seed: a non-negative integer.
     """
-    if not isinstance(seed, (int, numpy.integer)) or isinstance(seed, bool) or seed < 0:
-        raise ValueError(f"manual_seed: seed must be a non-negative integer, got {seed!r}")
-    _DEFAULTS.seed = int(seed)
+    _check_non_negative(seed, "manual_seed")
+    _DEFAULTS.seed = _DEFAULTS.gpu_seed = int(seed)
     _DEFAULTS.cpu.manual_seed(int(seed) % 2**64)
     _DEFAULTS.cuda = {}
     return _DEFAULTS.cpu
+
+
+def _check_non_negative(seed, caller):
+    if not isinstance(seed, (int, numpy.integer)) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"{caller}: seed must be a non-negative integer, got {seed!r}")
+
+
+def seed_gpus(seed: int):
+    """Seed every GPU generator, leaving the CPU one as it is (``torch.cuda.manual_seed_all``).
+
+    Args:
+        seed: a non-negative integer.
+    """
+    _check_non_negative(seed, "cuda.manual_seed")
+    _DEFAULTS.gpu_seed = int(seed)
+    _DEFAULTS.cuda = {}
 
 
 def seed() -> int:
@@ -181,7 +197,8 @@ def _default_for(device):
         return _DEFAULTS.cpu
     gen = _DEFAULTS.cuda.get(device.index)
     if gen is None:
-        gen = _DEFAULTS.cuda[device.index] = Generator(device).manual_seed(_DEFAULTS.seed + device.index)
+        gen = _DEFAULTS.cuda[device.index] = Generator(device).manual_seed(
+            (_DEFAULTS.gpu_seed + device.index) % 2**64)
     return gen
 
 
@@ -238,7 +255,7 @@ def set_rng_state(state: dict):
         cpu.bit_generator.state = state["cpu"]
     except (TypeError, ValueError, KeyError) as error:
         raise ValueError(f"set_rng_state: the 'cpu' entry is not a PCG64 state ({error})") from None
-    _DEFAULTS.seed = int(state.get("seed", 0))
+    _DEFAULTS.seed = _DEFAULTS.gpu_seed = int(state.get("seed", 0))
     _DEFAULTS.cpu._seed, _DEFAULTS.cpu._array_generator = _DEFAULTS.seed % 2**64, cpu
     _DEFAULTS.cuda = {}  # NOTE: re-created from the seed on next use (see get_rng_state)
 
