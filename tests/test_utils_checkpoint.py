@@ -167,6 +167,10 @@ def test_checkpoint_sequential_matches_plain():
      "keyword argument 'w' is a Tensor that requires grad; pass it positionally"),
     (lambda: checkpoint(lambda x: x, cn.ones(2), use_reentrant="yes"), TypeError,
      "use_reentrant must be True, False or None"),
+    (lambda: checkpoint(lambda x: x, cn.ones(2), context_fn=lambda: None), NotImplementedError,
+     "context_fn .selective activation checkpointing. is not supported"),
+    (lambda: checkpoint(lambda x: x, cn.ones(2), determinism_check="all"), ValueError,
+     "determinism_check should be one of"),
     (lambda: checkpoint_sequential([nn.ReLU(), nn.ReLU()], 3, cn.ones(2)), ValueError,
      r"segments must be an int in \[1, 2\]"),
 ])

@@ -120,7 +120,19 @@ def _check_kwargs(kwargs):
                              "positionally so its gradient is computed")
 
 
-def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **kwargs):
+def _check_options(context_fn, determinism_check, debug):
+    if context_fn is not None:
+        raise NotImplementedError("checkpoint: context_fn (selective activation checkpointing) is not supported by "
+                                  "cupynet; leave it None")
+    if determinism_check not in ("default", "none"):
+        raise ValueError(f"checkpoint: determinism_check should be one of ['default', 'none'], but got "
+                         f"{determinism_check!r}")
+    if debug:
+        raise NotImplementedError("checkpoint: debug=True is not supported by cupynet")
+
+
+def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism_check="default", debug=False,
+               preserve_rng_state=True, **kwargs):
     """Run ``function(*args, **kwargs)`` without keeping its activations; recompute them during backward.
 
     Gradients (also for parameters ``function`` reads, also through ``autograd.grad`` and
@@ -131,6 +143,9 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **k
         *args: its positional arguments; Tensors among them are differentiated.
         use_reentrant: accepted for torch compatibility (True or False give the same, non-reentrant behaviour:
             parameters get gradients even when no input requires grad).
+        context_fn: must be None (torch's selective-checkpoint contexts are not supported).
+        determinism_check: "default" or "none" (the recompute replays RNG and autocast; no check of metadata).
+        debug: must be False.
         preserve_rng_state: replay the forward's random numbers (dropout masks) in the recompute.
         **kwargs: keyword arguments of ``function`` (not differentiated: Tensors requiring grad go in ``args``).
     """
@@ -138,6 +153,7 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **k
         raise TypeError(f"checkpoint: function must be callable, got {type(function).__name__}")
     if use_reentrant not in (None, True, False):
         raise TypeError(f"checkpoint: use_reentrant must be True, False or None, got {use_reentrant!r}")
+    _check_options(context_fn, determinism_check, debug)
     _check_kwargs(kwargs)
     if not is_grad_enabled():
         return function(*args, **kwargs)
