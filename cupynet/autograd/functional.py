@@ -52,6 +52,14 @@ def _call(func, inputs, fn_name):
         return _as_tuple(func(*inputs), "outputs", fn_name)
 
 
+def _evaluate(func, inputs, create_graph, fn_name):
+    """``(inputs, inputs_was_tuple, outputs, outputs_was_tuple)``: ``func`` run with the graph on, at the inputs."""
+    inputs, in_tuple = _as_tuple(inputs, "inputs", fn_name)
+    inputs = _prepare(inputs, create_graph)
+    outputs, out_tuple = _call(func, inputs, fn_name)
+    return inputs, in_tuple, outputs, out_tuple
+
+
 def _grads(outputs, inputs, grad_outputs, create_graph, strict, fn_name, what="The output"):
     """``sum_i grad_outputs[i]^T d outputs[i] / d inputs``, zeros (or a strict-mode error) where unused."""
     pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o.requires_grad]
@@ -106,9 +114,7 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
         create_graph: give results with a graph, for higher-order derivatives.
         strict: raise when an output is independent of an input instead of giving zeros.
     """
-    inputs, in_tuple = _as_tuple(inputs, "inputs", "vjp")
-    inputs = _prepare(inputs, create_graph)
-    outputs, out_tuple = _call(func, inputs, "vjp")
+    inputs, in_tuple, outputs, out_tuple = _evaluate(func, inputs, create_graph, "vjp")
     vs = _check_v(v, outputs, "vjp")
     products = _grads(outputs, inputs, vs, create_graph, strict, "vjp")
     return _finish(outputs, out_tuple, create_graph), _finish(products, in_tuple, create_graph)
@@ -134,10 +140,8 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         create_graph: give results with a graph, for higher-order derivatives.
         strict: raise when an output is independent of an input instead of giving zeros.
     """
-    inputs, in_tuple = _as_tuple(inputs, "inputs", "jvp")
-    inputs = _prepare(inputs, create_graph)
+    inputs, in_tuple, outputs, out_tuple = _evaluate(func, inputs, create_graph, "jvp")
     vs = _check_v(v, inputs, "jvp", against="input")
-    outputs, out_tuple = _call(func, inputs, "jvp")
     products = _forward_product(outputs, inputs, vs, create_graph, strict, "jvp")
     return _finish(outputs, out_tuple, create_graph), _finish(products, out_tuple, create_graph)
 
@@ -181,9 +185,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
         strategy: must be "reverse-mode".
     """
     _check_strategy(vectorize, strategy, "jacobian")
-    inputs, in_tuple = _as_tuple(inputs, "inputs", "jacobian")
-    inputs = _prepare(inputs, create_graph)
-    outputs, out_tuple = _call(func, inputs, "jacobian")
+    inputs, in_tuple, outputs, out_tuple = _evaluate(func, inputs, create_graph, "jacobian")
     table = _jacobian_of(outputs, inputs, create_graph, strict)
     table = [_finish(row, in_tuple, create_graph) for row in table]
     return tuple(table) if out_tuple else table[0]
@@ -221,18 +223,7 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
     return tuple(table) if in_tuple else table[0]
 
 
-def _second_order(func, inputs, v, create_graph, strict, fn_name, product):
-    inputs, in_tuple = _as_tuple(inputs, "inputs", fn_name)
-    inputs = _prepare(inputs, create_graph)
-    out = _scalar_output(func, inputs, fn_name)
-    vs = _check_v(v, inputs, fn_name, against="input")
-    with enable_grad():
-        gradient = _grads((out,), inputs, (zeros_like(out) + 1,), True, strict, fn_name)
-    return _finish((out,), False, create_graph), _finish(product(gradient, inputs, vs), in_tuple, create_graph)
-
-
-def vhp(func, inputs, v=None, create_graph=False, strict=False):
-    """The function's value and the vector-Hessian product ``v^T H`` of a scalar function.
+_SECOND_ORDER_ARGS = """
 
     Args:
         func: a function of Tensors returning a one-element Tensor.
@@ -241,21 +232,36 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
         create_graph: give results with a graph, for higher-order derivatives.
         strict: raise when the function (or its gradient) is independent of an input instead of giving zeros.
     """
-    def product(gradient, inputs, vs):
-        return _grads(gradient, inputs, vs, create_graph, strict, "vhp")
-    return _second_order(func, inputs, v, create_graph, strict, "vhp", product)
 
 
-def hvp(func, inputs, v=None, create_graph=False, strict=False):
-    """The function's value and the Hessian-vector product ``H v`` of a scalar function (by double backward).
+def _second_order(name, summary, product):
+    """The function ``name(func, inputs, v=None, create_graph=False, strict=False)``: ``(f(inputs), product)``.
 
     Args:
-        func: a function of Tensors returning a one-element Tensor.
-        inputs: a Tensor or tuple of Tensors, the point to differentiate at.
-        v: vectors shaped like the inputs.
-        create_graph: give results with a graph, for higher-order derivatives.
-        strict: raise when the function (or its gradient) is independent of an input instead of giving zeros.
+        name: its public name.
+        summary: the first line of its docstring.
+        product: ``product(gradient, inputs, vs, create_graph, strict)``, the vector product with the Hessian.
     """
-    def product(gradient, inputs, vs):
-        return _forward_product(gradient, inputs, vs, create_graph, strict, "hvp")
-    return _second_order(func, inputs, v, create_graph, strict, "hvp", product)
+
+    def second_order(func, inputs, v=None, create_graph=False, strict=False):
+        inputs, in_tuple = _as_tuple(inputs, "inputs", name)
+        inputs = _prepare(inputs, create_graph)
+        out = _scalar_output(func, inputs, name)
+        vs = _check_v(v, inputs, name, against="input")
+        with enable_grad():
+            gradient = _grads((out,), inputs, (zeros_like(out) + 1,), True, strict, name)
+        products = product(gradient, inputs, vs, create_graph, strict)
+        return _finish((out,), False, create_graph), _finish(products, in_tuple, create_graph)
+
+    second_order.__name__ = second_order.__qualname__ = name
+    second_order.__doc__ = summary + _SECOND_ORDER_ARGS
+    return second_order
+
+
+vhp = _second_order("vhp", "The function's value and the vector-Hessian product ``v^T H`` of a scalar function.",
+                    lambda gradient, inputs, vs, create_graph, strict:
+                    _grads(gradient, inputs, vs, create_graph, strict, "vhp"))
+hvp = _second_order("hvp", "The function's value and the Hessian-vector product ``H v`` of a scalar function "
+                           "(by double backward).",
+                    lambda gradient, inputs, vs, create_graph, strict:
+                    _forward_product(gradient, inputs, vs, create_graph, strict, "hvp"))
