@@ -313,7 +313,11 @@ def randperm(n, generator=None, dtype=None, device=None):
     dev = _device(device)
     dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.int64
     gen = generator_for("cpu") if generator is None else resolve_generator(generator, dev, "randperm")
-    return _finish(backend.to_numpy(gen.permutation(n)).astype(dt), dev, False)
+    if hasattr(gen, "permutation"):
+        order = gen.permutation(n)
+    else:  # NOTE: CuPy's Generator has no permutation; sorting n uniform keys gives a uniform permutation
+        order = gen.random(n).argsort()
+    return _finish(backend.to_numpy(order).astype(dt), dev, False)
 
 
 _LIKE_ARGS = """
