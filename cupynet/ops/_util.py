@@ -89,14 +89,23 @@ def fix_float_dtype(result, *inputs):
         result: the computed array.
         *inputs: the op's inputs (Tensors or scalars).
     """
+    # NOTE (speed): every binary op's forward runs this; plain loops with early returns, no
+    # generators: the common float32 case returns at its first Tensor input.
     dtype = result.dtype
     if dtype == dtypes.float32:
-        if any(isinstance(v, Tensor) and v.dtype == dtypes.bfloat16 for v in inputs) and \
-                all(not isinstance(v, Tensor) or v.dtype == dtypes.bfloat16 for v in inputs):
-            return result.astype(dtypes.bfloat16)
+        # bfloat16 only when every Tensor input is bfloat16 (the numbers alone widened it)
+        saw_bfloat16 = False
+        for v in inputs:
+            if isinstance(v, Tensor):
+                if v.array.dtype != dtypes.bfloat16:
+                    return result
+                saw_bfloat16 = True
+        return result.astype(dtypes.bfloat16) if saw_bfloat16 else result
+    if dtype != dtypes.float64:
         return result
-    if dtype != dtypes.float64 or any(isinstance(v, Tensor) and v.dtype == dtypes.float64 for v in inputs):
-        return result
+    for v in inputs:
+        if isinstance(v, Tensor) and v.array.dtype == dtypes.float64:
+            return result
     return result.astype(dtypes.float32)
 
 
