@@ -127,6 +127,20 @@ def found_inf(out):
     _save_result(out, rank, model, scaler)
 
 
+def mismatch(out):
+    """Ranks that disagree (a tensor's shape, the model) get an error on every rank, not a hang."""
+    rank = dist.get_rank()
+    errors = []
+    for attempt in (lambda: dist.all_reduce(cn.zeros(2 + rank)),
+                    lambda: DistributedDataParallel(nn.Linear(3, 3 + rank))):
+        try:
+            attempt()
+        except RuntimeError as e:
+            errors.append(str(e))
+    with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
+        json.dump(errors, f)
+
+
 def checkpoint_path(out):
     return os.path.join(out, "ckpt.cnpt")
 
@@ -178,6 +192,8 @@ def main(argv):
         parity(out, argv[2], argv[3] == "amp", int(argv[4]))
     elif scenario == "overflow":
         overflow(out)
+    elif scenario == "mismatch":
+        mismatch(out)
     elif scenario == "found_inf":
         found_inf(out)
     elif scenario == "resume":

@@ -176,3 +176,13 @@ def test_kill_at_two_ranks_then_resume_at_one_rank(tmp_path):
     w.train(model, opt, scaler, w.sampler_batches(w.dataset(), 1, 0), w.STEPS, False)
     want = {k: v.array for k, v in model.state_dict().items()}
     assert max_diff(got, want) <= fp32_tolerance(want)
+
+
+def test_ranks_that_disagree_fail_on_every_rank_with_both_sides_named(tmp_path):
+    run_ranks(2, "mismatch", tmp_path, tmp_path=tmp_path)
+    for r in range(2):
+        errors = json.loads((tmp_path / f"rank{r}.json").read_text())
+        assert len(errors) == 2, errors
+        assert "rank 0: all_reduce float32(2,), SUM; rank 1: all_reduce float32(3,), SUM" in errors[0]
+        assert "rank 1's model differs from rank 0's: rank 0 has ('parameter', 'weight', (3, 3), 'float32')" \
+            in errors[1]
