@@ -273,13 +273,18 @@ def test_ddp_at_world_size_one_gives_the_plain_gradients(world1):
     for p, want in zip(ddp.module.parameters(), _grads_plain(x)):
         assert numpy.array_equal(p.grad.array, want)
     assert ddp.reducer.stats["buckets_in_backward"] == len(ddp.reducer.buckets) == 4
+    assert ddp.reducer.stats["buckets_overlapped"] == 2        # reverse registration order: a guess
+    assert [b.indices for b in ddp.reducer.buckets] == [[2], [3], [0], [1]]   # rebuilt: a weight before its bias
+    ddp(x).sum().backward()
+    assert ddp.reducer.stats["buckets_overlapped"] == 2 + 3
     assert list(ddp.state_dict())[0] == "module.0.weight"
 
 
-def test_buckets_are_filled_in_reverse_order_within_the_cap():
+def test_buckets_are_filled_in_reverse_order_within_the_cap_until_an_order_is_known():
     params = [cn.zeros(10), cn.zeros(10), cn.zeros(30), cn.zeros(5, dtype=cn.float64)]
     buckets = build_buckets(params, bucket_bytes=80)
     assert [b.indices for b in buckets] == [[3], [2], [1, 0]]
+    assert [b.indices for b in build_buckets(params, 80, order=[0, 1, 3, 2])] == [[0, 1], [3], [2]]
 
 
 def test_graph_walk_counts_every_edge_to_a_parameter():

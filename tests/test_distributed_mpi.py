@@ -128,7 +128,10 @@ def test_ddp_fp32_equals_one_process_on_concatenated_batches(tmp_path, kind, acc
     # NOTE: bucket_cap_mb=0.004 gives several buckets; all of them were reduced during backward (overlap)
     stats = info["stats"]
     assert info["buckets"] >= 4 and stats["buckets_at_end"] == 0
-    assert stats["buckets_in_backward"] == info["buckets"] * w.STEPS
+    assert stats["buckets_in_backward"] >= info["buckets"] * w.STEPS
+    # NOTE: the first step runs on the reverse-registration guess (a bias's gradient comes after its weight's);
+    # from the second on, buckets follow the observed order and only the last waits for the last gradient
+    assert stats["buckets_overlapped"] >= (info["buckets"] - 1) * (w.STEPS - 1)
 
 
 @pytest.mark.parametrize("kind,accumulate", [("mlp", 1), ("cnn", 2)])

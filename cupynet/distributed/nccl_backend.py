@@ -58,6 +58,10 @@ class NCCLBackend:
         """Every rank's ``obj`` (small metadata), over MPI."""
         return self.mpi.gather_objects(obj)
 
+    def broadcast_object(self, obj, src: int = 0):
+        """Rank ``src``'s ``obj`` (small metadata) on every rank, over MPI."""
+        return self.mpi.broadcast_object(obj, src)
+
     def barrier(self) -> None:
         """Wait for this rank's queued NCCL work, then for every rank (over MPI)."""
         self.cupy.cuda.get_current_stream().synchronize()

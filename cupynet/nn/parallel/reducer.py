@@ -7,7 +7,10 @@ parameter's gradient is complete its bucket's count of missing gradients drops,
 and a bucket with none missing is flattened into one array, all-reduced and
 averaged, and copied back while the rest of backward still runs. Buckets are
 reduced strictly in index order, so every rank calls the same collectives in the
-same order even if its gradients arrive in another order.
+same order even if its gradients arrive in another order. After the first
+backward the buckets are rebuilt in the order the gradients actually became
+ready there (rank 0's order, broadcast), as PyTorch does: reverse registration
+order is only a guess (a layer's bias gradient, for one, comes after its weight's).
 
 "Complete" is counted, not guessed: after each forward the reducer walks the new
 graph from the outputs and counts the edges that reach each parameter (a shared
@@ -42,15 +45,16 @@ class Bucket:
         self.pending = len(self.indices)
 
 
-def build_buckets(params, bucket_bytes: int) -> list:
+def build_buckets(params, bucket_bytes: int, order=None) -> list:
     """Group parameter indices into buckets of at most ``bucket_bytes`` (one dtype and device each).
 
     Args:
         params: the parameters, in registration order.
         bucket_bytes: the size cap (a parameter larger than the cap gets a bucket of its own).
+        order: the parameter indices in the order their gradients become ready (default: reversed).
     """
     buckets, open_by_kind = [], {}
-    for i in reversed(range(len(params))):
+    for i in (reversed(range(len(params))) if order is None else order):
         p = params[i]
         kind = (p.array.dtype.str, str(p.device))
         current = open_by_kind.get(kind)
@@ -149,20 +153,35 @@ class Reducer:
     def __init__(self, params, names, bucket_bytes: int, find_unused_parameters: bool):
         self.params, self.names = list(params), list(names)
         self.find_unused = bool(find_unused_parameters)
-        self.world = default_backend().size
-        self.buckets = build_buckets(self.params, bucket_bytes)
-        self.bucket_of = [0] * len(self.params)
-        for b, bucket in enumerate(self.buckets):
-            for i in bucket.indices:
-                self.bucket_of[i] = b
+        self.world, self.bucket_bytes = default_backend().size, bucket_bytes
+        self._set_buckets(build_buckets(self.params, bucket_bytes))
+        self.ready_order, self.rebuilt = [], False
         self.position = {id(p): i for i, p in enumerate(self.params)}
         self.expected = [0] * len(self.params)
         self.arrived = [0] * len(self.params)
         self.used = [True] * len(self.params)
         self.state = "idle"            # idle (no sync due) -> armed (forward ran) -> reduced (backward ended)
         self.next_bucket, self._queued = 0, False
-        self.stats = {"backward_passes": 0, "buckets_in_backward": 0, "buckets_at_end": 0, "reduce_seconds": 0.0}
+        self.missing = 0               # gradient contributions the armed backward still has to deliver
+        # NOTE: buckets_overlapped counts the reductions made while backward still had gradients to compute
+        self.stats = {"backward_passes": 0, "buckets_in_backward": 0, "buckets_overlapped": 0, "buckets_at_end": 0,
+                      "reduce_seconds": 0.0}
         self.handles = [p.register_post_accumulate_grad_hook(self._on_grad) for p in self.params]
+
+    def _set_buckets(self, buckets) -> None:
+        self.buckets = buckets
+        self.bucket_of = [0] * len(self.params)
+        for b, bucket in enumerate(buckets):
+            for i in bucket.indices:
+                self.bucket_of[i] = b
+
+    def _rebuild_buckets(self) -> None:
+        """Once, after the first backward: buckets in the order gradients became ready (rank 0's)."""
+        self.rebuilt = True
+        order = default_backend().broadcast_object(self.ready_order, 0)
+        seen = set(order)
+        rest = [i for i in reversed(range(len(self.params))) if i not in seen]
+        self._set_buckets(build_buckets(self.params, self.bucket_bytes, list(order) + rest))
 
     # ---- forward: arm for the next backward --------------------------------------------------------
     def prepare(self, outputs) -> None:
@@ -174,6 +193,8 @@ class Reducer:
         counts = count_leaf_edges(outputs)
         self.expected = [counts.get(id(p), 0) for p in self.params]
         self.arrived = [0] * len(self.params)
+        self.missing = sum(self.expected)
+        self.ready_order = []
         unused = [self.names[i] for i, e in enumerate(self.expected) if e == 0]
         if unused and not self.find_unused:
             raise RuntimeError(
@@ -213,12 +234,15 @@ class Reducer:
             self._queued = True
         i = self.position[id(param)]
         self.arrived[i] += 1
+        self.missing -= 1
         if self.arrived[i] > self.expected[i]:
             raise RuntimeError(
                 f"DistributedDataParallel: parameter {self.names[i]!r} received more gradients than the last "
                 "forward's graph has edges to it (a backward through the graph of an earlier forward?); run one "
                 "forward per backward (PyTorch: Expected to mark a variable ready only once)")
         if self.arrived[i] == self.expected[i]:
+            if not self.rebuilt:
+                self.ready_order.append(i)
             bucket = self.buckets[self.bucket_of[i]]
             bucket.pending -= 1
             if bucket.pending == 0:
@@ -231,6 +255,8 @@ class Reducer:
             bucket.pending = 0
         self._reduce_ready(during_backward=False)
         self.state = "reduced"
+        if not self.rebuilt:
+            self._rebuild_buckets()
 
     def _reduce_ready(self, during_backward: bool) -> None:
         while self.next_bucket < len(self.buckets) and self.buckets[self.next_bucket].pending == 0:
@@ -238,6 +264,7 @@ class Reducer:
             self._reduce(self.buckets[self.next_bucket])
             self.stats["reduce_seconds"] += time.perf_counter() - start
             self.stats["buckets_in_backward" if during_backward else "buckets_at_end"] += 1
+            self.stats["buckets_overlapped"] += during_backward and self.missing > 0
             self.next_bucket += 1
 
     def _reduce(self, bucket: Bucket) -> None:
