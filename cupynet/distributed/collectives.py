@@ -56,6 +56,15 @@ def _check_group(where: str, group) -> None:
         raise ValueError(f"{where}: cupynet.distributed has only the default group; pass group=None")
 
 
+def _begin(where: str, name: str, tensor, group, op=None):
+    """The checks every collective starts with (before any transfer); returns the backend."""
+    _check_tensor(where, name, tensor)
+    _check_group(where, group)
+    if op is not None:
+        _check_op(where, op, tensor.array.dtype)
+    return default_backend()
+
+
 def _agree(backend, where: str, *facts) -> None:
     """Raise on every rank when the ranks' ``facts`` (shapes, dtypes, arguments) differ."""
     seen = backend.gather_objects((where,) + facts)
@@ -102,10 +111,7 @@ def all_reduce(tensor, op: ReduceOp = ReduceOp.SUM, group=None, async_op: bool =
         group: must be None (the default group).
         async_op: return a (completed) Work instead of None.
     """
-    _check_tensor("all_reduce", "tensor", tensor)
-    _check_group("all_reduce", group)
-    _check_op("all_reduce", op, tensor.array.dtype)
-    backend = default_backend()
+    backend = _begin("all_reduce", "tensor", tensor, group, op)
     _agree(backend, "all_reduce", _layout(tensor), op.name)
     work = _contiguous(tensor.array)
     reduce_array_(work, op)
@@ -122,9 +128,7 @@ def broadcast(tensor, src: int = 0, group=None, async_op: bool = False):
         group: must be None (the default group).
         async_op: return a (completed) Work instead of None.
     """
-    _check_tensor("broadcast", "tensor", tensor)
-    _check_group("broadcast", group)
-    backend = default_backend()
+    backend = _begin("broadcast", "tensor", tensor, group)
     if not isinstance(src, int) or not 0 <= src < backend.size:
         raise ValueError(f"broadcast: src must be a rank in [0, {backend.size}), got {src!r}")
     _agree(backend, "broadcast", _layout(tensor), f"src={src}")
@@ -143,9 +147,7 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
         group: must be None (the default group).
         async_op: return a (completed) Work instead of None.
     """
-    _check_tensor("all_gather", "tensor", tensor)
-    _check_group("all_gather", group)
-    backend = default_backend()
+    backend = _begin("all_gather", "tensor", tensor, group)
     _check_list("all_gather", "tensor_list", tensor_list, tensor, backend.size)
     _agree(backend, "all_gather", _layout(tensor))
     xp_out = _stack_like(tensor.array, backend.size)
@@ -166,10 +168,7 @@ def reduce_scatter(output, input_list, op: ReduceOp = ReduceOp.SUM, group=None, 
         group: must be None (the default group).
         async_op: return a (completed) Work instead of None.
     """
-    _check_tensor("reduce_scatter", "output", output)
-    _check_group("reduce_scatter", group)
-    _check_op("reduce_scatter", op, output.array.dtype)
-    backend = default_backend()
+    backend = _begin("reduce_scatter", "output", output, group, op)
     _check_list("reduce_scatter", "input_list", input_list, output, backend.size)
     _agree(backend, "reduce_scatter", _layout(output), op.name)
     flat = get_array_module(output.array).concatenate([t.array.reshape(1, *t.array.shape) for t in input_list])
