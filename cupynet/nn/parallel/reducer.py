@@ -201,7 +201,7 @@ class Reducer:
                 f"DistributedDataParallel: parameters {unused} did not take part in producing the output, so "
                 "their gradients would never be reduced; pass find_unused_parameters=True to "
                 "DistributedDataParallel (or use every parameter in forward)")
-        if self.find_unused:
+        if self.find_unused and self.params:
             self.used = self._globally_used()
         for bucket in self.buckets:
             bucket.pending = sum(1 for i in bucket.indices if self.expected[i] > 0)
@@ -216,7 +216,7 @@ class Reducer:
     def _globally_used(self) -> list:
         # NOTE: one small collective per forward (only with find_unused_parameters): a parameter no rank
         # used keeps grad None everywhere, as in PyTorch, instead of getting zeros
-        xp = get_array_module(self.params[0].array) if self.params else None
+        xp = get_array_module(self.params[0].array)
         mask = xp.asarray([1.0 if e > 0 else 0.0 for e in self.expected], dtype="float32")
         reduce_array_(mask, ReduceOp.MAX)
         return [bool(v) for v in mask.tolist()]
