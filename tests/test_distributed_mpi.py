@@ -189,3 +189,15 @@ def test_ranks_that_disagree_fail_on_every_rank_with_both_sides_named(tmp_path):
         assert "rank 0: all_reduce float32(2,), SUM; rank 1: all_reduce float32(3,), SUM" in errors[0]
         assert "rank 1's model differs from rank 0's: rank 0 has ('parameter', 'weight', (3, 3), 'float32')" \
             in errors[1]
+
+
+def test_bench_distributed_runs_at_one_and_two_processes(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CUPYNET_DEVICE="cpu")
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_distributed.py"), "--steps", "2"],
+                          env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    runs = [r for r in rows if r["benchmark"] == "distributed"]
+    assert sorted({(r["model"], r["nproc"]) for r in runs}) == [("cnn", 1), ("cnn", 2), ("mlp", 1), ("mlp", 2)]
+    for r in runs:
+        assert r["step_s"] > 0 and 0 <= r["reduce_share"] and 0 <= r["in_backward"] <= 1
