@@ -92,6 +92,8 @@ def _add_train(p):
                    help="stop after global step N (counted across resumes), as Ctrl-C would; resume continues")
     p.add_argument("--keep", type=_positive_int, default=3, help="checkpoints to keep in --out (default 3)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (summary lines only)")
+    p.add_argument("--nproc", type=_positive_int, default=1, metavar="N",
+                   help="data-parallel training in N processes started through mpiexec (default 1)")
 
 
 def _info() -> dict:
@@ -159,6 +161,9 @@ def main(argv=None) -> int:
         if args.command == "bench":
             from cupynet.train.bench import run_bench
             return run_bench(args)
+        if args.nproc > 1:
+            from cupynet.train.distributed import relaunch
+            return relaunch(sys.argv[1:] if argv is None else list(argv), args.nproc)
         from cupynet.train.loop import TrainConfig, train
         return train(TrainConfig.from_args(args))
     except (FileNotFoundError, NotADirectoryError, ValueError, RuntimeError, ImportError) as error:

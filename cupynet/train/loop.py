@@ -18,6 +18,7 @@ import cupynet as cn
 from cupynet import backend
 
 from .data_spec import load_datasets
+from .distributed import data_parallel, rank0_output
 from .progress import EpochBar
 
 __all__ = ["TrainConfig", "train", "Trainer"]
@@ -130,6 +131,7 @@ class Trainer:
         self.loader = DataLoader(self.train_set, batch_size=config.batch_size, shuffle=True, seed=config.seed,
                                  device=self.device)
         self.test_loader = DataLoader(self.test_set, batch_size=512, device=self.device)
+        data_parallel(self)  # NOTE: under mpiexec: DDP and this rank's shard (cupynet/train/distributed.py)
         self.steps_per_epoch = len(self.loader)
         if self.steps_per_epoch == 0:
             raise ValueError(f"the training set of {config.dataset!r} is empty")
@@ -185,7 +187,7 @@ class Trainer:
         from cupynet.nn import functional as F
         self.optimizer.zero_grad(set_to_none=True)
         with self._autocast():
-            logits = self.model(x)
+            logits = self.net(x)
             loss = F.cross_entropy(logits, y)
         if self.scaler is not None:
             self.scaler.scale(loss).backward()
@@ -441,9 +443,10 @@ def train(config: TrainConfig, out=None) -> int:
         out: where summary lines go (default: sys.stdout).
     """
     trainer = Trainer(config)
-    if config.out or config.resume:
-        from .checkpoint import attach_checkpointing
-        attach_checkpointing(trainer)
-    trainer.fit(out)
+    with rank0_output(trainer, out) as out:
+        if config.out or config.resume:
+            from .checkpoint import attach_checkpointing
+            attach_checkpointing(trainer)
+        trainer.fit(out)
     return 0
 
