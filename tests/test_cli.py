@@ -31,11 +31,15 @@ def test_train_defaults_reach_95_percent_and_write_metrics(tmp_path):
     last = result.stdout.strip().splitlines()[-1]
     assert last.startswith("test accuracy: ")
     assert float(last.split(": ")[1].rstrip("%")) >= 95.0, result.stdout
-    rows = [json.loads(line) for line in metrics.read_text().splitlines()]
+    every = [json.loads(line) for line in metrics.read_text().splitlines()]
+    rows = [r for r in every if "split" not in r]  # per step; the epoch rows carry "split"
     assert [r["step"] for r in rows] == list(range(1, len(rows) + 1))
     assert {"step", "loss", "lr", "time"} <= set(rows[0])
     assert rows[-1]["loss"] < rows[0]["loss"]
     assert "epoch 20/20" in result.stdout
+    epochs = [r for r in every if "split" in r]
+    assert [r["epoch"] for r in epochs] == list(range(1, 21))
+    assert epochs[-1]["val_acc"] >= 90.0 and epochs[-1]["val_loss"] < epochs[0]["val_loss"]
 
 
 @pytest.mark.parametrize("args, message", [
@@ -69,7 +73,7 @@ def test_amp_overflow_names_the_layers_and_records_scale(tmp_path):
                      "--no-progress", "--metrics", str(metrics))
     assert result.returncode == 0, result.stderr[-2000:]
     assert "step skipped" in result.stderr and "1.weight" in result.stderr  # the MLP's first Linear
-    rows = [json.loads(line) for line in metrics.read_text().splitlines()]
+    rows = [json.loads(line) for line in metrics.read_text().splitlines() if '"split"' not in line]
     assert rows[0]["scale"] == pytest.approx(5e29, rel=1e-6)  # 1e30 backed off once, after step 1
     assert rows[0]["skipped"] == 1 and rows[-1]["skipped"] == len(rows)  # every step overflows at this scale
 
