@@ -171,7 +171,7 @@ class Trainer:
         self.history = []          # (step, loss) for the loss curve
         self.epoch_rows = []       # one dict per finished epoch: train/val loss and accuracy
         self.best = None           # the epoch row with the best --best-metric so far
-        self.amp_history = []      # (step, scale used, skipped steps so far), with AMP
+        self.amp_history = []      # (step, scale after its update, skipped steps so far), with AMP
         self.overflow_counts = {}  # layer -> overflow reports naming it (this process only)
         self.epoch_hits = self.epoch_seen = 0  # correct predictions / samples of the epoch so far
         self.checkpointer = None

@@ -2,7 +2,9 @@
 
 - ``curves.png``: training loss per step (faint) and train/val loss per epoch; train/val accuracy per epoch.
 - ``amp.png`` (AMP runs): the loss scale over the steps, skipped steps marked, and the layers named most often
-  in the overflow reports of skipped steps.
+  in the overflow reports of skipped steps (a report is read at each progress refresh that finds new skips, so
+  when several steps are skipped between two refreshes only the last one's layers are counted; the counts cover
+  this process, not the part of a run before a resume).
 """
 
 from __future__ import annotations
@@ -85,7 +87,8 @@ def _curves(plt, trainer, path):
 def _amp(plt, trainer, path):
     fig, (scale_ax, layer_ax) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [3, 2]})
     steps, scales, skipped = zip(*trainer.amp_history)
-    scale_ax.step(steps, scales, where="post", color="tab:purple", linewidth=1, label="loss scale")
+    # NOTE: the scale recorded at a step is the one its update() left (halved at a skipped step), as in --metrics
+    scale_ax.step(steps, scales, where="post", color="tab:purple", linewidth=1, label="loss scale after the step")
     # NOTE: a step was skipped when the skip counter rose at it (the counter already counts that step)
     before = 0 if steps[0] == 1 else skipped[0]  # NOTE: a history from step 1 starts from no skips
     marks = [(s, c) for s, c, k, p in zip(steps, scales, skipped, (before, *skipped[:-1])) if k > p]
