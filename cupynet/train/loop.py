@@ -304,7 +304,7 @@ class Trainer:
 
     def _train(self, out):
         cfg = self.config
-        metrics = _MetricsWriter(cfg.metrics, append=self.step > 0)
+        metrics = _MetricsWriter(cfg.metrics, append=self.step > 0, out=cfg.out)
         self._t0 = time.perf_counter()
         stop = _StopFlag()
         previous_handler = signal.signal(signal.SIGINT, stop) if _main_thread() else None
@@ -532,12 +532,20 @@ class _EpochTally:
 
 
 class _MetricsWriter:
-    """Appends one JSON object per step to a file (nothing when no path is given)."""
+    """Appends one JSON object per step (and per epoch) to a file (nothing when no path is given).
 
-    def __init__(self, path, append=False):
+    Args:
+        path: the --metrics file, or None.
+        append: continue the file (a resumed run).
+        out: the --out directory: a metrics file inside it may be the first thing written there.
+    """
+
+    def __init__(self, path, append=False, out=None):
         self.file = None
         if path:
             parent = os.path.dirname(os.path.abspath(path))
+            if out and parent == os.path.abspath(out):
+                os.makedirs(parent, exist_ok=True)
             if not os.path.isdir(parent):
                 raise FileNotFoundError(f"--metrics {path}: directory {parent} does not exist")
             self.file = open(path, "a" if append else "w", encoding="utf-8")  # noqa: SIM115
