@@ -40,6 +40,12 @@ def test_train_defaults_reach_95_percent_and_write_metrics(tmp_path):
     epochs = [r for r in every if "split" in r]
     assert [r["epoch"] for r in epochs] == list(range(1, 21))
     assert epochs[-1]["val_acc"] >= 90.0 and epochs[-1]["val_loss"] < epochs[0]["val_loss"]
+    # the main job's output: header, per-epoch validation, summary, then the accuracy line
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("cupynet train: mlp (MLP, ") and lines[0].endswith(" parameters) on cpu")
+    assert sum(line.startswith("epoch ") and ", val accuracy " in line for line in lines) == 20
+    assert any(line.startswith("summary: ") and " wall time " in line for line in lines)
+    assert f"files:     {tmp_path / 'out' / 'last.ckpt'}" in result.stdout
 
 
 @pytest.mark.parametrize("args, message", [

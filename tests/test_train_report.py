@@ -6,8 +6,9 @@ import subprocess
 import sys
 
 import pytest
+from _train_cli import cpu_device  # noqa: F401  (an autouse fixture)
+from _train_cli import run as run_train
 
-from cupynet.cli import main
 from cupynet.models import build_model
 from cupynet.train import plots, progress, threads
 from cupynet.train.threads import BlasThreads
@@ -17,19 +18,13 @@ pytest.importorskip("sklearn")  # the digits data set
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning",
                                         "ignore:invalid value encountered:RuntimeWarning")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FAST = ["train", "--batch-size", "512", "--no-progress", "--epochs", "2"]
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.fixture(autouse=True)
-def _cpu(monkeypatch):
-    monkeypatch.setenv("CUPYNET_DEVICE", "cpu")
-
-
 def run(capsys, *args):
-    status = main([*FAST, *args])
-    captured = capsys.readouterr()
-    return status, captured.out.splitlines(), captured.err
+    return run_train(capsys, "--epochs", "2", *args)
+
+
 
 
 def test_header_names_device_model_data_precision_threads_and_outputs(tmp_path, capsys):

@@ -9,6 +9,7 @@ import os
 
 import numpy as np
 import pytest
+from _train_cli import FAST, cpu_device, run  # noqa: F401  (cpu_device: an autouse fixture)
 
 import cupynet as cn
 from cupynet.cli import main
@@ -17,18 +18,8 @@ from cupynet.train.loop import TrainConfig, Trainer
 
 pytest.importorskip("sklearn")  # the digits data set
 
-FAST = ["train", "--batch-size", "512", "--no-progress"]
 
 
-@pytest.fixture(autouse=True)
-def _cpu(monkeypatch):
-    monkeypatch.setenv("CUPYNET_DEVICE", "cpu")
-
-
-def run(capsys, *args):
-    status = main([*FAST, *args])
-    captured = capsys.readouterr()
-    return status, captured.out.splitlines(), captured.err
 
 
 def epoch_rows(path):

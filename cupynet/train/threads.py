@@ -3,8 +3,9 @@
 NOTE (why one thread by default for small models): a GEMM of a digits MLP (batch 64, 64x128 weights) takes
 microseconds; splitting it across threads buys little when the machine is idle and costs a great deal when it
 is not. On a loaded 2-core machine (other processes busy) OpenBLAS's spinning worker threads wait for cores
-they do not get, and the digits run fell from ~50k to ~300 samples/s, while one thread held 41-53k
-(benchmarks/results/threads-cpu-2core-*.txt has the measurement). So on the CPU a model below
+they do not get: the digits MLP's training step ran at a median 10.5k samples/s with one BLAS thread and 1.4k
+with two (load average ~11), and at 4.1k against 141 with two more busy processes
+(benchmarks/results/threads-cpu-2core-20261123.txt, benchmarks/bench_threads.py). So on the CPU a model below
 ``SMALL_MODEL_PARAMETERS`` trains with one BLAS thread unless ``--threads`` says otherwise; bigger models keep
 the library's own default. On a GPU the setting only affects host-side NumPy work and is left alone.
 
