@@ -69,7 +69,8 @@ def test_help_documents_every_flag():
     result = run_cli("train", "--help")
     assert result.returncode == 0
     for flag in ("--model", "--dataset", "--epochs", "--batch-size", "--lr", "--optimizer", "--device", "--seed",
-                 "--metrics", "--out", "--amp", "--amp-dtype", "--save-every", "--resume"):
+                 "--metrics", "--out", "--amp", "--amp-dtype", "--save-every", "--resume", "--val-split",
+                 "--best-metric", "--threads"):
         assert flag in result.stdout
 
 

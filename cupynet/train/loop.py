@@ -275,10 +275,11 @@ class Trainer:
 
     # ---- the loop ------------------------------------------------------------------------------
     def fit(self, out=None) -> float:
-        """Train for the configured epochs; print a summary per epoch and the final test accuracy.
+        """Train for the configured epochs: a header, a line per epoch (with validation), a summary, the test accuracy.
 
-        A run that has nothing left to do (all epochs done, or ``max_steps`` reached) says so, trains
-        nothing and writes nothing; it only reports the test accuracy.
+        Runs under the BLAS thread setting (``threads``). The test accuracy line is always the last line. A run
+        that has nothing left to do (all epochs done, or ``max_steps`` reached) says so after the header,
+        trains nothing and writes nothing; it only reports the test accuracy.
 
         Args:
             out: where summary lines go (default: sys.stdout).
@@ -295,12 +296,9 @@ class Trainer:
                 print(f"nothing to train: {idle}", file=out, flush=True)
                 return self._report_accuracy(out)
             self._train(out)
-            plots = write_plots(self)
-            accuracy = self.evaluate()
-            for line in summary_lines(self, plots):
+            for line in summary_lines(self, write_plots(self)):
                 print(line, file=out, flush=True)
-            print(f"test accuracy: {accuracy:.1f}%", file=out, flush=True)  # NOTE: the last line, by promise
-            return accuracy
+            return self._report_accuracy(out)  # NOTE: the last line, as the README promises
 
     def _train(self, out):
         cfg = self.config
@@ -440,8 +438,9 @@ class Trainer:
         accuracy = 100.0 * self.epoch_hits / max(self.epoch_seen, 1)
         rate = tally.seen / max(time.perf_counter() - started, 1e-9)
         extra = {}
-        if self.epoch_rows and "val_acc" in self.epoch_rows[-1]:
-            extra["val_acc"] = f"{self.epoch_rows[-1]['val_acc']:.1f}%"  # the last finished epoch's
+        last = self.epoch_rows[-1] if self.epoch_rows else {}  # the last finished epoch's validation
+        if "val_acc" in last:
+            extra.update(val_loss=f"{last['val_loss']:.4f}", val_acc=f"{last['val_acc']:.1f}%")
         if scales is not None:
             extra.update(scale=f"{scales[-1]:g}", skipped=int(skips[-1]))
             self._report_overflow(int(skips[-1]), bar)
