@@ -200,3 +200,15 @@ def test_cli_prints_the_oversubscription_warning_on_stderr(monkeypatch, capsys):
     status, lines, err = run(capsys)
     assert status == 0
     assert "warning: test oversubscribed" in err and "warning" not in "\n".join(lines)
+
+
+def test_threads_benchmark_runs_and_prints_medians():
+    pytest.importorskip("threadpoolctl")
+    env = {**os.environ, "PYTHONPATH": ROOT, "CUPYNET_DEVICE": "cpu"}
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "bench_threads.py"), "--rounds", "2",
+                             "--threads", "1", "--load", "1"], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("cores ") and "extra busy processes 1" in lines[0]
+    assert [line.split(":")[0] for line in lines[1:3]] == ["round 1", "round 2"]
+    assert lines[-1].startswith("median 1 thread(s): ") and lines[-1].endswith(")")
