@@ -193,4 +193,5 @@ def test_checkpoint_without_a_recorded_configuration_is_checked_by_its_loader_po
     err = capsys.readouterr().err
     assert status == 1
     assert "at step 3" in err and "1 epoch(s) and 0 batch(es)" in err and "6 batches per epoch" in err, err
+    assert "trained on the whole set: --val-split 0" in err, err  # the likely cause for such an old file
     assert checkpoints(out_dir) == [f"step-{BATCHES:08d}.ckpt"]  # nothing written

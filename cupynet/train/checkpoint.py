@@ -258,7 +258,8 @@ def _check_position(state, steps_per_epoch, path):
     if step != epochs * steps_per_epoch + batches:
         raise ValueError(f"resume: {path} is at step {step}, but its data loader had done {epochs} epoch(s) and "
                          f"{batches} batch(es), which with {steps_per_epoch} batches per epoch is step "
-                         f"{epochs * steps_per_epoch + batches}; was it saved with another --batch-size or --dataset?")
+                         f"{epochs * steps_per_epoch + batches}; was it saved with another --batch-size, --dataset or "
+                         "--val-split? (runs from before --val-split existed trained on the whole set: --val-split 0)")
 
 
 class _Checkpointer:
