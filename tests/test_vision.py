@@ -417,7 +417,12 @@ def test_resnet_names_are_torchvisions_and_weights_are_refused():
     assert keys[:6] == ["conv1.weight", "bn1.weight", "bn1.bias", "bn1.running_mean", "bn1.running_var",
                         "bn1.num_batches_tracked"]
     assert "layer2.0.downsample.0.weight" in keys and "layer1.0.downsample.0.weight" not in keys
-    assert keys[-2:] == ["fc.weight", "fc.bias"]
+    assert keys[-2:] == ["fc.weight", "fc.bias"] and len(keys) == 122
+    # NOTE: children in torchvision's order: code that slices list(model.children()) gets the same modules
+    assert [n for n, _ in models.resnet18().layer2[0].named_children()] == ["conv1", "bn1", "relu", "conv2", "bn2",
+                                                                           "downsample"]
+    assert [n for n, _ in models.resnet50().layer1[0].named_children()] == ["conv1", "bn1", "conv2", "bn2", "conv3",
+                                                                           "bn3", "relu", "downsample"]
     with pytest.raises(ValueError, match="cupynet downloads no weights"):
         models.resnet18(weights="IMAGENET1K_V1")
     with pytest.raises(ValueError, match="cupynet downloads no weights"):

@@ -29,7 +29,20 @@ def _conv1x1(in_planes, out_planes, stride=1):
     return Conv2d(in_planes, out_planes, kernel_size=1, stride=stride, bias=False)
 
 
-class BasicBlock(Module):
+class _Block(Module):
+    """A residual block: ``relu(residual(x) + shortcut(x))``; subclasses build the residual branch and set
+    ``relu`` and ``downsample`` (registered where torchvision registers them, so the module order matches)."""
+
+    def forward(self, x):
+        """The block's output.
+
+        Args:
+            x: input (N, inplanes, H, W).
+        """
+        return self.relu(self.residual(x) + (x if self.downsample is None else self.downsample(x)))
+
+
+class BasicBlock(_Block):
     """Two 3x3 convolutions and a shortcut: ``relu(bn(conv(relu(bn(conv(x))))) + shortcut(x))``.
 
     Args:
@@ -58,21 +71,18 @@ class BasicBlock(Module):
         self.relu = ReLU(inplace=True)
         self.conv2 = _conv3x3(planes, planes)
         self.bn2 = norm_layer(planes)
-        self.downsample = downsample
-        self.stride = stride
+        self.downsample, self.stride = downsample, stride
 
-    def forward(self, x):
-        """The block's output.
+    def residual(self, x):
+        """``bn(conv(relu(bn(conv(x)))))``.
 
         Args:
             x: input (N, inplanes, H, W).
         """
-        out = self.relu(self.bn1(self.conv1(x)))
-        out = self.bn2(self.conv2(out))
-        return self.relu(out + (x if self.downsample is None else self.downsample(x)))
+        return self.bn2(self.conv2(self.relu(self.bn1(self.conv1(x)))))
 
 
-class Bottleneck(Module):
+class Bottleneck(_Block):
     """1x1 reduce, 3x3 (the stride, groups and dilation), 1x1 expand (x4), plus a shortcut (ResNet v1.5).
 
     Args:
@@ -100,19 +110,17 @@ class Bottleneck(Module):
         self.conv3 = _conv1x1(width, planes * self.expansion)
         self.bn3 = norm_layer(planes * self.expansion)
         self.relu = ReLU(inplace=True)
-        self.downsample = downsample
-        self.stride = stride
+        self.downsample, self.stride = downsample, stride
 
-    def forward(self, x):
-        """The block's output.
+    def residual(self, x):
+        """1x1 reduce, 3x3, 1x1 expand, each normalised (ReLU between).
 
         Args:
             x: input (N, inplanes, H, W).
         """
         out = self.relu(self.bn1(self.conv1(x)))
         out = self.relu(self.bn2(self.conv2(out)))
-        out = self.bn3(self.conv3(out))
-        return self.relu(out + (x if self.downsample is None else self.downsample(x)))
+        return self.bn3(self.conv3(out))
 
 
 class ResNet(Module):
@@ -193,63 +201,30 @@ class ResNet(Module):
         return self.fc(flatten(self.avgpool(x), 1))
 
 
-def _resnet(name, block, layers, weights, progress, kwargs):
+def _resnet(name, block, layers, weights, kwargs):
     if kwargs.pop("pretrained", False) or weights is not None:
         raise ValueError(f"{name}: cupynet downloads no weights; pass weights=None and load a state_dict "
                          f"yourself (a torchvision ResNet's state_dict loads as it is), got weights={weights!r}")
     return ResNet(block, layers, **kwargs)
 
 
-def resnet18(*, weights=None, progress=True, **kwargs):
-    """ResNet-18 (BasicBlock, [2, 2, 2, 2]), randomly initialised.
+def _builder(name, block, layers):
+    """torchvision's ``resnetNN(*, weights=None, progress=True, **kwargs)`` for one depth."""
 
-    Args:
-        weights: must be None (cupynet downloads no weights).
-        progress: accepted for torchvision's signature (nothing is downloaded).
-        kwargs: ``ResNet``'s options (num_classes, zero_init_residual, norm_layer, ...).
-    """
-    return _resnet("resnet18", BasicBlock, [2, 2, 2, 2], weights, progress, kwargs)
+    def build(*, weights=None, progress=True, **kwargs):
+        return _resnet(name, block, layers, weights, kwargs)
 
-
-def resnet34(*, weights=None, progress=True, **kwargs):
-    """ResNet-34 (BasicBlock, [3, 4, 6, 3]), randomly initialised.
-
-    Args:
-        weights: must be None.
-        progress: accepted for torchvision's signature.
-        kwargs: ``ResNet``'s options.
-    """
-    return _resnet("resnet34", BasicBlock, [3, 4, 6, 3], weights, progress, kwargs)
+    build.__name__ = build.__qualname__ = name
+    build.__doc__ = (f"{name.replace('resnet', 'ResNet-')} ({block.__name__}, {layers}), randomly initialised.\n\n"
+                     "    Args:\n"
+                     "        weights: must be None (cupynet downloads no weights).\n"
+                     "        progress: accepted for torchvision's signature (nothing is downloaded).\n"
+                     "        kwargs: ``ResNet``'s options (num_classes, zero_init_residual, norm_layer, ...).\n")
+    return build
 
 
-def resnet50(*, weights=None, progress=True, **kwargs):
-    """ResNet-50 (Bottleneck, [3, 4, 6, 3]), randomly initialised.
-
-    Args:
-        weights: must be None.
-        progress: accepted for torchvision's signature.
-        kwargs: ``ResNet``'s options.
-    """
-    return _resnet("resnet50", Bottleneck, [3, 4, 6, 3], weights, progress, kwargs)
-
-
-def resnet101(*, weights=None, progress=True, **kwargs):
-    """ResNet-101 (Bottleneck, [3, 4, 23, 3]), randomly initialised.
-
-    Args:
-        weights: must be None.
-        progress: accepted for torchvision's signature.
-        kwargs: ``ResNet``'s options.
-    """
-    return _resnet("resnet101", Bottleneck, [3, 4, 23, 3], weights, progress, kwargs)
-
-
-def resnet152(*, weights=None, progress=True, **kwargs):
-    """ResNet-152 (Bottleneck, [3, 8, 36, 3]), randomly initialised.
-
-    Args:
-        weights: must be None.
-        progress: accepted for torchvision's signature.
-        kwargs: ``ResNet``'s options.
-    """
-    return _resnet("resnet152", Bottleneck, [3, 8, 36, 3], weights, progress, kwargs)
+resnet18 = _builder("resnet18", BasicBlock, [2, 2, 2, 2])
+resnet34 = _builder("resnet34", BasicBlock, [3, 4, 6, 3])
+resnet50 = _builder("resnet50", Bottleneck, [3, 4, 6, 3])
+resnet101 = _builder("resnet101", Bottleneck, [3, 4, 23, 3])
+resnet152 = _builder("resnet152", Bottleneck, [3, 8, 36, 3])
