@@ -125,6 +125,18 @@ def test_normalize_is_torchs_per_channel_arithmetic():
     numpy.testing.assert_array_equal(one.array, ((torch.from_numpy(x[0, :1]) - 0.1307) / 0.3081).numpy())
 
 
+def test_normalize_with_and_without_history_agree_and_pickles_after_use():
+    x = numpy.random.default_rng(2).random((3, 4, 4), dtype=numpy.float32)
+    norm = T.Normalize((0.5, 0.25, 0.1), (0.2, 0.3, 0.7))
+    plain, tracked = norm(cupynet.tensor(x)), norm(cupynet.tensor(x, requires_grad=True))
+    numpy.testing.assert_array_equal(plain.array, tracked.array)
+    assert plain.grad_fn is None and tracked.grad_fn is not None
+    again = pickle.loads(pickle.dumps(norm))
+    numpy.testing.assert_array_equal(again(cupynet.tensor(x)).array, plain.array)
+    with pytest.raises(ValueError, match="mean has 3 values for a tensor with 1 channels"):
+        norm(cupynet.zeros(1, 2, 2))
+
+
 def test_normalize_in_place_and_gradient():
     t = cupynet.ones(3, 2, 2)
     same = T.Normalize((1.0, 0.0, 0.5), (2.0, 1.0, 0.5), inplace=True)(t)
@@ -330,6 +342,17 @@ def test_mnist_with_transforms_feeds_a_data_loader(tmp_path):
     x, y = next(iter(DataLoader(ds, batch_size=4)))
     assert tuple(x.shape) == (4, 1, 28, 28) and list(y) == [100, 101, 102, 103]
     assert ds.classes[9] == "Ankle boot" and "Number of datapoints: 5" in repr(ds)
+
+
+def test_mnist_through_worker_processes(tmp_path):
+    _write_mnist(tmp_path, n=8)
+    ds = datasets.MNIST(tmp_path, transform=T.Compose([T.ToTensor(), T.Normalize((0.5,), (0.5,))]))
+    batches = list(DataLoader(ds, batch_size=4, num_workers=2))
+    serial = list(DataLoader(ds, batch_size=4))
+    assert len(batches) == 2
+    for (x, y), (xs, ys) in zip(batches, serial):
+        numpy.testing.assert_array_equal(numpy.asarray(x), numpy.asarray(xs))
+        assert list(y) == list(ys)
 
 
 def _write_cifar(root, n=3):

@@ -133,6 +133,7 @@ class Normalize(_Transform):
 
     def __init__(self, mean, std, inplace=False):
         self.mean, self.std, self.inplace = mean, std, inplace
+        self._constants = {}
 
     def __call__(self, tensor):
         if not isinstance(tensor, Tensor):
@@ -142,14 +143,29 @@ class Normalize(_Transform):
         if tensor.ndim < 3:
             raise ValueError(f"Expected tensor to be a tensor image of size (..., C, H, W). Got tensor.size() = "
                              f"{tuple(tensor.shape)}")
-        mean = self._per_channel(self.mean, tensor, "mean")
-        std = self._per_channel(self.std, tensor, "std")
-        if not bool((std.array != 0).all()):
-            raise ValueError(f"std evaluated to zero after conversion to {tensor.dtype}, leading to division by "
-                             "zero.")
+        mean, std = self._mean_std(tensor)
         if self.inplace:
             return tensor.sub_(mean).div_(std)
+        if not tensor.requires_grad:
+            # NOTE: nothing to record: the same two array operations without the graph machinery, which
+            # costs more than the arithmetic on one small picture (the DataLoader calls this per sample)
+            return Tensor((tensor.array - mean.array) / std.array)
         return (tensor - mean) / std
+
+    def _mean_std(self, tensor) -> tuple:
+        """mean and std as (C, 1, 1) tensors of the input's dtype and device, made (and checked) once each."""
+        key = (tensor.dtype, str(tensor.device), tensor.shape[-3])
+        if key not in self._constants:
+            mean = self._per_channel(self.mean, tensor, "mean")
+            std = self._per_channel(self.std, tensor, "std")
+            if not bool((std.array != 0).all()):
+                raise ValueError(f"std evaluated to zero after conversion to {tensor.dtype}, leading to division "
+                                 "by zero.")
+            self._constants[key] = mean, std
+        return self._constants[key]
+
+    def __getstate__(self):
+        return {**self.__dict__, "_constants": {}}  # NOTE: worker processes remake their own constants
 
     @staticmethod
     def _per_channel(values, tensor, name) -> Tensor:
