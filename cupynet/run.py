@@ -78,6 +78,7 @@ TORCH_MODULES = {
     "torchvision": "cupynet.vision",
     "torchvision.datasets": "cupynet.vision.datasets",
     "torchvision.transforms": "cupynet.vision.transforms",
+    "torchvision.transforms.functional": "cupynet.vision.transforms.functional",
     "torchvision.utils": "cupynet.vision.utils",
     "torchvision.models": "cupynet.vision.models",
 }

@@ -17,6 +17,7 @@ from cupynet.data import DataLoader
 from cupynet.vision import Image, datasets, models, utils
 from cupynet.vision import transforms as T
 from cupynet.vision.datasets import DatasetNotFoundError
+from cupynet.vision.transforms import functional as TF
 
 RNG = numpy.random.default_rng(1234)
 
@@ -173,6 +174,32 @@ def test_lambda_and_compose():
         T.Lambda(3)
     with pytest.raises(TypeError, match="every transform must be callable, got int"):
         T.Compose([1])
+
+
+def test_to_pil_image_truncates_floats_and_round_trips_uint8():
+    pixels = _pixels(3, 4)
+    back = T.ToPILImage()(T.PILToTensor()(Image(pixels)))
+    assert back == Image(pixels) and back.mode == "RGB"
+    # NOTE: x * 255 truncated, as torchvision converts a float picture: 0.999 -> 254, 0.5 -> 127
+    grey = TF.to_pil_image(cupynet.tensor([[[0.999, 0.5]]]))
+    assert grey.mode == "L" and numpy.asarray(grey).tolist() == [[254, 127]]
+    assert TF.to_pil_image(numpy.zeros((2, 2, 4), numpy.uint8)).mode == "RGBA"
+    with pytest.raises(ValueError, match="mode 'L' does not match"):
+        TF.to_pil_image(cupynet.zeros(3, 2, 2), mode="L")
+    with pytest.raises(TypeError, match="pic should be Tensor or ndarray"):
+        TF.to_pil_image([1, 2])
+
+
+def test_the_functional_names_do_what_the_classes_do():
+    pixels = _pixels(6, 7)
+    x = TF.to_tensor(Image(pixels))
+    numpy.testing.assert_array_equal(TF.normalize(x, (0.5,) * 3, (0.25,) * 3).array,
+                                     T.Normalize((0.5,) * 3, (0.25,) * 3)(x).array)
+    numpy.testing.assert_array_equal(TF.center_crop(Image(pixels), 4).array, T.CenterCrop(4)(Image(pixels)).array)
+    numpy.testing.assert_array_equal(TF.crop(x, 1, 2, 3, 4).array, x.array[:, 1:4, 2:6])
+    assert TF.get_image_size(x) == [7, 6]
+    with pytest.raises(ValueError, match=r"crop: window top=5, left=0, 3x3 is outside the image of size \(6, 7\)"):
+        TF.crop(x, 5, 0, 3, 3)
 
 
 # ---- padding, crops, flips ---------------------------------------------------------------------------------
