@@ -423,6 +423,59 @@ def test_a_transform_must_be_callable(tmp_path):
         datasets.MNIST(tmp_path, transform="ToTensor")
 
 
+def _write_folder(root):
+    pictures = {}
+    for name, count in (("dog", 2), ("cat", 1)):
+        (root / name / "sub").mkdir(parents=True)
+        for k in range(count):
+            pictures[(name, k)] = _pixels(4, 5)
+            Image(pictures[(name, k)]).save(root / name / ("sub" if k else "") / f"{k}.png")
+        (root / name / "notes.txt").write_text("not a picture")
+    return pictures
+
+
+def test_image_folder_reads_class_folders_in_sorted_order(tmp_path):
+    pytest.importorskip("PIL")
+    pictures = _write_folder(tmp_path)
+    ds = datasets.ImageFolder(tmp_path, transform=T.ToTensor())
+    assert ds.classes == ["cat", "dog"] and ds.class_to_idx == {"cat": 0, "dog": 1} and ds.targets == [0, 1, 1]
+    assert [p.split("/")[-1] for p, _ in ds.samples] == ["0.png", "0.png", "1.png"]  # NOTE: no notes.txt
+    x, y = ds[2]
+    assert y == 1
+    numpy.testing.assert_array_equal(x.array, pictures[("dog", 1)].transpose(2, 0, 1) / numpy.float32(255))
+
+
+def test_dataset_folder_with_a_loader_and_its_errors(tmp_path, monkeypatch):
+    _write_folder(tmp_path)
+    ds = datasets.DatasetFolder(tmp_path, loader=lambda path: open(path).read(), extensions=(".txt",))
+    assert len(ds) == 2 and ds[0] == ("not a picture", 0)
+    with pytest.raises(ValueError, match="Both extensions and is_valid_file cannot be None"):
+        datasets.DatasetFolder(tmp_path, loader=print)
+    with pytest.raises(DatasetNotFoundError, match="Found no valid file for the classes cat. Supported extensions "
+                                                   "are: .jpg"):
+        datasets.DatasetFolder(tmp_path, loader=print, extensions=(".jpg",))
+    assert len(datasets.DatasetFolder(tmp_path, loader=print, extensions=(".jpg",), allow_empty=True)) == 0
+    with pytest.raises(DatasetNotFoundError, match="Couldn't find any class folder in"):
+        datasets.ImageFolder(tmp_path / "dog" / "sub")
+    monkeypatch.setitem(__import__("sys").modules, "PIL", None)  # NOTE: as if Pillow were not installed
+    with pytest.raises(ImportError, match=r"needs Pillow \(pip install pillow\): cupynet decodes no image format"):
+        datasets.ImageFolder(tmp_path)[0]
+
+
+def test_fake_data_is_repeatable_per_index():
+    ds = datasets.FakeData(size=5, image_size=(1, 6, 7), num_classes=3, transform=T.ToTensor())
+    (x, y), (x2, y2) = ds[4], ds[-1]
+    assert x.shape == (1, 6, 7) and 0 <= y < 3 and y == y2
+    numpy.testing.assert_array_equal(x.array, x2.array)
+    shifted = datasets.FakeData(size=5, image_size=(1, 6, 7), random_offset=1)[3][0]
+    plain = datasets.FakeData(size=5, image_size=(1, 6, 7))[4][0]
+    assert shifted == plain  # NOTE: offset 1 at index 3 seeds as index 4
+    with pytest.raises(IndexError, match="FakeData index out of range"):
+        ds[5]
+    with pytest.raises(ValueError, match=r"image_size must be \(C, H, W\) with C in 1, 3, 4"):
+        datasets.FakeData(image_size=(2, 4, 4))
+
+
 # ---- make_grid and save_image ------------------------------------------------------------------------------
 
 
