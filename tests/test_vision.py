@@ -333,6 +333,30 @@ def test_resize_sizes():
         T.CenterCrop((1, 2, 3))
 
 
+def test_random_resized_crop_windows_stay_in_range():
+    img = cupynet.zeros(1, 100, 120)
+    cupynet.manual_seed(5)
+    for _ in range(300):
+        top, left, h, w = T.RandomResizedCrop.get_params(img, (0.08, 1.0), (3 / 4, 4 / 3))
+        assert 0 <= top <= 100 - h and 0 <= left <= 120 - w
+        # NOTE: h and w are rounded to ints: the ratio may stray by 0.5/h + 0.5/w (< 5% here)
+        assert 3 / 4 * 0.95 <= w / h <= 4 / 3 * 1.05 and 0.08 * 0.9 <= h * w / 12000 <= 1.0
+
+
+def test_random_resized_crop_falls_back_to_the_centre_and_resizes():
+    # NOTE: a 1 x 50 strip: no window of >= 8% area with ratio in [3/4, 4/3] fits, so the centred 1 x 1
+    assert T.RandomResizedCrop.get_params(cupynet.zeros(1, 1, 50), (0.08, 1.0), (3 / 4, 4 / 3)) == (0, 24, 1, 1)
+    pixels = _pixels(30, 40)
+    cupynet.manual_seed(11)
+    out = T.RandomResizedCrop(16, antialias=False)(Image(pixels))
+    cupynet.manual_seed(11)
+    top, left, h, w = T.RandomResizedCrop.get_params(Image(pixels), (0.08, 1.0), (3 / 4, 4 / 3))
+    assert out.size == (16, 16)
+    assert out == TF.resize(TF.crop(Image(pixels), top, left, h, w), (16, 16), antialias=False)
+    with pytest.raises(ValueError, match="scale and ratio should be of kind"):
+        T.RandomResizedCrop(8, scale=(1.0, 0.5))
+
+
 # ---- datasets --------------------------------------------------------------------------------------------
 
 

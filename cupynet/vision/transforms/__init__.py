@@ -10,6 +10,7 @@ cupynet's CPU generator, so ``cupynet.manual_seed`` (``torch.manual_seed`` under
 
 from __future__ import annotations
 
+import math
 import numbers
 
 from cupynet.random import cpu_generator
@@ -28,7 +29,8 @@ from cupynet.vision.transforms.functional import (
 )
 
 __all__ = ["Compose", "ToTensor", "PILToTensor", "ToPILImage", "Normalize", "Lambda", "Pad", "RandomCrop",
-           "CenterCrop", "RandomHorizontalFlip", "RandomVerticalFlip", "Resize", "InterpolationMode", "functional"]
+           "CenterCrop", "RandomResizedCrop", "RandomHorizontalFlip", "RandomVerticalFlip", "Resize",
+           "InterpolationMode", "functional"]
 
 
 class Compose:
@@ -301,3 +303,57 @@ class Resize(_Transform):
                 f"max_size={self.max_size}, antialias={self.antialias})")
 
 
+
+
+class RandomResizedCrop(_Transform):
+    """A random window of random area and aspect ratio, resized to ``size`` (Inception-style augmentation).
+
+    Args:
+        size: (h, w) of the output, or an int for a square.
+        scale: range of the window's area as a fraction of the picture's.
+        ratio: range of the window's aspect ratio (width / height), drawn uniformly in log space.
+        interpolation: an ``InterpolationMode`` for the resize.
+        antialias: torchvision's switch (see ``Resize``: cupynet has no antialiasing filter).
+    """
+
+    _repr_fields = ("size", "scale", "ratio")
+
+    def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0),
+                 interpolation=InterpolationMode.BILINEAR, antialias=True):
+        self.size = size_pair(size, "RandomResizedCrop")
+        if scale[0] > scale[1] or ratio[0] > ratio[1]:
+            raise ValueError(f"RandomResizedCrop: scale and ratio should be of kind (min, max), got scale={scale}, "
+                             f"ratio={ratio}")
+        self.scale, self.ratio = tuple(scale), tuple(ratio)
+        self.interpolation, self.antialias = InterpolationMode(interpolation), antialias
+
+    @staticmethod
+    def get_params(img, scale, ratio) -> tuple:
+        """A random (top, left, height, width) window: 10 tries at a random area and ratio, else the centre.
+
+        Args:
+            img: the picture or Tensor.
+            scale: (min, max) area fraction.
+            ratio: (min, max) aspect ratio.
+        """
+        height, width = image_size(img)
+        area, rng = height * width, cpu_generator()
+        log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
+        for _ in range(10):
+            target = area * rng.uniform(scale[0], scale[1])
+            aspect = math.exp(rng.uniform(*log_ratio))
+            w, h = round(math.sqrt(target * aspect)), round(math.sqrt(target / aspect))
+            if 0 < w <= width and 0 < h <= height:
+                return int(rng.integers(0, height - h + 1)), int(rng.integers(0, width - w + 1)), h, w
+        # NOTE: no try fitted (a very long picture): the largest centred window whose ratio is in range
+        in_ratio = width / height
+        w, h = width, height
+        if in_ratio < ratio[0]:
+            h = int(round(w / ratio[0]))
+        elif in_ratio > ratio[1]:
+            w = int(round(h * ratio[1]))
+        return (height - h) // 2, (width - w) // 2, h, w
+
+    def __call__(self, img):
+        top, left, h, w = self.get_params(img, self.scale, self.ratio)
+        return F.resized_crop(img, top, left, h, w, self.size, self.interpolation, self.antialias)

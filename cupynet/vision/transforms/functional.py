@@ -23,7 +23,7 @@ from cupynet.tensor import Tensor
 from cupynet.vision.image import Image, as_image, is_image
 
 __all__ = ["InterpolationMode", "to_tensor", "pil_to_tensor", "to_pil_image", "normalize", "pad", "crop",
-           "center_crop", "hflip", "vflip", "resize", "resized_size", "get_image_size", "image_size",
+           "center_crop", "hflip", "vflip", "resize", "resized_crop", "resized_size", "get_image_size", "image_size",
            "check_tensor_image", "normalize_constants", "apply_normalize", "size_pair", "padding_ltrb",
            "check_padding_mode"]
 
@@ -393,6 +393,22 @@ def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None, a
         return _resize_tensor(img, out, mode)
     chw = Tensor(numpy.ascontiguousarray(as_image(img, "resize").array.transpose(2, 0, 1)))
     return Image(_resize_tensor(chw, out, mode).array.transpose(1, 2, 0))
+
+
+def resized_crop(img, top, left, height, width, size, interpolation=InterpolationMode.BILINEAR, antialias=True):
+    """``crop`` then ``resize`` to ``size``.
+
+    Args:
+        img: an Image, PIL image, or Tensor (..., H, W).
+        top: first row of the window.
+        left: first column of the window.
+        height: rows of the window.
+        width: columns of the window.
+        size: the output (h, w), or an int (shorter side).
+        interpolation: an ``InterpolationMode``.
+        antialias: torchvision's switch (see ``resize``).
+    """
+    return resize(crop(img, top, left, height, width), size, interpolation, antialias=antialias)
 
 
 def _resize_tensor(img, out, mode):
