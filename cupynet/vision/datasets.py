@@ -50,14 +50,14 @@ class VisionDataset(Dataset):
         target_transform: applied to each target (or None).
     """
 
+    classes = ()
+
     def __init__(self, root, transform=None, target_transform=None):
         for name, fn in (("transform", transform), ("target_transform", target_transform)):
             if fn is not None and not callable(fn):
                 raise TypeError(f"{type(self).__name__}: {name} must be callable or None, got {type(fn).__name__}")
         self.root = str(root)
         self.transform, self.target_transform = transform, target_transform
-
-    classes = ()
 
     @property
     def class_to_idx(self) -> dict:
