@@ -85,4 +85,4 @@ def linear_gelu(input, weight, bias=None):  # noqa: A002 - PyTorch's argument na
         weight: a Tensor of shape ``(out_features, in_features)``.
         bias: an optional Tensor of shape ``(out_features,)``.
     """
-    return _LinearGelu.apply(input, weight, bias) if bias is not None else _LinearGelu.apply(input, weight)
+    return _LinearGelu.apply(input, weight, *(() if bias is None else (bias,)))  # NOTE: no None input slot
