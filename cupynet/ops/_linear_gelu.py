@@ -56,8 +56,11 @@ class _LinearGelu(Function):
         h = linear_array(x.array, weight.array, bias.array if bias is not None else None)
         hf = compute_in_fp32(h)
         with numpy.errstate(all="ignore"):
-            one_plus = 1.0 + erf_kernel(xp_of(hf), hf * _INV_SQRT2)
-            y = 0.5 * hf * one_plus  # NOTE: gelu's own expression, so the output has its bits
+            # NOTE: gelu's own expression, 0.5 * h * (1 + erf(h / sqrt(2))), step by step in place (fresh arrays)
+            one_plus = erf_kernel(xp_of(hf), hf * _INV_SQRT2)
+            one_plus += 1.0
+            y = 0.5 * hf
+            y *= one_plus
             ctx.h, ctx.cdf = hf, 0.5 * one_plus
         return round_from_fp32(y, h.dtype)
 
@@ -73,8 +76,15 @@ class _LinearGelu(Function):
 def _gelu_grad_array(grad, h, cdf):
     """``grad * (Phi(h) + h phi(h))`` on arrays, in gelu's backward order; rounded once to grad's dtype."""
     with numpy.errstate(all="ignore"):
-        slope = cdf + h * xp_of(h).exp(-0.5 * h * h) * _INV_SQRT_2PI
-        return round_from_fp32(compute_in_fp32(grad) * slope, grad.dtype)
+        # NOTE: cdf + h * exp(-0.5 * h * h) / sqrt(2 pi), then times grad, in place in one fresh array
+        slope = -0.5 * h
+        slope *= h
+        xp_of(h).exp(slope, out=slope)
+        slope *= h
+        slope *= _INV_SQRT_2PI
+        slope += cdf
+        slope *= compute_in_fp32(grad)
+        return round_from_fp32(slope, grad.dtype)
 
 
 def linear_gelu(input, weight, bias=None):  # noqa: A002 - PyTorch's argument names
