@@ -86,6 +86,12 @@ def test_cross_entropy_double_backward_after_the_fused_forward(monkeypatch):
     w = (rng.random(9) + 0.5).astype(np.float32)
     fused_run = _xent(x, t, w, create_graph=True, label_smoothing=0.2)
     assert launches
+    # NOTE: a graph kept for a second backward: a double backward, then a first-order one, on one node
+    xt = Tensor(x, requires_grad=True)
+    loss = CrossEntropy.apply(xt, Tensor(t), weight=Tensor(w), label_smoothing=0.2)
+    (g,) = cn.autograd.grad(loss, [xt], create_graph=True)
+    loss.backward()
+    np.testing.assert_allclose(xt.grad.numpy(), g.detach().numpy(), rtol=16 * EPS32, atol=16 * EPS32)
     monkeypatch.undo()
     host = _xent(x, t, w, create_graph=True, label_smoothing=0.2)
     for got, want in zip(fused_run, host):

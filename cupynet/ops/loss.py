@@ -559,10 +559,10 @@ class CrossEntropy(Function):
     @staticmethod
     def backward(ctx, grad):
         x, target = ctx.saved_tensors
-        if getattr(ctx, "fused_state", None) is not None and ctx.q is None:
+        if getattr(ctx, "fused_state", None) is not None:
             if not is_grad_enabled():
                 return CrossEntropy._fused_backward(ctx, grad, x), None
-            ctx.q = CrossEntropy._fused_q(ctx, x)
+            ctx.q = CrossEntropy._fused_q(ctx, x) if ctx.q is None else ctx.q
         if ctx.q is None and getattr(ctx, "plain", None) is not None:
             if not is_grad_enabled():
                 return CrossEntropy._plain_backward(ctx, grad, x), None
