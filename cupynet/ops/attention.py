@@ -50,10 +50,12 @@ def _safe_softmax_array(scores):
     xp = xp_of(scores)
     row_max = scores.max(axis=-1, keepdims=True)
     row_max = xp.where(xp.isfinite(row_max), row_max, 0.0)
-    e = xp.exp(scores - row_max)
+    e = scores - row_max
+    xp.exp(e, out=e)  # NOTE: in place in the fresh difference: one (..., L, S) temporary for the whole softmax
     total = e.sum(axis=-1, keepdims=True)
     empty = (total == 0).astype(scores.dtype)
-    return e / (total + empty), row_max, empty
+    e /= total + empty
+    return e, row_max, empty
 
 
 class ScaledDotProductAttention(Function):
@@ -69,9 +71,10 @@ class ScaledDotProductAttention(Function):
             ctx.mask_shape, ctx.mask_dtype = attn_mask.shape, attn_mask.dtype
         ctx.scale = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
         ctx.bias = _mask_bias(xp, attn_mask, is_causal, q.shape[-2], k.shape[-2], ctx.work)
-        scores = matmul_arrays(q.array, xp.swapaxes(k.array, -1, -2)).astype(ctx.work) * ctx.scale
+        scores = matmul_arrays(q.array, xp.swapaxes(k.array, -1, -2)).astype(ctx.work, copy=False)
+        scores *= ctx.scale  # NOTE: in place: the product (or its fp32 copy) is a fresh array
         if ctx.bias is not None:
-            scores = scores + ctx.bias
+            scores = scores + ctx.bias  # NOTE: not in place: a mask may broadcast the scores to more batch dims
         probs, ctx.row_max, ctx.empty = _safe_softmax_array(scores)
         ctx.probs, ctx.keep = probs, None  # NOTE: fp32 probabilities before dropout, for the array backward
         if dropout_p > 0.0:
@@ -80,7 +83,7 @@ class ScaledDotProductAttention(Function):
             ctx.keep = (u >= dropout_p).astype(ctx.work) / (1.0 - dropout_p)
             probs = probs * ctx.keep
         ctx.save_for_backward(q, k, v)
-        return matmul_arrays(probs.astype(v.dtype), v.array)
+        return matmul_arrays(probs.astype(v.dtype, copy=False), v.array)
 
     @staticmethod
     def backward(ctx, grad):
@@ -125,7 +128,9 @@ def _backward_arrays(ctx, grad, q, k, v):
         d_probs = matmul_arrays(g, _swapped(v.array)).astype(ctx.work, copy=False)
         if ctx.keep is not None:
             d_probs = d_probs * ctx.keep
-        d_bias = probs * (d_probs - (d_probs * probs).sum(axis=-1, keepdims=True))
+        d_probs -= (d_probs * probs).sum(axis=-1, keepdims=True)  # NOTE: d_probs is fresh: in place
+        d_bias = d_probs
+        d_bias *= probs
         if len(need) > 3 and need[3]:
             gm = _summed(d_bias, ctx.mask_shape).astype(ctx.mask_dtype)
         d_scores = d_bias * ctx.scale

@@ -179,8 +179,14 @@ def _linear_backward_arrays(ctx, grad, x, weight):
     rows = _rows(x.shape)
     g2 = grad.array.reshape(rows, out_features)
     need = ctx.needs_input_grad
-    gx = Tensor(matmul_arrays(g2, weight.array).reshape(x.shape)) if need[0] else None
-    gw = Tensor(matmul_arrays(g2.T, x.array.reshape(rows, in_features))) if need[1] else None
+    g, product = g2, matmul_arrays
+    if type(g2) is numpy.ndarray and g2.dtype in dtypes.LOW_PRECISION:
+        # NOTE: a half GEMM on the CPU is an fp32 GEMM rounded once (matmul_arrays): widen the
+        # gradient once for both products and the column sum instead of once each (same values)
+        g = g2.astype(dtypes.float32)
+        product = lambda a, b: numpy.matmul(a, b.astype(dtypes.float32)).astype(g2.dtype)  # noqa: E731
+    gx = Tensor(product(g, weight.array).reshape(x.shape)) if need[0] else None
+    gw = Tensor(product(g.T, x.array.reshape(rows, in_features))) if need[1] else None
     gb = None
     if len(need) > 2 and need[2]:
         acc = dtypes.float32 if g2.dtype in dtypes.LOW_PRECISION else None  # NOTE: fp32 accumulation for halves
@@ -188,7 +194,8 @@ def _linear_backward_arrays(ctx, grad, x, weight):
         if getattr(ctx, "bias_shape", None) == ():  # NOTE: a 0-d bias: the total sum (an array, not a NumPy scalar)
             total = xp_of(g2).asarray(column_sum(g2, axis=None, dtype=acc))
         else:
-            total = column_sum(g2, axis=0, dtype=acc)
+            # NOTE: row after row, as with dtype=acc: the widened copy sums to the same bits
+            total = column_sum(g, axis=0, dtype=None if g is not g2 else acc)
         gb = Tensor(total.astype(g2.dtype, copy=False))
     return gx, gw, gb
 
