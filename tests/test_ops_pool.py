@@ -111,3 +111,22 @@ def test_max_pool_propagates_nan_like_torch():
     want = F.max_pool2d(torch.tensor(x), 2).numpy()
     np.testing.assert_array_equal(np.isnan(out), np.isnan(want))
     np.testing.assert_allclose(out[~np.isnan(out)], want[~np.isnan(want)])
+
+
+@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                                dict(kernel_size=3, stride=1)])
+def test_max_pool_nan_and_tie_indices_and_gradient_match_torch(kw):
+    # NOTE: ties (the first maximum wins) and NaN windows (NaN propagates, the last NaN tap is the index)
+    x = np.round(np.random.default_rng(3).standard_normal((2, 3, 6, 6)))
+    x[0, 0, 0, 1] = x[0, 0, 1, 0] = x[1, 2, 3, 3] = np.nan
+    ours = cn.tensor(x, requires_grad=True)
+    out, idx = ops.max_pool2d(ours, return_indices=True, **kw)
+    theirs = torch.tensor(x, requires_grad=True)
+    want, want_idx = F.max_pool2d(theirs, return_indices=True, **kw)
+    np.testing.assert_array_equal(out.detach().numpy(), want.detach().numpy())
+    np.testing.assert_array_equal(idx.numpy(), want_idx.numpy())
+    g = np.random.default_rng(4).standard_normal(out.shape)
+    out.backward(cn.tensor(g))
+    want.backward(torch.tensor(g))
+    # NOTE: overlapping windows sum up to 9 values per input in another order: a few float64 ulps
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=8 * np.finfo(np.float64).eps, atol=0)

@@ -12,6 +12,7 @@ window sums and averaging matrices accumulate in fp32 and round once.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy
@@ -19,7 +20,7 @@ import numpy
 from .. import dtypes
 from ..autograd.function import Function
 from ._conv_args import check_input, ntuple
-from ._im2col import Geometry, col2im, output_length, windows
+from ._im2col import Geometry, col2im, output_length, pad_input, windows
 from ._util import compute_in_fp32, xp_of
 from .linalg import matmul_arrays
 from .shape import squeeze, unsqueeze
@@ -28,37 +29,93 @@ __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d"]
 
 
-def _flat_windows(x, geoms, value):
-    win = windows(x, geoms, value)
-    lead = win.shape[:2 + len(geoms)]
-    return win.reshape(lead + (math.prod(win.shape[len(lead):]),))  # NOTE: not -1: an empty batch has no size to infer
+def _tap_slices(geoms):
+    """For each kernel tap (in C order), the strided slice of the padded input that this tap reads in every window."""
+    for taps in itertools.product(*(range(g.kernel) for g in geoms)):
+        yield (Ellipsis,) + tuple(slice(k * g.dilation, k * g.dilation + (g.out - 1) * g.stride + 1, g.stride)
+                                  for k, g in zip(taps, geoms))
+
+
+def _tap_dtype(geoms):
+    """The smallest unsigned dtype that numbers every tap of a window (uint8 up to 256 taps)."""
+    taps = math.prod(g.kernel for g in geoms)
+    return dtypes.uint8 if taps <= 256 else dtypes.int32
+
+
+def _window_max(x, geoms):
+    """Max over each window and the winning tap (its index in the window, C order), as PyTorch picks it.
+
+    NOTE: one strided slice per tap, no window copy, three array ops per tap (compare, masked tap
+    store, running maximum). Among equal maxima the first tap wins (strict ``>``). NaN propagates
+    through ``maximum``; PyTorch's rule (``val > max || isnan(val)``) then points the index at the
+    window's last NaN tap, which a second pass does only when a NaN is present (on NumPy; CuPy always
+    runs it rather than ask the device whether there is one).
+    """
+    xp = xp_of(x)
+    padded = pad_input(x, geoms, -numpy.inf)
+    slices = list(_tap_slices(geoms))
+    best = padded[slices[0]].copy(order="K")  # NOTE: "K": keep the input's layout (channels last after a conv)
+    arg = xp.zeros_like(best, dtype=_tap_dtype(geoms))
+    take = xp.empty_like(best, dtype=bool)
+    for tap, index in enumerate(slices[1:], start=1):
+        v = padded[index]
+        xp.greater(v, best, out=take)
+        xp.copyto(arg, tap, where=take)
+        xp.maximum(best, v, out=best)
+    if xp is not numpy or xp.isnan(best).any():
+        for tap, index in enumerate(slices):
+            xp.isnan(padded[index], out=take)
+            xp.copyto(arg, tap, where=take)
+    return best, arg
 
 
 def _gather(x, geoms, arg):
-    flat = _flat_windows(x, geoms, 0.0)
-    return xp_of(x).take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
+    """The element of each window that ``arg`` names (max pooling with the argmax held fixed)."""
+    xp = xp_of(x)
+    padded = pad_input(x, geoms, 0.0)
+    out = xp.zeros_like(arg, dtype=x.dtype)
+    for tap, index in enumerate(_tap_slices(geoms)):
+        xp.copyto(out, padded[index], where=arg == tap)
+    return out
+
+
+def _zeros_in_layout_of(like, shape, dtype):
+    """Zeros of ``shape`` (N, C, *spatial), channels last in memory when ``like`` is (so slices line up)."""
+    xp = xp_of(like)
+    if like.ndim > 2 and like.strides[1] < like.strides[-1]:
+        return xp.moveaxis(xp.zeros((shape[0],) + shape[2:] + (shape[1],), dtype=dtype), -1, 1)
+    return xp.zeros(shape, dtype=dtype)
 
 
 def _scatter(g, geoms, arg, dtype):
+    """Adjoint of ``_gather``: each value of ``g`` added back at the input position ``arg`` names.
+
+    NOTE: windows that cannot overlap (stride >= kernel, the usual pooling) write disjoint slices,
+    so each tap is a masked copy; overlapping windows add, in fp32 for half dtypes (one rounding).
+    """
     xp = xp_of(g)
-    taps = math.prod(gm.kernel for gm in geoms)
-    onehot = xp.arange(taps) == arg[..., None]
-    cols = (onehot * g[..., None]).reshape(g.shape + tuple(gm.kernel for gm in geoms))
-    return col2im(cols, geoms, dtype)
+    overlap = any(g_.stride < g_.extent for g_ in geoms)
+    acc = dtypes.float32 if overlap and dtype in dtypes.LOW_PRECISION else dtype
+    buf = _zeros_in_layout_of(arg, g.shape[:2] + tuple(gm.padded for gm in geoms), acc)
+    for tap, index in enumerate(_tap_slices(geoms)):
+        if overlap:
+            buf[index] += xp.where(arg == tap, g, 0).astype(acc, copy=False)
+        else:
+            xp.copyto(buf[index], g, where=arg == tap)
+    crop = tuple(slice(gm.lo, gm.lo + gm.size) for gm in geoms)
+    return buf[(Ellipsis,) + crop].astype(dtype, copy=False)
 
 
 class MaxPool(Function):
-    """Max over each window; also returns the flat input index of each maximum (int64)."""
+    """Max over each window; with ``with_indices`` also the flat input index of each maximum (int64)."""
 
     op_name = "max_pool"
 
     @staticmethod
-    def forward(ctx, x, geoms=()):
-        flat = _flat_windows(x.array, geoms, -numpy.inf)
-        arg = flat.argmax(axis=-1)
+    def forward(ctx, x, geoms=(), with_indices=False):
+        out, arg = _window_max(x.array, geoms)
         ctx.geoms, ctx.arg, ctx.dtype = geoms, arg, x.dtype
-        out = xp_of(x).take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
-        return out, _flat_indices(arg, geoms)
+        return (out, _flat_indices(arg, geoms)) if with_indices else out
 
     @staticmethod
     def backward(ctx, grad, _grad_indices=None):
@@ -98,7 +155,7 @@ class _WindowGather(Function):
 def _flat_indices(arg, geoms):
     """Flat index into each (unpadded) input plane of every window's maximum, as PyTorch returns it."""
     xp = xp_of(arg)
-    taps = xp.unravel_index(arg, tuple(g.kernel for g in geoms))
+    taps = xp.unravel_index(arg.astype(dtypes.int64), tuple(g.kernel for g in geoms))
     nd, flat = len(geoms), 0
     for i, (tap, g) in enumerate(zip(taps, geoms)):
         start = xp.arange(g.out).reshape((g.out,) + (1,) * (nd - 1 - i)) * g.stride - g.lo
@@ -194,8 +251,7 @@ def _max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode, retu
     op_name = f"max_pool{nd}d"
     unbatched = check_input(op_name, nd, input)
     geoms = _pool_geoms(op_name, nd, input, kernel_size, stride, padding, dilation, ceil_mode)
-    out, indices = _batched(unbatched, lambda x: MaxPool.apply(x, geoms=geoms), input)
-    return (out, indices) if return_indices else out
+    return _batched(unbatched, lambda x: MaxPool.apply(x, geoms=geoms, with_indices=bool(return_indices)), input)
 
 
 def _divisor(geoms, count_include_pad, divisor_override):
