@@ -20,7 +20,7 @@ import numpy
 from .. import dtypes
 from ..autograd.function import Function
 from ._conv_args import check_input, ntuple
-from ._im2col import Geometry, col2im, output_length, pad_input, windows
+from ._im2col import Geometry, col2im, output_length, pad_input
 from ._util import compute_in_fp32, xp_of
 from .linalg import matmul_arrays
 from .shape import squeeze, unsqueeze
@@ -163,6 +163,16 @@ def _flat_indices(arg, geoms):
     return flat.astype(dtypes.int64)
 
 
+def _window_sum(x, geoms):
+    """Sum over each window, one strided slice-add per tap (fp32 accumulation for half dtypes)."""
+    padded = pad_input(x, geoms, 0.0)
+    slices = _tap_slices(geoms)
+    total = padded[next(slices)].astype(dtypes.float32 if x.dtype in dtypes.LOW_PRECISION else x.dtype)
+    for index in slices:
+        total += padded[index]
+    return total
+
+
 class AvgPool(Function):
     """Window sums times ``1/divisor`` (a per-window array)."""
 
@@ -171,11 +181,7 @@ class AvgPool(Function):
     @staticmethod
     def forward(ctx, x, geoms=(), inv_divisor=None):
         ctx.geoms, ctx.inv_divisor, ctx.dtype = geoms, inv_divisor, x.dtype
-        win = windows(x.array, geoms, 0.0)
-        nd = len(geoms)
-        acc = dtypes.float32 if x.dtype in dtypes.LOW_PRECISION else None
-        total = win.sum(axis=tuple(range(-nd, 0)), dtype=acc)
-        return (total * inv_divisor.astype(total.dtype, copy=False)).astype(x.dtype, copy=False)
+        return (_window_sum(x.array, geoms) * inv_divisor).astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
@@ -254,28 +260,53 @@ def _max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode, retu
     return _batched(unbatched, lambda x: MaxPool.apply(x, geoms=geoms, with_indices=bool(return_indices)), input)
 
 
-def _divisor(geoms, count_include_pad, divisor_override):
-    """``1/divisor`` per window (host NumPy, float64), PyTorch's rule for padding and ceil_mode windows."""
+def _inv_divisor(xp, geoms, count_include_pad, divisor_override, dtype):
+    """``1/divisor`` per window, PyTorch's rule for padding and ceil_mode windows.
+
+    NOTE (issue 14): nothing is uploaded from host memory. When every window has the same divisor
+    (no padding counted differently, no clipped ceil_mode window, or ``divisor_override``) it is a
+    Python float; otherwise the per-window array is computed on the input's device (``xp.arange``
+    and friends), in float32 (float64 for float64 inputs).
+
+    Args:
+        xp: the input's array module.
+        geoms: one Geometry per spatial dimension.
+        count_include_pad: count padded zeros in the divisor.
+        divisor_override: a non-zero int to use instead, or None.
+        dtype: the input's dtype.
+    """
     if divisor_override is not None:
         if not isinstance(divisor_override, int) or divisor_override == 0:
             raise ValueError(f"avg_pool: divisor_override must be a non-zero int, got {divisor_override!r}")
-        return numpy.full(tuple(g.out for g in geoms), 1.0 / divisor_override)
-    counts = numpy.ones(())
-    for g in geoms:
-        start = numpy.arange(g.out) * g.stride - g.lo
-        end = numpy.minimum(start + g.kernel, g.size + g.lo)
-        if not count_include_pad:
-            start, end = numpy.maximum(start, 0), numpy.minimum(end, g.size)
-        counts = numpy.multiply.outer(counts, end - start)
+        return 1.0 / divisor_override
+    spans = [_window_spans(g, count_include_pad) for g in geoms]
+    if all(lo_hi is None for lo_hi in spans):
+        return 1.0 / math.prod(g.kernel for g in geoms)
+    acc = dtypes.float64 if dtype == dtypes.float64 else dtypes.float32
+    counts = xp.ones((), dtype=acc)
+    for g, lo_hi in zip(geoms, spans):
+        if lo_hi is None:
+            count = xp.full((g.out,), g.kernel, dtype=acc)
+        else:
+            start = xp.arange(g.out, dtype=acc) * g.stride - g.lo
+            end = xp.minimum(start + g.kernel, lo_hi[1])
+            count = end - xp.maximum(start, lo_hi[0])
+        counts = counts[..., None] * count
     return 1.0 / counts
+
+
+def _window_spans(g, count_include_pad):
+    """The range ``(low, high)`` a window is clipped to along ``g``, or None if no window is clipped."""
+    low, high = (0, g.size) if not count_include_pad else (-g.lo, g.size + g.lo)
+    first, last = -g.lo, (g.out - 1) * g.stride - g.lo
+    return None if first >= low and last + g.kernel <= high else (low, high)
 
 
 def _avg_pool(nd, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):  # noqa: A002
     op_name = f"avg_pool{nd}d"
     unbatched = check_input(op_name, nd, input)
     geoms = _pool_geoms(op_name, nd, input, kernel_size, stride, padding, 1, ceil_mode)
-    host = _divisor(geoms, count_include_pad, divisor_override)
-    inv = xp_of(input).asarray(host.astype(numpy.float64 if input.dtype == dtypes.float64 else numpy.float32))
+    inv = _inv_divisor(xp_of(input), geoms, count_include_pad, divisor_override, input.dtype)
     return _batched(unbatched, lambda x: AvgPool.apply(x, geoms=geoms, inv_divisor=inv), input)
 
 
