@@ -190,3 +190,19 @@ def test_conv_under_autocast_casts_mixed_inputs_first(name, x_shape, w_shape, lo
         getattr(torch.nn.functional, name)(*_conv_args(torch, x_shape, w_shape, mixed))
     with cn.amp.autocast("cpu", dtype=low), pytest.raises(RuntimeError, match="must have the same dtype"):
         getattr(ops, name)(*_conv_args(cn, x_shape, w_shape, mixed))
+
+
+@pytest.mark.parametrize("nd, kw", [(2, dict(stride=2, padding=1, dilation=2, groups=2)), (1, dict(padding=2)),
+                                    (3, dict(stride=(1, 2, 1), padding=1))])
+def test_channels_first_columns_of_the_cupy_path_match_torch_on_numpy(monkeypatch, nd, kw):
+    # NOTE: the GPU's column layout (fused im2col/col2im, their NumPy references here), forced on the CPU
+    monkeypatch.setattr(conv, "channels_last", lambda x: False)
+    size, kernel = (5, 6, 4)[:nd], (3, 2, 2)[:nd]
+    fn, tfn = getattr(ops, f"conv{nd}d"), getattr(F, f"conv{nd}d")
+    tfn_t, fn_t = getattr(F, f"conv_transpose{nd}d"), getattr(ops, f"conv_transpose{nd}d")
+    groups = kw.get("groups", 1)
+    check_op([(2, 4) + size, (6, 4 // groups) + kernel, (6,)], lambda x, w, b: fn(x, w, b, **kw),
+             lambda x, w, b: tfn(x, w, b, **kw))
+    tkw = {k: v for k, v in kw.items() if k != "dilation"}
+    check_op([(2, 4) + size, (4, 6 // groups) + kernel, (6,)], lambda x, w, b: fn_t(x, w, b, **tkw),
+             lambda x, w, b: tfn_t(x, w, b, **tkw))
