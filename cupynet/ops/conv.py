@@ -32,6 +32,7 @@ from .. import dtypes
 from ..autograd.function import Function
 from . import fused
 from ._conv_args import check_conv, check_conv_transpose, check_same_dtype
+from ._im2col import Geometry
 from ._util import xp_of
 from .linalg import matmul_arrays
 from .reduce import sum as _sum
@@ -202,15 +203,53 @@ def conv_arrays(x, w, bias, geoms, groups, keep_cols=False):
         groups: number of groups.
         keep_cols: return ``(y, cols)`` instead of ``y``.
     """
+    y, cols = _conv_unrounded(x, w, geoms, groups, fp32_out=bias is not None)
+    y = _add_bias(y, bias, x.dtype)
+    return (y, cols) if keep_cols else y
+
+
+def _conv_unrounded(x, w, geoms, groups, fp32_out):
+    """im2col + GEMM: ``(y, cols)`` with ``y`` (N, O, *out) in fp32 for half inputs when ``fp32_out``."""
     last = channels_last(x)
     cols = _cols(x, geoms, groups, last)
-    y = _gemm(cols, _weight_matrix(w, groups, last), fp32_out=bias is not None)
-    y = _add_bias(_from_out_matrix(y, x.shape[0], tuple(g.out for g in geoms)), bias, x.dtype)
-    return (y, cols) if keep_cols else y
+    y = _gemm(cols, _weight_matrix(w, groups, last), fp32_out=fp32_out)
+    return _from_out_matrix(y, x.shape[0], tuple(g.out for g in geoms)), cols
+
+
+# NOTE: below this many input channels per group the input gradient goes through col2im: the flipped
+# convolution's GEMM would have too few columns to run well (issue 15's measurements: C >= 16 wins)
+FLIPPED_MIN_CHANNELS = 16
+
+
+def _flipped_geoms(geoms):
+    """The input gradient of a stride-1 conv as a stride-1 conv of ``g``: its geometries, or None.
+
+    NOTE: with stride 1, ``dx = conv(g, flip(w)^T)`` padded by ``d*(k-1) - lo`` before and
+    ``d*(k-1) - hi`` after; None when a stride is not 1 or the padding exceeds ``d*(k-1)``.
+    """
+    flipped = []
+    for g in geoms:
+        lo, hi = g.dilation * (g.kernel - 1) - g.lo, g.size + g.lo - g.out
+        if g.stride != 1 or lo < 0 or hi < 0:
+            return None
+        flipped.append(Geometry(g.kernel, 1, g.dilation, lo, g.out, g.size))
+    return tuple(flipped)
+
+
+def _flipped_weight(w, groups):
+    """(O, C/G, *kernel) -> (C, O/G, *kernel), each kernel reversed in every spatial dimension."""
+    o, cg, nd = w.shape[0], w.shape[1], w.ndim - 2
+    w = w.reshape((groups, o // groups, cg) + w.shape[2:]).swapaxes(1, 2)
+    w = w[(Ellipsis,) + (slice(None, None, -1),) * nd]
+    return xp_of(w).ascontiguousarray(w).reshape((groups * cg, o // groups) + w.shape[3:])
 
 
 def conv_transpose_arrays(g, w, bias, geoms, groups):
     """The adjoint of ``conv_arrays`` in its input: (N, O, *out) -> (N, C, *size), plus bias over C.
+
+    On the channels-last path a stride-1 map with at least ``FLIPPED_MIN_CHANNELS`` channels per
+    group runs as a convolution of ``g`` with the flipped kernel (one im2col + GEMM, no scatter);
+    otherwise one GEMM to columns and ``col2im``.
 
     Args:
         g: array in output space (N, O, *out).
@@ -220,6 +259,10 @@ def conv_transpose_arrays(g, w, bias, geoms, groups):
         groups: number of groups.
     """
     last = channels_last(g)
+    flipped = _flipped_geoms(geoms) if last and w.shape[1] >= FLIPPED_MIN_CHANNELS else None
+    if flipped is not None:
+        dx, _ = _conv_unrounded(g, _flipped_weight(w, groups), flipped, groups, fp32_out=True)
+        return _add_bias(dx, bias, g.dtype)
     # NOTE: the transposed weight matrix made contiguous (it is small): BLAS runs this GEMM faster so
     wmat_t = xp_of(w).ascontiguousarray(_weight_matrix(w, groups, last).transpose(0, 2, 1))
     dcols = _gemm(_out_matrix(g, groups), wmat_t, fp32_out=True)
