@@ -114,7 +114,7 @@ def test_max_pool_propagates_nan_like_torch():
 
 
 @pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
-                                dict(kernel_size=3, stride=1)])
+                                dict(kernel_size=3, stride=1), dict(kernel_size=2, padding=1, ceil_mode=True)])
 def test_max_pool_nan_and_tie_indices_and_gradient_match_torch(kw):
     # NOTE: ties (the first maximum wins) and NaN windows (NaN propagates, the last NaN tap is the index)
     x = np.round(np.random.default_rng(3).standard_normal((2, 3, 6, 6)))
@@ -162,3 +162,10 @@ def test_avg_pool_uniform_divisor_is_a_python_float():
     geoms = _pool_geoms("avg_pool2d", 2, cn.randn(1, 1, 8, 8), 2, None, 0, 1, False)
     assert _inv_divisor(_NoUpload, geoms, True, None, cn.float32) == 0.25
     assert _inv_divisor(_NoUpload, geoms, True, 3, cn.float32) == 1 / 3
+
+
+@pytest.mark.parametrize("kw", [dict(kernel_size=2, padding=1), dict(kernel_size=(2, 3), stride=(3, 3), dilation=2)])
+def test_non_overlapping_max_pool_double_backward(kw):
+    # NOTE: windows that cannot overlap take the indexed scatter/gather path, both ways
+    check_op([(2, 2, 6, 7)], lambda x: ops.max_pool2d(x, **kw), lambda x: F.max_pool2d(x, **kw),
+             arrays=_distinct((2, 2, 6, 7), seed=8))

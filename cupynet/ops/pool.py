@@ -69,39 +69,53 @@ def _window_max(x, geoms):
     return best, arg
 
 
+def _padded_index(arg, geoms):
+    """Flat index, into a C-contiguous (N, C, *padded) buffer, of the input element each window's ``arg`` names.
+
+    NOTE: built on the arrays' device from ``arange``s (nothing uploaded): the window start plus the
+    tap's offset inside its window plus the (n, c) plane's start.
+    """
+    xp, nd = xp_of(arg), len(geoms)
+    padded = tuple(g.padded for g in geoms)
+    steps = [math.prod(padded[i + 1:]) for i in range(nd)]
+    taps = xp.zeros((), dtype=dtypes.int64)
+    starts = xp.zeros((), dtype=dtypes.int64)
+    for g, step in zip(geoms, steps):
+        taps = taps[..., None] + xp.arange(g.kernel, dtype=dtypes.int64) * (g.dilation * step)
+        starts = starts[..., None] + xp.arange(g.out, dtype=dtypes.int64) * (g.stride * step)
+    planes = xp.arange(arg.shape[0] * arg.shape[1], dtype=dtypes.int64) * math.prod(padded)
+    index = taps.reshape(-1).take(arg)
+    index += starts
+    index += planes.reshape(arg.shape[:2] + (1,) * nd)
+    return index
+
+
 def _gather(x, geoms, arg):
     """The element of each window that ``arg`` names (max pooling with the argmax held fixed)."""
     xp = xp_of(x)
-    padded = pad_input(x, geoms, 0.0)
-    out = xp.zeros_like(arg, dtype=x.dtype)
-    for tap, index in enumerate(_tap_slices(geoms)):
-        xp.copyto(out, padded[index], where=arg == tap)
-    return out
-
-
-def _zeros_in_layout_of(like, shape, dtype):
-    """Zeros of ``shape`` (N, C, *spatial), channels last in memory when ``like`` is (so slices line up)."""
-    xp = xp_of(like)
-    if like.ndim > 2 and like.strides[1] < like.strides[-1]:
-        return xp.moveaxis(xp.zeros((shape[0],) + shape[2:] + (shape[1],), dtype=dtype), -1, 1)
-    return xp.zeros(shape, dtype=dtype)
+    padded = xp.ascontiguousarray(pad_input(x, geoms, 0.0))
+    return padded.reshape(-1).take(_padded_index(arg, geoms))
 
 
 def _scatter(g, geoms, arg, dtype):
     """Adjoint of ``_gather``: each value of ``g`` added back at the input position ``arg`` names.
 
-    NOTE: windows that cannot overlap (stride >= kernel, the usual pooling) write disjoint slices,
-    so each tap is a masked copy; overlapping windows add, in fp32 for half dtypes (one rounding).
+    NOTE: windows that cannot overlap (stride >= kernel, the usual pooling) name distinct positions,
+    so one indexed assignment writes them all; overlapping windows add tap by tap, in fp32 for half
+    dtypes (one rounding), without a scatter-add (deterministic).
     """
     xp = xp_of(g)
     overlap = any(g_.stride < g_.extent for g_ in geoms)
     acc = dtypes.float32 if overlap and dtype in dtypes.LOW_PRECISION else dtype
-    buf = _zeros_in_layout_of(arg, g.shape[:2] + tuple(gm.padded for gm in geoms), acc)
-    for tap, index in enumerate(_tap_slices(geoms)):
-        if overlap:
+    shape = g.shape[:2] + tuple(gm.padded for gm in geoms)
+    if overlap:
+        buf = xp.zeros(shape, dtype=acc)
+        for tap, index in enumerate(_tap_slices(geoms)):
             buf[index] += xp.where(arg == tap, g, 0).astype(acc, copy=False)
-        else:
-            xp.copyto(buf[index], g, where=arg == tap)
+    else:
+        buf = xp.zeros(math.prod(shape), dtype=acc)
+        buf[_padded_index(arg, geoms)] = g
+        buf = buf.reshape(shape)
     crop = tuple(slice(gm.lo, gm.lo + gm.size) for gm in geoms)
     return buf[(Ellipsis,) + crop].astype(dtype, copy=False)
 
