@@ -173,3 +173,17 @@ def test_batch_norm_tensor_momentum_must_be_a_0d_float():
     assert (rm.numpy() == 0).all() and (rv.numpy() == 1).all()
     cn.batch_norm(x, rm, rv, training=True, momentum=cn.tensor(0.5))
     np.testing.assert_allclose(rm.numpy(), x.numpy().mean(0) * 0.5, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("affine", [False, True])
+def test_in_place_change_of_the_output_leaves_the_saved_xhat_alone(affine):
+    # NOTE: the first-order backward reads the forward's xhat: the output must not alias it
+    x = cn.tensor(np.random.default_rng(4).standard_normal((4, 3, 2)), requires_grad=True)
+    w = cn.tensor(np.ones(3), requires_grad=True) if affine else None
+    g = cn.tensor(np.random.default_rng(5).standard_normal((4, 3, 2)))
+    for fn in (lambda t: cn.batch_norm(t, None, None, w, training=True), lambda t: cn.group_norm(t, 1),
+               lambda t: cn.layer_norm(t, (3, 2))):
+        y = fn(x)
+        ref = cn.autograd.grad(fn(x), x, g)[0].numpy()
+        y.detach().array[...] = 7.0
+        np.testing.assert_array_equal(cn.autograd.grad(y, x, g)[0].numpy(), ref)

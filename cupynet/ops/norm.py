@@ -58,16 +58,21 @@ def _standardize_array(xf, axes, eps):
     mu = xf.mean(axis=axes, keepdims=True)
     centered = xf - mu
     var = (centered * centered).mean(axis=axes, keepdims=True)
-    return centered / xp.sqrt(var + eps), mu, var
+    centered /= xp.sqrt(var + eps)  # NOTE: in place (centered is fresh): the same values, one array fewer
+    return centered, mu, var
 
 
 def _affine_array(xhat, weight, bias, param_shape, out_dtype):
     """``xhat * weight + bias`` (either may be None) in xhat's dtype, rounded once to ``out_dtype``."""
+    y = xhat
     if weight is not None:
-        xhat = xhat * weight.array.reshape(param_shape).astype(xhat.dtype)
+        y = xhat * weight.array.reshape(param_shape).astype(xhat.dtype)
     if bias is not None:
-        xhat = xhat + bias.array.reshape(param_shape).astype(xhat.dtype)
-    return xhat.astype(out_dtype, copy=False)
+        b = bias.array.reshape(param_shape).astype(xhat.dtype)
+        # NOTE: add in place when y is already a fresh array (xhat itself is kept for backward)
+        y = xp_of(y).add(y, b, out=y) if y is not xhat else y + b
+    # NOTE: never hand out xhat itself: backward reads it, and the output may be modified in place
+    return y.astype(out_dtype, copy=y is xhat)
 
 
 def _standardize_grad(x, grad_xhat, axes, eps):
