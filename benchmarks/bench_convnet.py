@@ -58,6 +58,17 @@ def _data(shape, batch):
     return rng.standard_normal((batch, *shape)).astype(np.float32), rng.integers(0, 10, batch)
 
 
+def _stepper(opt, loss_fn, region):
+    """A training step: zero the gradients, loss (inside ``region``), backward, optimizer step."""
+    def step():
+        opt.zero_grad()
+        with region():
+            loss = loss_fn()
+        loss.backward()
+        opt.step()
+    return step
+
+
 def cupynet_step(build, shape, batch, bf16):
     """One SGD-momentum training step of the cupynet model, as a closure.
 
@@ -73,14 +84,7 @@ def cupynet_step(build, shape, batch, bf16):
     xs, ys = _data(shape, batch)
     x, y = cn.tensor(xs), cn.tensor(ys)
     region = (lambda: amp.autocast("cpu", dtype=cn.bfloat16)) if bf16 else contextlib.nullcontext
-
-    def step():
-        opt.zero_grad()
-        with region():
-            loss = nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-    return step, model
+    return _stepper(opt, lambda: nn.functional.cross_entropy(model(x), y), region), model
 
 
 def torch_step(model, torch_build, shape, batch, bf16, torch):
@@ -105,14 +109,7 @@ def torch_step(model, torch_build, shape, batch, bf16, torch):
     xs, ys = _data(shape, batch)
     x, y = torch.tensor(xs), torch.tensor(ys)
     region = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if bf16 else contextlib.nullcontext
-
-    def step():
-        opt.zero_grad()
-        with region():
-            loss = torch.nn.functional.cross_entropy(theirs(x), y)
-        loss.backward()
-        opt.step()
-    return step
+    return _stepper(opt, lambda: torch.nn.functional.cross_entropy(theirs(x), y), region)
 
 
 def main():
