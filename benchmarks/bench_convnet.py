@@ -28,11 +28,7 @@ from cupynet.models import build_model
 
 
 def bn_net():
-    """Three conv-BatchNorm-ReLU-maxpool blocks (3 -> 16 -> 32 -> 64 channels) and a linear classifier.
-
-    Args:
-        None.
-    """
+    """Three conv-BatchNorm-ReLU-maxpool blocks (3 -> 16 -> 32 -> 64 channels) and a linear classifier."""
     def block(cin, cout):
         return [nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU(), nn.MaxPool2d(2)]
     return nn.Sequential(*block(3, 16), *block(16, 32), *block(32, 64), nn.Flatten(), nn.Linear(64 * 4 * 4, 10))
