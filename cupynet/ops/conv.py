@@ -60,8 +60,8 @@ def channels_last(x):
 def padded_channels_last(x, geoms, value=0.0):
     """``x`` (N, C, *size) as a C-contiguous ``(N, *padded, C)`` array holding every window of ``geoms``.
 
-    NOTE: an input that is already channels last in memory (a conv's output) needs no copy when
-    unpadded; otherwise this is the one pass over ``x`` that changes its layout.
+    NOTE: the one pass over ``x`` that changes its layout (none for an unpadded input that is
+    already channels last in memory).
 
     Args:
         x: the input array.
@@ -168,7 +168,7 @@ def _col2im_channels_last(dcols, n, geoms, out_dtype):
         buf[(slice(None),) + target] += view[(slice(None),) * (1 + nd) + taps]
     buf = buf[(slice(None),) + tuple(slice(g.lo, g.lo + g.size) for g in geoms)]
     buf = buf.reshape(buf.shape[:1 + nd] + (groups * cg,)).astype(out_dtype, copy=False)
-    return xp.moveaxis(buf, -1, 1)
+    return xp.ascontiguousarray(xp.moveaxis(buf, -1, 1))  # NOTE: NCHW, as _from_out_matrix
 
 
 def _col2im(dcols, n, geoms, out_dtype, last):
