@@ -169,3 +169,11 @@ def test_non_overlapping_max_pool_double_backward(kw):
     # NOTE: windows that cannot overlap take the indexed scatter/gather path, both ways
     check_op([(2, 2, 6, 7)], lambda x: ops.max_pool2d(x, **kw), lambda x: F.max_pool2d(x, **kw),
              arrays=_distinct((2, 2, 6, 7), seed=8))
+
+
+def test_adaptive_averaging_matrix_is_computed_on_the_device():
+    from cupynet.ops.pool import _averaging_matrix
+    for size, out in ((7, 3), (5, 5), (4, 7), (1, 2)):
+        m = _averaging_matrix(_NoUpload, size, out)
+        want = F.adaptive_avg_pool1d(torch.eye(size, dtype=torch.float64)[None], out)[0].numpy().T
+        np.testing.assert_allclose(m, want, rtol=1e-15, atol=0)

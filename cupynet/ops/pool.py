@@ -324,13 +324,20 @@ def _avg_pool(nd, input, kernel_size, stride, padding, ceil_mode, count_include_
     return _batched(unbatched, lambda x: AvgPool.apply(x, geoms=geoms, inv_divisor=inv), input)
 
 
-def _averaging_matrix(size, out):
-    """(out, size) matrix whose row i averages input[floor(i*size/out) : ceil((i+1)*size/out)]."""
-    m = numpy.zeros((out, size))
-    for i in range(out):
-        lo, hi = (i * size) // out, -(-((i + 1) * size) // out)
-        m[i, lo:hi] = 1.0 / (hi - lo)
-    return m
+def _averaging_matrix(xp, size, out):
+    """(out, size) float64 matrix whose row i averages input[floor(i*size/out) : ceil((i+1)*size/out)].
+
+    NOTE (issue 14): computed on the input's device from ``arange``s, nothing uploaded from host memory.
+
+    Args:
+        xp: the input's array module.
+        size: input length.
+        out: output length.
+    """
+    rows = xp.arange(out, dtype=dtypes.int64)[:, None]
+    lo, hi = (rows * size) // out, -(-((rows + 1) * size) // out)
+    cols = xp.arange(size, dtype=dtypes.int64)[None, :]
+    return ((cols >= lo) & (cols < hi)) / (hi - lo).astype(dtypes.float64)
 
 
 def _adaptive_avg_pool(nd, input, output_size):  # noqa: A002
@@ -340,7 +347,7 @@ def _adaptive_avg_pool(nd, input, output_size):  # noqa: A002
         output_size = tuple(s if s is not None else input.shape[-nd + i] for i, s in enumerate(output_size))
     sizes = ntuple(op_name, "output_size", output_size, nd, 1)
     xp = xp_of(input)
-    mats = tuple(xp.asarray(_averaging_matrix(n, o)) for n, o in zip(input.shape[-nd:], sizes))
+    mats = tuple(_averaging_matrix(xp, n, o) for n, o in zip(input.shape[-nd:], sizes))
     return _batched(unbatched, lambda x: AdaptiveAvgPool.apply(x, mats=mats), input)
 
 
