@@ -54,7 +54,7 @@ def _window_max(x, geoms):
     xp = xp_of(x)
     padded = pad_input(x, geoms, -numpy.inf)
     slices = list(_tap_slices(geoms))
-    best = padded[slices[0]].copy(order="K")  # NOTE: "K": keep the input's layout (channels last after a conv)
+    best = padded[slices[0]].copy(order="K")  # NOTE: "K": keep the input's memory layout
     arg = xp.zeros_like(best, dtype=_tap_dtype(geoms))
     take = xp.empty_like(best, dtype=bool)
     for tap, index in enumerate(slices[1:], start=1):
