@@ -7,6 +7,8 @@ scattered back by ``col2im_2d_kernel``. The results must equal the NumPy (channe
 up to the GEMMs' fp32 summation order.
 """
 
+import types
+
 import cuda_emulation as emulation
 import numpy as np
 import pytest
@@ -25,6 +27,9 @@ TOLERANCE = {cases.F32: 1e-5, cases.F16: 2e-3}
 @pytest.fixture
 def gpu(monkeypatch):
     emulated = emulation.install(monkeypatch)
+    emulation.install_fake_cublas(monkeypatch)  # NOTE: grouped half convs batch their GEMMs through cuBLAS
+    emulated.cuda.device = types.SimpleNamespace(get_cublas_handle=lambda: 7)
+    emulated.cuda.runtime.CUDA_R_16F, emulated.cuda.runtime.CUDA_R_16BF = 2, 14  # library_types.h
     monkeypatch.setattr(fused, "_backend_name",
                         lambda a: "cupy" if isinstance(a, emulation.DeviceArray) else "numpy")
     return emulated
