@@ -971,6 +971,18 @@ for _label, _args in (("square", (3, 3, 0)), ("wide", (3, 5, 1)), ("tall", (4, 2
     case("triu_indices", _label, lambda lib, a=_args: lib.triu_indices(*a))
     case("tril_indices", _label, lambda lib, a=_args: lib.tril_indices(*a))
 
+# --- issue 13 (h-acts): the remaining activations; random ones (rrelu in training, gumbel_softmax) are
+# EXCLUDED below and checked statistically in tests/test_ops_activation_extra.py
+for _name, _kw, _f, _b in (
+        ("selu", {}, 8, 16), ("celu", {"alpha": 0.5}, 8, 16), ("softsign", {}, 4, 8), ("logsigmoid", {}, 8, 16),
+        ("tanhshrink", {}, 8, 16), ("threshold", {"threshold": 0.25, "value": -0.5}, 1, 1),
+        ("softshrink", {"lambd": 0.25}, 2, 1), ("hardshrink", {"lambd": 0.25}, 1, 1), ("rrelu", {}, 2, 2)):
+    _elementwise(_name, _F(_name, **_kw), fwd=_f, bwd=_b)
+for _label, _spec, _dim in (("0d", X(), 0), ("empty", X(0, 3), 1), ("T", X(3, 4, lay="T"), 0),
+                            ("flip", X(3, 4, lay="flip"), -1)):
+    case("softmin", _label, _F("softmin", dim=_dim), _spec, fwd=8, bwd=16)
+
+
 def _params():
     return [pytest.param(c, d, id=f"{c.name}-{c.label}-{d}") for c in CASES for d in c.dtypes]
 
@@ -992,6 +1004,8 @@ EXCLUDED = {
     "normal_": "random values, as randn_like (tests/test_inplace_views.py checks the range and that p changes)",
     "uniform_": "random values, as randn_like (tests/test_inplace_views.py checks the range and that p changes)",
     "empty_like": "PyTorch's values are uninitialised memory: nothing to compare",
+    "gumbel_softmax": "random Gumbel noise (another stream than torch's); one-hot/sum-to-1/straight-through and the "
+                      "argmax distribution in tests/test_ops_activation_extra.py",
 }
 CREATION_FROM_TENSOR = ("zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like")
 
