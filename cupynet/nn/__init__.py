@@ -139,8 +139,19 @@ from .activation import (  # noqa: E402 - one grouped block, kept apart from the
     Tanhshrink,
     Threshold,
 )
+from .loss import (  # noqa: E402
+    CosineEmbeddingLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
+    MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
+    PairwiseDistance,
+    TripletMarginLoss,
+)
 
 __all__ += [
     "SELU", "CELU", "Softsign", "LogSigmoid", "Tanhshrink", "Threshold", "Softshrink", "Hardshrink", "RReLU",
-    "Softmin", "Softmax2d",
+    "Softmin", "Softmax2d", "PairwiseDistance", "TripletMarginLoss", "CosineEmbeddingLoss", "MultiLabelSoftMarginLoss",
+    "GaussianNLLLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "HingeEmbeddingLoss",
 ]

@@ -18,10 +18,7 @@ from .module import FunctionalLayer, Module
 from .parameter import Parameter
 
 __all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "Mish",
-           "Hardswish", "Hardsigmoid", "ELU", "ReLU6", "Hardtanh", "Softplus", "GLU", "PReLU",
-           # issue 13
-           "SELU", "CELU", "Softsign", "LogSigmoid", "Tanhshrink", "Threshold", "Softshrink", "Hardshrink", "RReLU",
-           "Softmin", "Softmax2d"]
+           "Hardswish", "Hardsigmoid", "ELU", "ReLU6", "Hardtanh", "Softplus", "GLU", "PReLU"]
 
 _INPLACE = (("inplace", False),)
 
@@ -57,10 +54,6 @@ _OPTION_DOCS = {
     "beta": "the sharpness: the result is log(1 + exp(beta * x)) / beta.",
     "threshold": "above this value of beta * x the result is x.",
     "dim": "the dimension halved: its first half is gated by the sigmoid of the second.",
-    "value": "the value that replaces inputs at or below the threshold.",
-    "lambd": "the half-width (>= 0) of the band around 0 that is zeroed.",
-    "lower": "the smallest random slope for negative inputs.",
-    "upper": "the largest random slope for negative inputs.",
 }
 
 
@@ -200,6 +193,14 @@ class Dropout(Module):
 
 
 # ---- issue 13: the remaining activations --------------------------------------------------------
+__all__ += ["SELU", "CELU", "Softsign", "LogSigmoid", "Tanhshrink", "Threshold", "Softshrink", "Hardshrink", "RReLU",
+            "Softmin", "Softmax2d"]
+_OPTION_DOCS.update({
+    "value": "the value that replaces inputs at or below the threshold.",
+    "lambd": "the half-width (>= 0) of the band around 0 that is zeroed.",
+})
+
+
 def _check_lambd(self, lambd):
     if lambd < 0:
         raise RuntimeError(f"{type(self).__name__}: lambda must be greater or equal to 0, but found to be {lambd}.")
@@ -218,6 +219,7 @@ LogSigmoid = _layer("LogSigmoid", "logsigmoid", "log(1 / (1 + exp(-x))), compute
 Tanhshrink = _layer("Tanhshrink", "tanhshrink", "x - tanh(x).", signature=())
 Threshold = _layer("Threshold", "threshold", "x where x > threshold, value elsewhere.",
                    (("threshold", inspect.Parameter.empty), ("value", inspect.Parameter.empty)) + _INPLACE)
+Threshold.__doc__ = Threshold.__doc__.replace(_OPTION_DOCS["threshold"], "inputs at or below it become value.")
 Softshrink = _layer("Softshrink", "softshrink", "x - lambd * sign(x) where |x| > lambd, 0 elsewhere.",
                     (("lambd", 0.5),), check=_check_lambd)
 Hardshrink = _layer("Hardshrink", "hardshrink", "x where |x| > lambd, 0 elsewhere.", (("lambd", 0.5),),
