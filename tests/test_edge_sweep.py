@@ -981,6 +981,16 @@ for _name, _kw, _f, _b in (
 for _label, _spec, _dim in (("0d", X(), 0), ("empty", X(0, 3), 1), ("T", X(3, 4, lay="T"), 0),
                             ("flip", X(3, 4, lay="flip"), -1)):
     case("softmin", _label, _F("softmin", dim=_dim), _spec, fwd=8, bwd=16)
+# --- issue 13 (h-acts): embedding_bag; offsets [0, 2, 2) cut the flat input into bags with an empty one
+for _mode in ("sum", "mean", "max"):
+    for _label, _specs, _kw in (("2d", (Idx(3, 4, high=5), X(5, 3, lay="T")), {}),
+                                ("offsets", (Idx(6, high=5), X(5, 3, lay="flip")), {"offsets": (0, 2, 2)}),
+                                ("padding", (Idx(2, 5, high=4), X(4, 2, lay="npT")), {"padding_idx": 1}),
+                                ("empty", (Idx(0, high=4), X(4, 2)), {"offsets": (0, 0)})):
+        case("embedding_bag", f"{_label}-{_mode}", lambda lib, i, w, kw=_kw, m=_mode: nnf(lib).embedding_bag(
+            i, w, **{k: lib.tensor(v) if k == "offsets" else v for k, v in kw.items()}, mode=m), *_specs, fwd=4, bwd=8)
+case("embedding_bag", "per-sample-weights", lambda lib, i, w, p: nnf(lib).embedding_bag(
+    i, w, lib.tensor([0, 3]), mode="sum", per_sample_weights=p), Idx(5, high=4), X(4, 3, lay="T"), X(5), fwd=4, bwd=8)
 # --- issue 13 (h-acts): the remaining losses. NOTE: norms and cosines: a sum of squares, a root and a division
 for _label, _specs in (("plain", (X(3, 4, lay="T"), X(3, 4, lay="flip"))), ("bcast", (X(3, 4), X(4))),
                        ("1d", (X(5), X(5, lay="npflip"))), ("empty", (X(0, 3), X(0, 3)))):

@@ -149,9 +149,10 @@ from .loss import (  # noqa: E402
     PairwiseDistance,
     TripletMarginLoss,
 )
+from .sparse import EmbeddingBag  # noqa: E402
 
 __all__ += [
     "SELU", "CELU", "Softsign", "LogSigmoid", "Tanhshrink", "Threshold", "Softshrink", "Hardshrink", "RReLU",
     "Softmin", "Softmax2d", "PairwiseDistance", "TripletMarginLoss", "CosineEmbeddingLoss", "MultiLabelSoftMarginLoss",
-    "GaussianNLLLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "HingeEmbeddingLoss",
+    "GaussianNLLLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "HingeEmbeddingLoss", "EmbeddingBag",
 ]
