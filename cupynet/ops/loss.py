@@ -1474,8 +1474,12 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     return CosineEmbeddingLoss.apply(input1, input2, target.detach(), margin=float(margin), reduction=reduction)
 
 
-def _class_rows(op, input, target):  # noqa: A002
-    """Check a (C,) / (N, C) input against its class-index target; the (N, C) input and (N,) target."""
+def _class_rows(op, input, target, size_average, reduce, reduction):  # noqa: A002
+    """Check a (C,) / (N, C) input, its class-index target and the reduction; the (N, C) input and the target."""
+    no_legacy(op, size_average, reduce)
+    check_tensor(op, "input", input)
+    check_tensor(op, "target", target, floating=False)
+    check_reduction(op, reduction)
     if input.ndim not in (1, 2) or input.shape[-1] == 0:
         raise RuntimeError(f"{op}: Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
                            f"{list(input.shape)}")
@@ -1520,14 +1524,10 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         reduce: deprecated in PyTorch; must be None.
         reduction: 'none', 'mean' or 'sum'.
     """
-    no_legacy("multi_margin_loss", size_average, reduce)
-    check_tensor("multi_margin_loss", "input", input)
-    check_tensor("multi_margin_loss", "target", target, floating=False)
-    check_reduction("multi_margin_loss", reduction)
     check_number("multi_margin_loss", "margin", margin)
     if p not in (1, 2) or isinstance(p, bool):
         raise ValueError(f"multi_margin_loss: only p == 1 and p == 2 supported, got {p!r}")
-    x, target = _class_rows("multi_margin_loss", input, target)
+    x, target = _class_rows("multi_margin_loss", input, target, size_average, reduce, reduction)
     if target.array.size != x.shape[0] or target.ndim > 1:
         raise RuntimeError(f"multi_margin_loss: inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
@@ -1579,11 +1579,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
         reduce: deprecated in PyTorch; must be None.
         reduction: 'none', 'mean' or 'sum'.
     """
-    no_legacy("multilabel_margin_loss", size_average, reduce)
-    check_tensor("multilabel_margin_loss", "input", input)
-    check_tensor("multilabel_margin_loss", "target", target, floating=False)
-    check_reduction("multilabel_margin_loss", reduction)
-    x, target = _class_rows("multilabel_margin_loss", input, target)
+    x, target = _class_rows("multilabel_margin_loss", input, target, size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise RuntimeError(f"multilabel_margin_loss: inconsistent target size: {list(target.shape)} for input of "
                            f"size: {list(input.shape)}")
