@@ -991,11 +991,11 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1, generator=Non
     if not hard:
         return soft
     if logits.ndim == 0:
-        index, hot = None, xp.ones_like(soft.array)
+        hot = xp.ones_like(soft.array)
     else:
-        index = xp.expand_dims(soft.array.argmax(axis=axis), axis)
-        hot = xp.zeros_like(soft.array)
-        xp.put_along_axis(hot, index, 1.0, axis=axis)
+        winner = xp.expand_dims(soft.array.argmax(axis=axis), axis)  # NOTE: the first of tied maxima
+        classes = xp.arange(logits.shape[axis]).reshape([-1 if d == axis else 1 for d in range(logits.ndim)])
+        hot = (classes == winner).astype(soft.dtype)
     return Tensor(hot) - soft.detach() + soft
 
 
