@@ -156,3 +156,12 @@ def test_layers_match_torch(layer, torch_layer):
     x = np.random.default_rng(0).uniform(-2, 2, (2, 3, 4, 5))
     np.testing.assert_allclose(layer()(cn.tensor(x)).array, torch_layer()(torch.tensor(x)).numpy(), rtol=1e-12,
                                atol=1e-15)
+
+
+@pytest.mark.parametrize(("name", "args"), [
+    ("SELU", ()), ("SELU", (True,)), ("CELU", (0.5,)), ("Softsign", ()), ("LogSigmoid", ()), ("Tanhshrink", ()),
+    ("Threshold", (0.1, 20.0)), ("Softshrink", (0.3,)), ("Hardshrink", ()), ("RReLU", ()), ("RReLU", (0.1, 0.2, True)),
+    ("Softmin", (1,)), ("Softmax2d", ()),
+])
+def test_repr_is_torchs(name, args):
+    assert repr(getattr(nn, name)(*args)) == repr(getattr(torch.nn, name)(*args))

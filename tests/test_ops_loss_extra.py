@@ -194,3 +194,12 @@ def test_half_inputs_compute_in_float32_and_round_once():
     wide = TF.multi_margin_loss(torch.tensor(x, dtype=torch.float16).double(), torch.tensor(_CLASSES))
     assert half.dtype == cn.float16
     np.testing.assert_allclose(float(half.item()), wide.item(), rtol=2.0 ** -10)
+
+
+@pytest.mark.parametrize(("name", "kwargs"), [
+    ("PairwiseDistance", {"p": 1.0}), ("TripletMarginLoss", {"margin": 0.5}), ("CosineEmbeddingLoss", {}),
+    ("MultiLabelSoftMarginLoss", {}), ("GaussianNLLLoss", {"full": True}), ("MultiMarginLoss", {"p": 2}),
+    ("MultiLabelMarginLoss", {}), ("HingeEmbeddingLoss", {"margin": 2.0}),
+])
+def test_repr_is_torchs(name, kwargs):
+    assert repr(getattr(nn, name)(**kwargs)) == repr(getattr(torch.nn, name)(**kwargs))

@@ -226,6 +226,14 @@ Hardshrink = _layer("Hardshrink", "hardshrink", "x where |x| > lambd, 0 elsewher
                     check=_check_lambd)
 
 
+def _lambd_repr(self) -> str:
+    """The bare ``lambd``, as PyTorch's repr shows it (``Softshrink(0.5)``)."""
+    return str(self.lambd)
+
+
+Softshrink.extra_repr = Hardshrink.extra_repr = _lambd_repr
+
+
 class RReLU(Module):
     """Randomized leaky relu: slopes from U(lower, upper) for negative inputs in training, their mean in eval.
 
