@@ -1,7 +1,8 @@
 """The CuPy-path wiring of the fused kernels into ops (issue 14 §2), run without a GPU.
 
 ``fused.kernels_enabled`` is pointed at the harness's device arrays, so the ops take their GPU
-branch: cross-entropy runs the real ``softmax_xent.cu`` kernels through the CUDA-on-CPU harness
+branch: cross-entropy, layer norm and Linear+ReLU/GELU run their real kernels (``softmax_xent.cu``,
+``layer_norm.cu``, ``bias_act.cu``) through the CUDA-on-CPU harness
 (``tests/cuda_emulation``; device arrays raise on any host read, so a sync fails the test), and a
 half-precision batched matmul drives the fake cuBLAS of ``test_fused_compile.py``. Each result is
 compared with the op's NumPy path on the same values.
@@ -137,3 +138,148 @@ def test_fp32_out_and_broadcast_batches_keep_xp_matmul(monkeypatch):
     assert linalg.matmul_arrays(a, dev(np.ones((2, 4, 5), np.float16)), fp32_out=True).dtype == np.float32
     linalg.matmul_arrays(a, dev(np.ones((1, 4, 5), np.float16)))  # NOTE: a broadcast batch: not a strided batch
     assert calls == []
+
+
+# ----------------------------------------------------------------------------- layer norm, bias + activation
+
+
+def _grads(op, arrays, seed, upload=np.asarray, create_graph=False):
+    """``op``'s output and the gradients of every input (seeded with ``seed``), as float64 host arrays."""
+    ts = [Tensor(upload(a), requires_grad=True) for a in arrays]
+    out = op(*ts)
+    grads = cn.autograd.grad(out, ts, Tensor(upload(seed.astype(out.dtype))), create_graph=create_graph)
+    return [np.asarray(out.detach().array, np.float64)] + [np.asarray(g.detach().array, np.float64) for g in grads]
+
+
+def _tolerance(dtype, ulps):
+    """``ulps`` fp32 ulps of compute, or two ulps of a half dtype where the result is rounded to one."""
+    return max(ulps * EPS32, 2 * (np.finfo(dtype).eps if dtype is not BF16 else 2.0**-7))
+
+
+def _assert_close_all(device, host, tol):
+    for got, want in zip(device, host, strict=True):
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * max(1.0, np.abs(want).max()))
+
+
+def _kernel_names(gpu):
+    return {n.split("<")[0] for n in gpu.launches}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16])
+@pytest.mark.parametrize("shape, ndim", [((6, 40), 1), ((2, 3, 4, 5), 2)])
+def test_layer_norm_runs_the_fused_kernels_on_the_gpu_path(gpu, dtype, shape, ndim):
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(shape) * 3 + 2).astype(dtype)
+    w = (rng.random(shape[-ndim:]) + 0.5).astype(np.float32)
+    b = rng.standard_normal(shape[-ndim:]).astype(np.float32)
+    seed = rng.standard_normal(shape)
+    op = lambda xt, wt, bt: cn.nn.functional.layer_norm(xt, shape[-ndim:], wt, bt)  # noqa: E731
+    host = _grads(op, (x, w, b), seed)
+    device = _grads(op, (x, w, b), seed, upload=gpu.asarray)
+    assert _kernel_names(gpu) == {"layer_norm_forward_kernel", "layer_norm_backward_kernel",
+                                  "layer_norm_param_grad_kernel"}
+    # NOTE: both in fp32 (a different summation order): the backward's sums over up to 60 terms take a few
+    # more fp32 ulps; halves then round once (a half ulp each side, so two ulps between them)
+    _assert_close_all(device, host, _tolerance(dtype, 64))
+
+
+def test_layer_norm_without_affine_and_parameters_without_grad_on_the_gpu_path(gpu):
+    rng = np.random.default_rng(4)
+    x, seed = rng.standard_normal((5, 8)).astype(np.float32), rng.standard_normal((5, 8))
+    op = lambda xt: cn.nn.functional.layer_norm(xt, (8,))  # noqa: E731
+    _assert_close_all(_grads(op, (x,), seed, upload=gpu.asarray), _grads(op, (x,), seed), 64 * EPS32)
+    w = gpu.asarray(np.full(8, 2.0, np.float16))
+    xt = Tensor(gpu.asarray(x), requires_grad=True)
+    # NOTE: a half weight on an fp32 input: its gradient comes back as float16, the kernels' fp32 rounded once
+    wt = Tensor(w, requires_grad=True)
+    gx, gw = cn.autograd.grad(cn.nn.functional.layer_norm(xt, (8,), wt), [xt, wt],
+                              Tensor(gpu.asarray(seed.astype(np.float32))))
+    assert "layer_norm_param_grad_kernel" in _kernel_names(gpu)
+    assert gx.dtype == np.float32 and gw.dtype == np.float16 and gw.shape == (8,)
+    # NOTE: ``sum grad * xhat`` over the rows, from the fp32 normalized input (a half-ulp rounding)
+    xhat = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(np.asarray(gw.array, np.float64), (seed * xhat).sum(0), rtol=2**-10, atol=2**-10 * 5)
+
+
+def test_layer_norm_double_backward_after_the_fused_forward(monkeypatch):
+    # NOTE: create_graph takes the graph formula after a fused forward; the kernels' reference stands in
+    from cupynet.ops.kernels import reference
+    launches = []
+    monkeypatch.setattr(fused, "kernels_enabled", lambda *arrays: True)
+    monkeypatch.setattr(fused, "_launch", lambda: launches.append(1) or reference)
+    rng = np.random.default_rng(5)
+    x, w, b = rng.standard_normal((4, 6)), rng.random(6) + 0.5, rng.standard_normal(6)
+    arrays = [a.astype(np.float32) for a in (x, w, b)]
+    op = lambda *ts: cn.nn.functional.layer_norm(ts[0], (6,), ts[1], ts[2])  # noqa: E731
+
+    def second_order():
+        ts = [Tensor(a, requires_grad=True) for a in arrays]
+        gx, = cn.autograd.grad(op(*ts).pow(2).sum(), [ts[0]], create_graph=True)
+        return [np.asarray(g.array, np.float64) for g in cn.autograd.grad((gx * gx).sum(), ts)]
+
+    fused_run = second_order()
+    assert launches
+    monkeypatch.undo()
+    _assert_close_all(fused_run, second_order(), 64 * EPS32)
+
+
+def test_layer_norm_on_numpy_keeps_its_array_path(monkeypatch):
+    calls = []
+    monkeypatch.setattr(fused, "layer_norm_forward", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(fused, "layer_norm_backward", lambda *a, **k: calls.append(a))
+    x, w, b = cn.randn(3, 4, requires_grad=True), cn.ones(4, requires_grad=True), cn.zeros(4, requires_grad=True)
+    cn.nn.functional.layer_norm(x, (4,), w, b).sum().backward()
+    assert calls == [] and x.grad is not None
+
+
+def _linear_act(pair):
+    from cupynet.ops._linear_gelu import linear_gelu
+    from cupynet.ops._linear_relu import linear_relu
+    return {"relu": linear_relu, "gelu": linear_gelu}[pair]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16])
+@pytest.mark.parametrize("pair, kernels", [("relu", {"bias_relu_forward_kernel", "bias_relu_backward_kernel"}),
+                                           ("gelu", {"bias_gelu_forward_kernel", "bias_gelu_backward_kernel"})])
+def test_linear_bias_activation_runs_the_fused_kernels_on_the_gpu_path(gpu, dtype, pair, kernels):
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 5, 12)).astype(dtype)
+    w = (rng.standard_normal((16, 12)) / 4).astype(dtype)
+    b = rng.standard_normal(16).astype(dtype)
+    seed = rng.standard_normal((2, 5, 16))
+    host = _grads(_linear_act(pair), (x, w, b), seed)
+    device = _grads(_linear_act(pair), (x, w, b), seed, upload=gpu.asarray)
+    assert _kernel_names(gpu) == kernels
+    # NOTE: the GPU path adds the bias in fp32 to the GEMM's rounded output (the host path rounds after the
+    # add): an ulp of the dtype before the activation; then fp32 math (the kernel's erf/exp) rounded once
+    _assert_close_all(device, host, _tolerance(dtype, 16))
+
+
+@pytest.mark.parametrize("pair", ["relu", "gelu"])
+def test_linear_bias_activation_double_backward_after_the_fused_forward(monkeypatch, pair):
+    from cupynet.ops.kernels import reference
+    launches = []
+    monkeypatch.setattr(fused, "kernels_enabled", lambda *arrays: True)
+    monkeypatch.setattr(fused, "_launch", lambda: launches.append(1) or reference)
+    rng = np.random.default_rng(7)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in ((3, 4), (5, 4), (5,))]
+
+    def second_order():
+        ts = [Tensor(a, requires_grad=True) for a in arrays]
+        gx, = cn.autograd.grad(_linear_act(pair)(*ts).pow(2).sum(), [ts[0]], create_graph=True)
+        return [np.asarray(g.array, np.float64) for g in cn.autograd.grad((gx * gx).sum(), ts)]
+
+    fused_run = second_order()
+    assert launches
+    monkeypatch.undo()
+    _assert_close_all(fused_run, second_order(), 64 * EPS32)
+
+
+@pytest.mark.parametrize("pair", ["relu", "gelu"])
+def test_linear_bias_activation_on_numpy_keeps_its_array_path(monkeypatch, pair):
+    calls = []
+    for name in ("bias_relu_forward", "bias_relu_backward", "bias_gelu_forward", "bias_gelu_backward"):
+        monkeypatch.setattr(fused, name, lambda *a, **k: calls.append(a))
+    x = cn.randn(3, 4, requires_grad=True)
+    _linear_act(pair)(x, cn.randn(5, 4, requires_grad=True), cn.randn(5, requires_grad=True)).sum().backward()
+    assert calls == [] and x.grad is not None

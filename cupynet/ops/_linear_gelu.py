@@ -25,6 +25,7 @@ import numpy
 from ..autograd.function import Function
 from ..autograd.state import STATE
 from ..tensor import Tensor
+from . import fused
 from ._linalg_checks import _check_linear
 from ._special import erf_kernel
 from ._util import compute_in_fp32, round_from_fp32, xp_of
@@ -53,6 +54,12 @@ class _LinearGelu(Function):
         ctx.save_for_backward(x, weight, bias)
         if bias is not None and bias.ndim == 0:
             ctx.bias_shape = ()  # NOTE: as Linear: one value added everywhere; its gradient is the total sum
+        ctx.h_no_bias = None
+        if bias is not None and bias.ndim == 1 and fused.kernels_enabled(x.array):
+            # NOTE: CuPy: the GEMM without bias, then bias + exact GELU in one kernel (fp32, one rounding);
+            # only the GEMM's output is kept (the backward kernel recomputes h + bias)
+            ctx.h_no_bias = linear_array(x.array, weight.array, None)
+            return fused.bias_gelu_forward(ctx.h_no_bias, bias.array, "none")
         h = linear_array(x.array, weight.array, bias.array if bias is not None else None)
         hf = compute_in_fp32(h)
         with numpy.errstate(all="ignore"):
@@ -70,6 +77,10 @@ class _LinearGelu(Function):
         if STATE.grad_enabled:  # NOTE: create_graph: h and the derivative as functions of x, W, b
             h = linear(x, weight, bias)
             return linear_backward(ctx, grad * _gelu_derivative_ops(h), x, weight)
+        if ctx.h_no_bias is not None:
+            g = grad.array.astype(ctx.h_no_bias.dtype, copy=False)
+            dh, _ = fused.bias_gelu_backward(g, ctx.h_no_bias, bias.array, "none")
+            return linear_backward(ctx, Tensor(dh), x, weight)
         return linear_backward(ctx, Tensor(_gelu_grad_array(grad.array, ctx.h, ctx.cdf)), x, weight)
 
 

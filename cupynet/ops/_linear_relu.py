@@ -18,6 +18,7 @@ from __future__ import annotations
 from ..autograd.function import Function
 from ..autograd.state import STATE
 from ..tensor import Tensor
+from . import fused
 from ._linalg_checks import _check_linear
 from ._util import xp_of, zero_where_not
 from .linalg import linear_array, linear_backward
@@ -34,6 +35,9 @@ class _LinearRelu(Function):
     def forward(ctx, x, weight, bias=None):
         _check_linear(x, weight, bias)
         ctx.save_for_backward(x, weight)
+        if bias is not None and bias.ndim == 1 and fused.kernels_enabled(x.array):
+            # NOTE: CuPy: the GEMM without bias, then bias + relu in one kernel (fp32 add, one rounding)
+            return fused.bias_relu_forward(linear_array(x.array, weight.array, None), bias.array)
         y = linear_array(x.array, weight.array, bias.array if bias is not None else None)
         return xp_of(y).maximum(y, 0, out=y)  # NOTE: y is fresh (the GEMM's output): relu in place
 
@@ -43,6 +47,9 @@ class _LinearRelu(Function):
         y = ctx.output(0)
         if STATE.grad_enabled:  # NOTE: create_graph: the mask is a constant, as in relu's derivative
             masked = grad * (y > 0).to(grad.dtype)
+        elif y.ndim >= 1 and fused.kernels_enabled(y.array):
+            # NOTE: CuPy: the mask in one kernel; linear's backward sums the bias gradient from it
+            masked = Tensor(fused.bias_relu_backward(grad.array.astype(y.dtype, copy=False), y.array)[0])
         else:
             masked = Tensor(zero_where_not(y.array > 0, grad.array, xp_of(grad)))
         return linear_backward(ctx, masked, x, weight)

@@ -29,6 +29,7 @@ from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.state import STATE
 from ..tensor import Tensor
+from . import fused
 from ._util import check_same_device, compute_in_fp32, normalize_dim, require_floating, xp_of
 from .arith import cast, maximum
 from .pool import avg_pool2d
@@ -173,6 +174,10 @@ def _norm_backward(ctx, grad, x, weight, stat_shape, axes, param_shape):
     return gx, gw, gb
 
 
+def _array_of(t):
+    return None if t is None else t.array
+
+
 def _remember_bias(ctx, bias):
     ctx.bias_shape = bias.shape if bias is not None else None
     ctx.bias_dtype = bias.dtype if bias is not None else None
@@ -197,6 +202,13 @@ class LayerNorm(Function):
         ctx.eps, ctx.param_shape = eps, x.shape[x.ndim - ndim_norm:]
         ctx.save_for_backward(x, weight)
         _remember_bias(ctx, bias)
+        ctx.ndim_norm, ctx.fused_stats = ndim_norm, None
+        if fused.kernels_enabled(x.array):
+            # NOTE: CuPy: one fused kernel (fp32 statistics, one rounding); mean/rstd kept for the backward
+            y, mu, rstd = fused.layer_norm_forward(x.array, _array_of(weight), _array_of(bias), eps, ndim_norm)
+            if any(ctx.needs_input_grad):
+                ctx.fused_stats = (mu, rstd)
+            return y
         xhat, _, var = _standardize_array(compute_in_fp32(x.array), ctx.axes, eps)
         _keep_for_backward(ctx, xhat, var, eps)
         return _affine_array(xhat, weight, bias, ctx.param_shape, x.dtype)
@@ -204,7 +216,31 @@ class LayerNorm(Function):
     @staticmethod
     def backward(ctx, grad):
         x, weight = ctx.saved_tensors
+        if not STATE.grad_enabled and ctx.fused_stats is not None:
+            return LayerNorm._fused_backward(ctx, grad, x, weight)
         return _norm_backward(ctx, grad, x, weight, x.shape, ctx.axes, ctx.param_shape)
+
+    @staticmethod
+    def _fused_backward(ctx, grad, x, weight):
+        """First-order backward of the fused forward: the fused kernels (``fused.layer_norm_backward``).
+
+        NOTE: the kernels give dweight/dbias in fp32; each is rounded once to its parameter's dtype.
+        A double backward (create_graph) takes the graph formula of ``_norm_backward`` instead.
+
+        Args:
+            ctx: the node (``fused_stats`` holds the forward's fp32 mean and rstd).
+            grad: the gradient of the output (a Tensor).
+            x: the forward input Tensor.
+            weight: the weight Tensor or None.
+        """
+        (mu, rstd), need = ctx.fused_stats, ctx.needs_input_grad
+        ctx.fused_stats = None
+        g = grad.array.astype(x.dtype, copy=False)
+        gx, gw, gb = fused.layer_norm_backward(g, x.array, mu, rstd, _array_of(weight), ctx.ndim_norm)
+        gx = Tensor(gx) if need[0] else None
+        gw = _grad_tensor(gw, weight.shape, weight.dtype) if weight is not None and need[1] else None
+        gb = _grad_tensor(gb, ctx.bias_shape, ctx.bias_dtype) if len(need) > 2 and need[2] else None
+        return gx, gw, gb
 
 
 class GroupNorm(Function):
