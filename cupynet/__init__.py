@@ -55,10 +55,11 @@ int = int32  # noqa: A001
 __version__ = "0.1.0"
 
 # ---- PyTorch drop-in names (issue 13; `cupynet run` maps torch.X to these) -------------------------------
-from . import accelerator, backends, settings, utils  # noqa: E402
+from . import accelerator, backends, distributions, settings, utils  # noqa: E402
 from .autograd import inference_mode, is_inference_mode_enabled  # noqa: E402
 from .creation import is_tensor, numel  # noqa: E402
 from .dtypes import finfo, iinfo  # noqa: E402
+from .random import Generator, default_generator, seed  # noqa: E402
 from .settings import (  # noqa: E402
     are_deterministic_algorithms_enabled,
     compile,  # noqa: A004 - PyTorch's name

@@ -8,13 +8,12 @@ uint8 stay as they are), and ``from_numpy`` also keeps the array's memory.
 
 from __future__ import annotations
 
-import functools
 import numbers
 
 import numpy
 
 from . import backend, dtypes
-from .random import generator_for
+from .random import generator_for, resolve_generator
 from .tensor import Tensor
 
 __all__ = ["is_tensor", "numel",
@@ -242,12 +241,12 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     return _finish(numpy.eye(n, m, dtype=dt), _device(device), requires_grad)
 
 
-def _random(draw, size, dtype, device, requires_grad):
+def _random(draw, size, generator, dtype, device, requires_grad, fn):
     dev = _device(device)
     dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     if not dtypes.is_floating(dt):
         raise TypeError(f"random floats need a floating dtype, got {dt}")
-    gen = generator_for(dev)
+    gen = resolve_generator(generator, dev, fn)
     # NOTE: draw in float32/float64 (the generators' native types), then round to half if asked
     native = dtypes.float64 if dt == dtypes.float64 else dtypes.float32
     if dev.type == "cuda":
@@ -258,18 +257,36 @@ def _random(draw, size, dtype, device, requires_grad):
     return Tensor(array, requires_grad=requires_grad)
 
 
-rand = _sized("rand", "Uniform random values in [0, 1).",
-              functools.partial(_random, lambda g, s, d: g.random(s, dtype=d)))
-randn = _sized("randn", "Standard normal random values.",
-               functools.partial(_random, lambda g, s, d: g.standard_normal(s, dtype=d)))
+def _random_factory(name, summary, draw):
+    """The factory ``name(*size, generator=None, dtype=None, device=None, requires_grad=False)``, documented.
+
+    Args:
+        name: its public name.
+        summary: the first line of its docstring.
+        draw: ``draw(array_generator, shape, dtype)`` makes the array.
+    """
+
+    def make(*size, generator=None, dtype=None, device=None, requires_grad=False):
+        return _random(draw, size, generator, dtype, device, requires_grad, name)
+
+    make.__name__ = make.__qualname__ = name
+    make.__doc__ = (summary + _SIZE_ARGS.rstrip()
+                    + "\n        generator: a ``cupynet.Generator`` to draw from (default: the device's).\n    ")
+    return make
 
 
-def randint(*args, size=None, dtype=None, device=None, requires_grad=False, low=None, high=None):
+rand = _random_factory("rand", "Uniform random values in [0, 1).", lambda g, s, d: g.random(s, dtype=d))
+randn = _random_factory("randn", "Standard normal random values.", lambda g, s, d: g.standard_normal(s, dtype=d))
+
+
+def randint(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False, low=None,
+            high=None):
     """Random integers in [low, high), with torch's overloads: ``randint(high, size)``, ``randint(low, high, size)``.
 
     Args:
         *args: ``high, size`` or ``low, high, size`` (each may also come by keyword; ``size`` a tuple).
         size: the shape (a tuple or list of ints).
+        generator: a ``cupynet.Generator`` to draw from (default: the device's).
         dtype: default int64.
         device: default device when None.
         requires_grad: must be False (integer tensors have no gradients).
@@ -283,7 +300,7 @@ def randint(*args, size=None, dtype=None, device=None, requires_grad=False, low=
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     dev = _device(device)
     dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.int64
-    array = generator_for(dev).integers(low, high, size=_shape((size,)))
+    array = resolve_generator(generator, dev, "randint").integers(low, high, size=_shape((size,)))
     return _finish(backend.to_numpy(array).astype(dt), dev, False) if dev.type == "cpu" else Tensor(array.astype(dt))
 
 
@@ -309,17 +326,23 @@ def _randint_arguments(args, low, high, size):
     return int(low), int(high), tuple(int(n) for n in size)
 
 
-def randperm(n, dtype=None, device=None):
+def randperm(n, generator=None, dtype=None, device=None):
     """A random permutation of ``0..n-1``.
 
     Args:
         n: how many values.
+        generator: a ``cupynet.Generator`` to draw from (default: the CPU's; the result moves to ``device``).
         dtype: default int64.
         device: default device when None.
     """
     dev = _device(device)
     dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.int64
-    return _finish(generator_for("cpu").permutation(n).astype(dt), dev, False)
+    gen = generator_for("cpu") if generator is None else resolve_generator(generator, dev, "randperm")
+    if hasattr(gen, "permutation"):
+        order = gen.permutation(n)
+    else:  # NOTE: CuPy's Generator has no permutation; sorting n uniform keys gives a uniform permutation
+        order = gen.random(n).argsort()
+    return _finish(backend.to_numpy(order).astype(dt), dev, False)
 
 
 _LIKE_ARGS = """

@@ -1,48 +1,161 @@
-"""Random number generators: one NumPy ``Generator`` for the CPU, CuPy's for each GPU.
+"""Random number generators: ``Generator`` objects, one default per device, and the global seed.
 
-``manual_seed(s)`` seeds both. ``get_rng_state()`` / ``set_rng_state()``
-capture and restore them (checkpoints use this for a bit-identical resume).
-NOTE: the CPU and GPU streams differ (different algorithms), so the same seed
-gives different numbers on the two devices; each device is reproducible.
+A ``Generator`` (``torch.Generator``) wraps the array module's own generator:
+NumPy's PCG64 on the CPU, CuPy's XORWOW on a GPU. ``default_generator`` is the
+CPU one every random op uses unless given ``generator=``; each GPU has its own
+default, made on first use. ``manual_seed(s)`` seeds them all and returns
+``default_generator``, as in PyTorch. ``get_rng_state()`` / ``set_rng_state()``
+capture and restore the global state as plain data (checkpoints use this for a
+bit-identical resume).
+NOTE: the CPU and GPU streams differ (different algorithms), and neither is
+torch's: the same seed gives different numbers than torch and than the other
+device; each device is reproducible on its own (docs/differences.md).
 """
 
 from __future__ import annotations
 
+import numbers
+
 import numpy
 
 from . import backend
+from .tensor import Tensor
 
-__all__ = ["manual_seed", "seed", "seed_gpus", "initial_seed", "get_rng_state", "set_rng_state", "cpu_generator",
-           "generator_for"]
+__all__ = ["Generator", "default_generator", "manual_seed", "seed", "seed_gpus", "initial_seed", "get_rng_state",
+           "set_rng_state", "cpu_generator", "generator_for", "resolve_generator", "snapshot_rng", "restore_rng"]
+
+_TORCH_INITIAL_SEED = 67280421310721   # NOTE: what a fresh torch.Generator() reports as initial_seed()
+_STATE_BYTES = 8 + 16 + 16 + 1 + 4     # seed, PCG64 state, PCG64 increment, has_uint32, uinteger
 
 
-class _Generators:
-    """The process-wide generators (like PyTorch's default generator)."""
+def _check_seed(fn, seed):
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**64:
+        raise ValueError(f"{fn}: seed must be an integer in [0, 2**64), got {seed!r}")
+    return int(seed)
+
+
+class Generator:
+    """A random stream with its own state (``torch.Generator``): pass it as ``generator=`` to random ops.
+
+    Args:
+        device: where its numbers are made ("cpu" by default, or "cuda", "cuda:1", a Device).
+    """
+
+    def __init__(self, device="cpu"):
+        self.device = backend.device(device)
+        self._seed = _TORCH_INITIAL_SEED
+        self._array_generator = None
+
+    def __repr__(self):
+        return f"<cupynet.Generator device={self.device} initial_seed={self._seed}>"
+
+    @property
+    def array_generator(self):
+        """The NumPy (CPU) or CuPy (GPU) ``Generator`` this one draws from, made from the seed on first use."""
+        if self._array_generator is None:
+            if self.device.type == "cpu":
+                self._array_generator = numpy.random.Generator(numpy.random.PCG64(self._seed))
+            else:
+                cupy = self.device.xp
+                with cupy.cuda.Device(self.device.index):
+                    self._array_generator = cupy.random.Generator(cupy.random.XORWOW(self._seed))
+        return self._array_generator
+
+    def manual_seed(self, seed):
+        """Restart the stream from ``seed``; returns this generator.
+
+        Args:
+            seed: an integer in [0, 2**64).
+        """
+        self._seed = _check_seed("Generator.manual_seed", seed)
+        self._array_generator = None
+        return self
+
+    def seed(self) -> int:
+        """Restart the stream from a fresh nondeterministic seed (from the OS) and return that seed.
+
+        Args:
+            (none)
+        """
+        fresh = int(numpy.random.SeedSequence().entropy % 2**64)
+        self.manual_seed(fresh)
+        return fresh
+
+    def initial_seed(self) -> int:
+        """The seed the stream started from (the last ``manual_seed``/``seed``)."""
+        return self._seed
+
+    def get_state(self) -> Tensor:
+        """The full state as a uint8 CPU Tensor (``set_state`` takes it back), as ``torch.Generator`` gives.
+
+        Args:
+            (none)
+        """
+        if self.device.type != "cpu":
+            # NOTE: CuPy keeps XORWOW's state on the device with no public way to read it
+            raise RuntimeError(f"Generator.get_state: the state of a {self.device} generator cannot be read "
+                               "(CuPy keeps it on the device); re-seed it with manual_seed instead")
+        state = self.array_generator.bit_generator.state
+        fields = ((self._seed, 8), (state["state"]["state"], 16), (state["state"]["inc"], 16),
+                  (state["has_uint32"], 1), (state["uinteger"], 4))
+        raw = b"".join(int(value).to_bytes(size, "little") for value, size in fields)
+        return Tensor(numpy.frombuffer(raw, dtype=numpy.uint8).copy())
+
+    def set_state(self, new_state):
+        """Restore a state from ``get_state``; returns this generator.
+
+        Args:
+            new_state: the uint8 Tensor ``get_state`` returned.
+        """
+        if not isinstance(new_state, Tensor) or new_state.dtype != numpy.uint8:
+            raise TypeError("Generator.set_state: expected a torch.ByteTensor (a uint8 Tensor from get_state()), "
+                            f"got {type(new_state).__name__}"
+                            + (f" of dtype {new_state.dtype}" if isinstance(new_state, Tensor) else ""))
+        raw = bytes(backend.to_numpy(new_state.array).reshape(-1))
+        if len(raw) != _STATE_BYTES:
+            raise RuntimeError(f"Generator.set_state: expected a state of {_STATE_BYTES} bytes, got {len(raw)}")
+        if self.device.type != "cpu":
+            raise RuntimeError(f"Generator.set_state: the state of a {self.device} generator cannot be set "
+                               "(CuPy keeps it on the device); re-seed it with manual_seed instead")
+        values, at = [], 0
+        for size in (8, 16, 16, 1, 4):
+            values.append(int.from_bytes(raw[at:at + size], "little"))
+            at += size
+        bit_generator = numpy.random.PCG64()
+        bit_generator.state = {"bit_generator": "PCG64", "state": {"state": values[1], "inc": values[2]},
+                               "has_uint32": values[3], "uinteger": values[4]}
+        self._seed, self._array_generator = values[0], numpy.random.Generator(bit_generator)
+        return self
+
+
+class _Defaults:
+    """The process-wide generators (PyTorch's default generators): one for the CPU, one per GPU."""
 
     def __init__(self):
         self.seed = 0
-        self.gpu_seed = 0
-        self.cpu = numpy.random.Generator(numpy.random.PCG64(0))
+        self.gpu_seed = 0                 # NOTE: the GPU generators' seed; seed_gpus changes it alone
+        self.cpu = Generator("cpu").manual_seed(0)
         self.cuda = {}
 
 
-_GENERATORS = _Generators()
+_DEFAULTS = _Defaults()
+default_generator = _DEFAULTS.cpu
 
 
-def manual_seed(seed: int):
-    """Seed the CPU generator and every GPU generator.
+def manual_seed(seed: int) -> Generator:
+    """Seed the CPU generator and every GPU generator; returns the default (CPU) ``Generator``, as torch does.
 
     Args:
         seed: a non-negative integer.
     """
-    _check_seed(seed, "manual_seed")
-    _GENERATORS.seed = _GENERATORS.gpu_seed = int(seed)
-    _GENERATORS.cpu = numpy.random.Generator(numpy.random.PCG64(int(seed)))
-    _GENERATORS.cuda = {}
-    return _GENERATORS
+    _check_non_negative(seed, "manual_seed")
+    _DEFAULTS.seed = _DEFAULTS.gpu_seed = int(seed)
+    _DEFAULTS.cpu.manual_seed(int(seed) % 2**64)
+    _DEFAULTS.cuda = {}
+    return _DEFAULTS.cpu
 
 
-def _check_seed(seed, caller):
+def _check_non_negative(seed, caller):
     if not isinstance(seed, (int, numpy.integer)) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"{caller}: seed must be a non-negative integer, got {seed!r}")
 
@@ -53,40 +166,71 @@ def seed_gpus(seed: int):
     Args:
         seed: a non-negative integer.
     """
-    _check_seed(seed, "cuda.manual_seed")
-    _GENERATORS.gpu_seed = int(seed)
-    _GENERATORS.cuda = {}
+    _check_non_negative(seed, "cuda.manual_seed")
+    _DEFAULTS.gpu_seed = int(seed)
+    _DEFAULTS.cuda = {}
 
 
-seed = manual_seed
+def seed() -> int:
+    """Seed every generator from a fresh nondeterministic seed and return it (``torch.seed``).
+
+    Args:
+        (none)
+    """
+    fresh = _DEFAULTS.cpu.seed()
+    manual_seed(fresh)
+    return fresh
 
 
 def initial_seed() -> int:
     """The last seed given to ``manual_seed``."""
-    return _GENERATORS.seed
+    return _DEFAULTS.seed
 
 
 def cpu_generator():
-    """The NumPy ``Generator`` behind random CPU tensors."""
-    return _GENERATORS.cpu
+    """The NumPy ``Generator`` behind random CPU tensors (the default generator's)."""
+    return _DEFAULTS.cpu.array_generator
+
+
+def _default_for(device):
+    if device.type == "cpu":
+        return _DEFAULTS.cpu
+    gen = _DEFAULTS.cuda.get(device.index)
+    if gen is None:
+        gen = _DEFAULTS.cuda[device.index] = Generator(device).manual_seed(
+            (_DEFAULTS.gpu_seed + device.index) % 2**64)
+    return gen
 
 
 def generator_for(device):
-    """The generator of ``device``: NumPy's for the CPU, a seeded ``cupy.random.Generator`` per GPU.
+    """The array generator of ``device``'s default: NumPy's for the CPU, a seeded CuPy one per GPU.
 
     Args:
         device: a Device.
     """
+    return _default_for(backend.device(device)).array_generator
+
+
+def resolve_generator(generator, device, fn: str):
+    """The array generator a random op on ``device`` draws from: ``generator``'s, or the device default's.
+
+    Args:
+        generator: None, a cupynet ``Generator``, or a NumPy/CuPy ``Generator`` (used as is).
+        device: the Device the values are made on.
+        fn: the op's name, for errors.
+    """
     device = backend.device(device)
-    if device.type == "cpu":
-        return _GENERATORS.cpu
-    gen = _GENERATORS.cuda.get(device.index)
-    if gen is None:
-        cupy = device.xp
-        with cupy.cuda.Device(device.index):
-            gen = cupy.random.Generator(cupy.random.XORWOW(_GENERATORS.gpu_seed + device.index))
-        _GENERATORS.cuda[device.index] = gen
-    return gen
+    if generator is None:
+        return generator_for(device)
+    if isinstance(generator, Generator):
+        if generator.device.type != device.type:
+            raise RuntimeError(f"{fn}: Expected a '{device.type}' device type for generator but found "
+                               f"'{generator.device.type}'")
+        return generator.array_generator
+    if hasattr(generator, "random") and hasattr(generator, "standard_normal"):
+        return generator
+    raise TypeError(f"{fn}: generator must be a cupynet.Generator (or a NumPy/CuPy Generator), got "
+                    f"{type(generator).__name__}")
 
 
 def get_rng_state() -> dict:
@@ -95,7 +239,7 @@ def get_rng_state() -> dict:
     # state on the device with no public way to save it, so set_rng_state re-creates
     # them from the seed: a resumed GPU run is deterministic, but its dropout masks
     # differ from those of the run that never stopped (see docs/checkpoints.md).
-    return {"seed": _GENERATORS.seed, "cpu": _GENERATORS.cpu.bit_generator.state}
+    return {"seed": _DEFAULTS.seed, "cpu": cpu_generator().bit_generator.state}
 
 
 def set_rng_state(state: dict):
@@ -111,6 +255,40 @@ def set_rng_state(state: dict):
         cpu.bit_generator.state = state["cpu"]
     except (TypeError, ValueError, KeyError) as error:
         raise ValueError(f"set_rng_state: the 'cpu' entry is not a PCG64 state ({error})") from None
-    _GENERATORS.cpu = cpu
-    _GENERATORS.seed = _GENERATORS.gpu_seed = int(state.get("seed", 0))
-    _GENERATORS.cuda = {}  # NOTE: re-created from the seed on next use (see get_rng_state)
+    _DEFAULTS.seed = _DEFAULTS.gpu_seed = int(state.get("seed", 0))
+    _DEFAULTS.cpu._seed, _DEFAULTS.cpu._array_generator = _DEFAULTS.seed % 2**64, cpu
+    _DEFAULTS.cuda = {}  # NOTE: re-created from the seed on next use (see get_rng_state)
+
+
+def snapshot_rng(devices) -> list:
+    """Capture the default generators of ``devices`` so ``restore_rng`` can replay their next draws exactly.
+
+    The CPU state is copied. A GPU generator's state cannot be read (see ``Generator.get_state``), so it is
+    re-seeded here from a seed drawn from its own stream, and the snapshot is that seed: the replay is exact
+    and the stream stays deterministic, but it is not the one a run without the snapshot would see.
+
+    Args:
+        devices: Devices whose generators to capture (duplicates are fine).
+    """
+    snapshot = []
+    for device in {backend.device(d) for d in devices} | {backend.device("cpu")}:
+        gen = _default_for(device)
+        if device.type == "cpu":
+            snapshot.append((gen, gen.get_state()))
+        else:
+            fresh = int(backend.to_numpy(gen.array_generator.integers(0, 2**63 - 1, size=())))
+            snapshot.append((gen.manual_seed(fresh), fresh))  # NOTE: an int marks a re-seed, not a copied state
+    return snapshot
+
+
+def restore_rng(snapshot):
+    """Put the generators back to a ``snapshot_rng`` capture.
+
+    Args:
+        snapshot: what ``snapshot_rng`` returned.
+    """
+    for gen, state in snapshot:
+        if isinstance(state, Tensor):
+            gen.set_state(state)
+        else:
+            gen.manual_seed(state)

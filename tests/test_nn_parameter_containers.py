@@ -75,3 +75,20 @@ def test_bad_inputs():
         nn.ParameterDict()["x"]
     with pytest.raises(TypeError, match="iterable"):
         nn.ParameterList().extend(cn.ones(2))
+
+
+@pytest.mark.parametrize("make", [lambda: nn.ModuleList([nn.ReLU()]), lambda: nn.ModuleDict({"a": nn.ReLU()}),
+                                  lambda: nn.ParameterList([cn.ones(1)]), lambda: nn.ParameterDict({"a": cn.ones(1)})])
+def test_containers_refuse_a_call_and_bad_updates_alike(make):
+    container = make()
+    name = type(container).__name__
+    with pytest.raises(NotImplementedError, match=f"{name} is not callable: index it"):
+        container(cn.ones(1))
+    if hasattr(container, "update"):
+        with pytest.raises(TypeError, match=rf"{name}\.update: expected \(name, \w+\) pairs"):
+            container.update([("only-a-name",)])
+        assert list(container) == ["a"]  # NOTE: nothing was added by the refused update
+    else:
+        with pytest.raises(TypeError, match=rf"{name}\.extend should be called with an iterable"):
+            container.extend(42)
+        assert len(container) == 1

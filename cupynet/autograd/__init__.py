@@ -1,5 +1,6 @@
 """Tape-based reverse-mode automatic differentiation (see docs/autograd.md)."""
 
+from . import functional
 from .engine import backward, grad
 from .function import Function, Node, once_differentiable
 from .grad_mode import (
@@ -14,4 +15,5 @@ from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = ["Function", "Node", "once_differentiable", "backward", "grad", "no_grad", "enable_grad",
            "set_grad_enabled", "is_grad_enabled",
-           "inference_mode", "is_inference_mode_enabled", "gradcheck", "gradgradcheck", "GradcheckError"]
+           "inference_mode", "is_inference_mode_enabled", "gradcheck", "gradgradcheck", "GradcheckError",
+           "functional"]

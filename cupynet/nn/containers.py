@@ -140,7 +140,144 @@ def _fusable(first, second) -> bool:
             and not first._forward_pre_hooks and not second._forward_hooks and not second._forward_pre_hooks)
 
 
-class ModuleList(Module):
+class _Container(Module):
+    """What the four containers share: the registry they hold (``_modules`` or ``_parameters``), a
+    length, and no forward. A subclass names its registry (``_slot``), what it holds (``_holds``) and
+    how one item is added (``_put``).
+    """
+
+    _slot = "_modules"
+    _holds = "Module"
+
+    def _store(self) -> OrderedDict:
+        return getattr(self, self._slot)
+
+    def _put(self, key: str, value):
+        raise NotImplementedError
+
+    def __len__(self):
+        return len(self._store())
+
+    def forward(self, *args, **kwargs):
+        """Containers have no forward: index (or iterate over) them and call what they hold.
+
+        Args:
+            *args: ignored.
+            **kwargs: ignored.
+        """
+        raise NotImplementedError(f"{type(self).__name__} is not callable: index it"
+                                  + (" and call the module" if self._holds == "Module" else ""))
+
+
+class _ListContainer(_Container):
+    """A list view of the registry: keys ``"0"``, ``"1"``, ... kept dense."""
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)(list(self._store().values())[idx])
+        return self._store()[str(_index(type(self).__name__, idx, len(self)))]
+
+    def __setitem__(self, idx, value):
+        self._put(str(_index(type(self).__name__, idx, len(self))), value)
+
+    def __iter__(self):
+        return iter(self._store().values())
+
+    def __iadd__(self, values):
+        return self.extend(values)
+
+    def append(self, value):
+        """Add one item at the end.
+
+        Args:
+            value: the item (a Module, or a Parameter/Tensor).
+        """
+        self._put(str(len(self)), value)
+        return self
+
+    def extend(self, values):
+        """Append every item of an iterable.
+
+        Args:
+            values: an iterable of items.
+        """
+        if isinstance(values, (Module, Tensor, str)) or not hasattr(values, "__iter__"):
+            raise TypeError(f"{type(self).__name__}.extend should be called with an iterable of {self._holds}s, "
+                            f"but got {type(values).__name__}")
+        for value in values:
+            self.append(value)
+        return self
+
+
+class _DictContainer(_Container):
+    """A dict view of the registry: items under string keys."""
+
+    def __getitem__(self, key):
+        if key not in self._store():
+            raise KeyError(f"{type(self).__name__} has no key {key!r}; keys are {list(self._store())}")
+        return self._store()[key]
+
+    def __setitem__(self, key, value):
+        self._put(key, value)
+
+    def __delitem__(self, key):
+        del self._store()[key]
+
+    def __iter__(self):
+        return iter(self._store())
+
+    def __contains__(self, key):
+        return key in self._store()
+
+    def keys(self):
+        """The keys."""
+        return self._store().keys()
+
+    def items(self):
+        """(key, item) pairs."""
+        return self._store().items()
+
+    def values(self):
+        """The items."""
+        return self._store().values()
+
+    def get(self, key, default=None):
+        """The item under ``key``, or ``default``.
+
+        Args:
+            key: the name.
+            default: returned when absent.
+        """
+        return self._store().get(key, default)
+
+    def pop(self, key):
+        """Remove and return the item under ``key``.
+
+        Args:
+            key: the name.
+        """
+        value = self[key]
+        del self._store()[key]
+        return value
+
+    def clear(self):
+        """Remove every item."""
+        self._store().clear()
+
+    def update(self, values):
+        """Add items from a mapping or an iterable of (name, item) pairs.
+
+        Args:
+            values: the items to add.
+        """
+        pairs = values.items() if isinstance(values, Mapping) else values
+        for entry in pairs:
+            if not isinstance(entry, (tuple, list)) or len(entry) != 2:
+                raise TypeError(f"{type(self).__name__}.update: expected (name, {self._holds}) pairs, got {entry!r}")
+            self[entry[0]] = entry[1]
+
+
+class ModuleList(_ListContainer):
     """A list of modules whose parameters are registered (names "0", "1", ...).
 
     Args:
@@ -152,13 +289,8 @@ class ModuleList(Module):
         if modules is not None:
             self.extend(modules)
 
-    def __getitem__(self, idx):
-        if isinstance(idx, slice):
-            return ModuleList(list(self._modules.values())[idx])
-        return self._modules[str(_index("ModuleList", idx, len(self)))]
-
-    def __setitem__(self, idx, module):
-        self.add_module(str(_index("ModuleList", idx, len(self))), module)
+    def _put(self, key, module):
+        self.add_module(key, module)
 
     def __delitem__(self, idx):
         items = list(self._modules.values())
@@ -166,37 +298,6 @@ class ModuleList(Module):
         self._modules.clear()
         for i, module in enumerate(items):
             self._modules[str(i)] = module
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def __iadd__(self, modules):
-        return self.extend(modules)
-
-    def append(self, module):
-        """Add a module at the end.
-
-        Args:
-            module: the Module.
-        """
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules):
-        """Append every module of an iterable.
-
-        Args:
-            modules: an iterable of Modules.
-        """
-        if isinstance(modules, (Module, str)) or not hasattr(modules, "__iter__"):
-            raise TypeError(f"ModuleList.extend should be called with an iterable of Modules, "
-                            f"but got {type(modules).__name__}")
-        for module in modules:
-            self.append(module)
-        return self
 
     def insert(self, index: int, module):
         """Insert a module before position ``index``.
@@ -211,17 +312,8 @@ class ModuleList(Module):
         for i, item in enumerate(items):
             self.add_module(str(i), item)
 
-    def forward(self, *args, **kwargs):
-        """ModuleList has no forward; iterate over it instead.
 
-        Args:
-            *args: ignored.
-            **kwargs: ignored.
-        """
-        raise NotImplementedError("ModuleList is not callable: iterate over it and call each module")
-
-
-class ModuleDict(Module):
+class ModuleDict(_DictContainer):
     """A dict of modules whose parameters are registered under their keys.
 
     Args:
@@ -233,72 +325,8 @@ class ModuleDict(Module):
         if modules is not None:
             self.update(modules)
 
-    def __getitem__(self, key):
-        if key not in self._modules:
-            raise KeyError(f"ModuleDict has no key {key!r}; keys are {list(self._modules)}")
-        return self._modules[key]
-
-    def __setitem__(self, key, module):
+    def _put(self, key, module):
         self.add_module(key, module)
-
-    def __delitem__(self, key):
-        del self._modules[key]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules)
-
-    def __contains__(self, key):
-        return key in self._modules
-
-    def keys(self):
-        """The keys."""
-        return self._modules.keys()
-
-    def items(self):
-        """(key, Module) pairs."""
-        return self._modules.items()
-
-    def values(self):
-        """The Modules."""
-        return self._modules.values()
-
-    def pop(self, key):
-        """Remove and return the module under ``key``.
-
-        Args:
-            key: the name.
-        """
-        module = self[key]
-        del self._modules[key]
-        return module
-
-    def clear(self):
-        """Remove every module."""
-        self._modules.clear()
-
-    def update(self, modules):
-        """Add modules from a mapping or an iterable of (name, Module) pairs.
-
-        Args:
-            modules: the modules to add.
-        """
-        pairs = modules.items() if isinstance(modules, Mapping) else modules
-        for entry in pairs:
-            if not isinstance(entry, (tuple, list)) or len(entry) != 2:
-                raise TypeError(f"ModuleDict.update: expected (name, Module) pairs, got {entry!r}")
-            self[entry[0]] = entry[1]
-
-    def forward(self, *args, **kwargs):
-        """ModuleDict has no forward; index it instead.
-
-        Args:
-            *args: ignored.
-            **kwargs: ignored.
-        """
-        raise NotImplementedError("ModuleDict is not callable: index it and call the module")
 
 
 def _as_parameter(owner, value):
@@ -315,161 +343,47 @@ def _parameter_lines(pairs):
                      for k, p in pairs)
 
 
-class ParameterList(Module):
+class ParameterList(_ListContainer):
     """A list of Parameters registered under ``"0"``, ``"1"``, ... (Tensors are wrapped as Parameters).
 
     Args:
         values: an iterable of Parameters / Tensors, or None.
     """
 
+    _slot, _holds = "_parameters", "Parameter"
+
     def __init__(self, values=None):
         super().__init__()
         if values is not None:
             self.extend(values)
 
-    def __getitem__(self, idx):
-        if isinstance(idx, slice):
-            return ParameterList(list(self._parameters.values())[idx])
-        return self._parameters[str(_index("ParameterList", idx, len(self)))]
-
-    def __setitem__(self, idx, value):
-        self.register_parameter(str(_index("ParameterList", idx, len(self))), _as_parameter("ParameterList", value))
-
-    def __len__(self):
-        return len(self._parameters)
-
-    def __iter__(self):
-        return iter(self._parameters.values())
-
-    def __iadd__(self, values):
-        return self.extend(values)
-
-    def append(self, value):
-        """Add one Parameter (or Tensor) at the end.
-
-        Args:
-            value: the Parameter.
-        """
-        self.register_parameter(str(len(self)), _as_parameter("ParameterList", value))
-        return self
-
-    def extend(self, values):
-        """Add Parameters from an iterable.
-
-        Args:
-            values: Parameters or Tensors.
-        """
-        if isinstance(values, Tensor) or not hasattr(values, "__iter__"):
-            raise TypeError(f"ParameterList.extend should be called with an iterable, but got "
-                            f"{type(values).__name__}")
-        for value in values:
-            self.append(value)
-        return self
+    def _put(self, key, value):
+        self.register_parameter(key, _as_parameter("ParameterList", value))
 
     def extra_repr(self) -> str:
         """One line per parameter, as PyTorch: ``(0): Parameter containing: [float32 of size 3x4]``."""
         return _parameter_lines(enumerate(self))
 
-    def forward(self, *args, **kwargs):
-        """ParameterList has no forward; index it instead.
 
-        Args:
-            *args: ignored.
-            **kwargs: ignored.
-        """
-        raise NotImplementedError("ParameterList is not callable: index it")
-
-
-class ParameterDict(Module):
+class ParameterDict(_DictContainer):
     """A dict of Parameters registered under their keys (Tensors are wrapped as Parameters).
 
     Args:
         parameters: a mapping or iterable of (name, Parameter) pairs, or None.
     """
 
+    _slot, _holds = "_parameters", "Parameter"
+
     def __init__(self, parameters=None):
         super().__init__()
         if parameters is not None:
             self.update(parameters)
 
-    def __getitem__(self, key):
-        if key not in self._parameters:
-            raise KeyError(f"ParameterDict has no key {key!r}; keys are {list(self._parameters)}")
-        return self._parameters[key]
-
-    def __setitem__(self, key, value):
+    def _put(self, key, value):
         if not isinstance(key, str):
             raise TypeError(f"ParameterDict keys must be strings, got {type(key).__name__}")
         self.register_parameter(key, _as_parameter("ParameterDict", value))
 
-    def __delitem__(self, key):
-        del self._parameters[key]
-
-    def __len__(self):
-        return len(self._parameters)
-
-    def __iter__(self):
-        return iter(self._parameters)
-
-    def __contains__(self, key):
-        return key in self._parameters
-
-    def keys(self):
-        """The keys."""
-        return self._parameters.keys()
-
-    def items(self):
-        """(key, Parameter) pairs."""
-        return self._parameters.items()
-
-    def values(self):
-        """The Parameters."""
-        return self._parameters.values()
-
-    def get(self, key, default=None):
-        """The Parameter under ``key``, or ``default``.
-
-        Args:
-            key: the name.
-            default: returned when absent.
-        """
-        return self._parameters.get(key, default)
-
-    def pop(self, key):
-        """Remove and return the Parameter under ``key``.
-
-        Args:
-            key: the name.
-        """
-        value = self[key]
-        del self._parameters[key]
-        return value
-
-    def clear(self):
-        """Remove every Parameter."""
-        self._parameters.clear()
-
-    def update(self, parameters):
-        """Add Parameters from a mapping or an iterable of (name, Parameter) pairs.
-
-        Args:
-            parameters: the Parameters to add.
-        """
-        pairs = parameters.items() if isinstance(parameters, Mapping) else parameters
-        for entry in pairs:
-            if not isinstance(entry, (tuple, list)) or len(entry) != 2:
-                raise TypeError(f"ParameterDict.update: expected (name, Parameter) pairs, got {entry!r}")
-            self[entry[0]] = entry[1]
-
     def extra_repr(self) -> str:
         """One line per parameter, as PyTorch: ``(alpha): Parameter containing: [float32 of size 3]``."""
         return _parameter_lines(self.items())
-
-    def forward(self, *args, **kwargs):
-        """ParameterDict has no forward; index it instead.
-
-        Args:
-            *args: ignored.
-            **kwargs: ignored.
-        """
-        raise NotImplementedError("ParameterDict is not callable: index it")

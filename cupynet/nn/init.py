@@ -2,7 +2,7 @@
 
 Every function writes into ``tensor.array`` directly (no graph is recorded, as
 under ``no_grad``), bumps the tensor's version counter, and returns the tensor.
-Random values come from ``cupynet.random.generator_for(tensor.device)``, drawn
+Random values come from ``generator=`` or the device's default generator, drawn
 in float32 (float64 for float64 tensors) and rounded once to the tensor's dtype.
 """
 
@@ -12,7 +12,7 @@ import math
 import numbers
 
 from .. import backend, dtypes
-from ..random import generator_for
+from ..random import resolve_generator
 from ..tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",
@@ -66,9 +66,9 @@ def _draw_dtype(tensor):
     return dtypes.float64 if tensor.dtype == dtypes.float64 else dtypes.float32
 
 
-def _on_device(tensor, draw):
+def _on_device(tensor, draw, generator, fn):
     device = tensor.device
-    gen = generator_for(device)
+    gen = resolve_generator(generator, device, f"nn.init.{fn}")
     if device.type == "cuda":
         with device.xp.cuda.Device(device.index):
             return draw(gen)
@@ -82,14 +82,14 @@ def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
         tensor: a floating Tensor.
         a: lower bound.
         b: upper bound.
-        generator: a NumPy/CuPy Generator to draw from (default: the device's).
+        generator: a ``cupynet.Generator`` to draw from (default: the device's).
     """
     _check_tensor("uniform_", tensor)
     if not a <= b:
         raise ValueError(f"nn.init.uniform_: expected a <= b, got a={a}, b={b}")
     dt = _draw_dtype(tensor)
-    draw = lambda gen: (generator or gen).random(tensor.shape, dtype=dt) * (b - a) + a
-    return _write(tensor, _on_device(tensor, draw))
+    draw = lambda gen: gen.random(tensor.shape, dtype=dt) * (b - a) + a
+    return _write(tensor, _on_device(tensor, draw, generator, "uniform_"))
 
 
 def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
@@ -99,14 +99,14 @@ def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
         tensor: a floating Tensor.
         mean: the mean.
         std: the standard deviation (>= 0).
-        generator: a NumPy/CuPy Generator to draw from (default: the device's).
+        generator: a ``cupynet.Generator`` to draw from (default: the device's).
     """
     _check_tensor("normal_", tensor)
     if std < 0:
         raise ValueError(f"nn.init.normal_: std must be >= 0, got {std}")
     dt = _draw_dtype(tensor)
-    draw = lambda gen: (generator or gen).standard_normal(tensor.shape, dtype=dt) * std + mean
-    return _write(tensor, _on_device(tensor, draw))
+    draw = lambda gen: gen.standard_normal(tensor.shape, dtype=dt) * std + mean
+    return _write(tensor, _on_device(tensor, draw, generator, "normal_"))
 
 
 def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0, generator=None):
@@ -122,7 +122,7 @@ def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, 
         std: its standard deviation.
         a: the minimum value.
         b: the maximum value.
-        generator: a NumPy/CuPy Generator to draw from (default: the device's).
+        generator: a ``cupynet.Generator`` to draw from (default: the device's).
     """
     _check_tensor("trunc_normal_", tensor)
     if not a < b or std <= 0:
@@ -130,7 +130,6 @@ def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, 
     dt = _draw_dtype(tensor)
 
     def draw(gen):
-        gen = generator or gen
         xp = backend.array_module_for(tensor.device)
         values = gen.standard_normal(tensor.shape, dtype=dt) * std + mean
         for _ in range(100):
@@ -139,7 +138,7 @@ def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, 
                 break
             values = xp.where(bad, gen.standard_normal(tensor.shape, dtype=dt) * std + mean, values)
         return xp.clip(values, a, b)
-    return _write(tensor, _on_device(tensor, draw))
+    return _write(tensor, _on_device(tensor, draw, generator, "trunc_normal_"))
 
 
 def constant_(tensor, val: float):
@@ -195,7 +194,7 @@ def xavier_uniform_(tensor, gain: float = 1.0, generator=None):
     Args:
         tensor: a Tensor with at least 2 dimensions.
         gain: scaling factor.
-        generator: a NumPy/CuPy Generator (default: the device's).
+        generator: a ``cupynet.Generator`` to draw from (default: the device's).
     """
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     bound = gain * math.sqrt(6.0 / float(fan_in + fan_out))
@@ -208,7 +207,7 @@ def xavier_normal_(tensor, gain: float = 1.0, generator=None):
     Args:
         tensor: a Tensor with at least 2 dimensions.
         gain: scaling factor.
-        generator: a NumPy/CuPy Generator (default: the device's).
+        generator: a ``cupynet.Generator`` to draw from (default: the device's).
     """
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
@@ -222,7 +221,7 @@ def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: s
         a: negative slope of the following leaky_relu (Linear/Conv use sqrt(5)).
         mode: "fan_in" (default) or "fan_out".
         nonlinearity: "leaky_relu" (default) or "relu", ...
-        generator: a NumPy/CuPy Generator (default: the device's).
+        generator: a ``cupynet.Generator`` to draw from (default: the device's).
     """
     _check_tensor("kaiming_uniform_", tensor)
     if tensor.numel() == 0:
@@ -239,7 +238,7 @@ def kaiming_normal_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: st
         a: negative slope of the following leaky_relu.
         mode: "fan_in" (default) or "fan_out".
         nonlinearity: "leaky_relu" (default) or "relu", ...
-        generator: a NumPy/CuPy Generator (default: the device's).
+        generator: a ``cupynet.Generator`` to draw from (default: the device's).
     """
     _check_tensor("kaiming_normal_", tensor)
     if tensor.numel() == 0:

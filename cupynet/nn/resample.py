@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
+
 from . import functional as F
 from .linear import check_input
-from .module import Module
+from .module import FunctionalLayer, Module
 
 __all__ = [
     "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d",
@@ -131,52 +133,28 @@ class UpsamplingBilinear2d(Upsample):
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
 
 
-class PixelShuffle(Module):
-    """(*, C * r * r, H, W) -> (*, C, H * r, W * r).
+class PixelShuffle(FunctionalLayer):
+    """(*, C * r * r, H, W) -> (*, C, H * r, W * r) (``F.pixel_shuffle``).
 
     Args:
         upscale_factor: r.
     """
 
-    def __init__(self, upscale_factor: int):
-        super().__init__()
-        self.upscale_factor = upscale_factor
-
-    def forward(self, input):  # noqa: A002
-        """Shuffle.
-
-        Args:
-            input: a Tensor with at least 3 dims.
-        """
-        return F.pixel_shuffle(input, self.upscale_factor)
-
-    def extra_repr(self) -> str:
-        """PyTorch's text."""
-        return f"upscale_factor={self.upscale_factor}"
+    function = "pixel_shuffle"
+    signature = (("upscale_factor", inspect.Parameter.empty),)
+    repr_options = ("upscale_factor",)
 
 
-class PixelUnshuffle(Module):
-    """(*, C, H * r, W * r) -> (*, C * r * r, H, W).
+class PixelUnshuffle(FunctionalLayer):
+    """(*, C, H * r, W * r) -> (*, C * r * r, H, W) (``F.pixel_unshuffle``).
 
     Args:
         downscale_factor: r.
     """
 
-    def __init__(self, downscale_factor: int):
-        super().__init__()
-        self.downscale_factor = downscale_factor
-
-    def forward(self, input):  # noqa: A002
-        """Unshuffle.
-
-        Args:
-            input: a Tensor with at least 3 dims.
-        """
-        return F.pixel_unshuffle(input, self.downscale_factor)
-
-    def extra_repr(self) -> str:
-        """PyTorch's text."""
-        return f"downscale_factor={self.downscale_factor}"
+    function = "pixel_unshuffle"
+    signature = (("downscale_factor", inspect.Parameter.empty),)
+    repr_options = ("downscale_factor",)
 
 
 class Unfold(Module):

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from ..autograd.function import Function
 from ..autograd.state import STATE
-from ..random import generator_for
+from ..random import resolve_generator
 from ..tensor import Tensor, live_views, remember_view, view_info, view_root
 from ._util import data, xp_of, zero_where_not
 from .arith import _move, add, cast, div, mul, sub
@@ -402,18 +402,19 @@ def clamp_(input, min=None, max=None):  # noqa: A002 - PyTorch's names
 clip_ = clamp_
 
 
-def _draw(input, draw):  # noqa: A002
-    """Write ``draw(generator)`` (float32, or float64 for a float64 tensor) into ``input``; nothing recorded."""
+def _draw(input, draw, generator, fn):  # noqa: A002
+    """Write ``draw(array_generator, dtype)`` (float32, or float64 for a float64 tensor) into ``input``; no graph."""
     if not input.dtype.kind == "f" and input.dtype.name != "bfloat16":
         raise TypeError(f"expected a floating point tensor, got dtype {input.dtype}")
     device = input.device
     dtype = "float64" if input.dtype.name == "float64" else "float32"
+    gen = resolve_generator(generator, device, fn)
 
     def compute():
         if device.type == "cuda":
             with device.xp.cuda.Device(device.index):
-                return draw(generator_for(device), dtype)
-        return draw(generator_for(device), dtype)
+                return draw(gen, dtype)
+        return draw(gen, dtype)
     return write_in_place("random fill", input, None, lambda old: Copy.apply(old, Tensor(compute())),
                           _assign(input, compute))
 
@@ -425,11 +426,11 @@ def normal_(input, mean=0.0, std=1.0, generator=None):  # noqa: A002
         input: a floating Tensor.
         mean: the mean.
         std: the standard deviation (>= 0).
-        generator: a NumPy/CuPy Generator to draw from (default: the device's).
+        generator: a ``cupynet.Generator`` to draw from (default: the device's).
     """
     if std < 0:
         raise RuntimeError(f"normal_ expects std >= 0.0, but found std {std}")
-    return _draw(input, lambda gen, dt: (generator or gen).standard_normal(input.shape, dtype=dt) * std + mean)
+    return _draw(input, lambda gen, dt: gen.standard_normal(input.shape, dtype=dt) * std + mean, generator, "normal_")
 
 
 def uniform_(input, from_=0.0, to=1.0, generator=None):  # noqa: A002
@@ -439,11 +440,12 @@ def uniform_(input, from_=0.0, to=1.0, generator=None):  # noqa: A002
         input: a floating Tensor.
         from_: lower bound.
         to: upper bound.
-        generator: a NumPy/CuPy Generator to draw from (default: the device's).
+        generator: a ``cupynet.Generator`` to draw from (default: the device's).
     """
     if not from_ <= to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}")
-    return _draw(input, lambda gen, dt: (generator or gen).random(input.shape, dtype=dt) * (to - from_) + from_)
+    return _draw(input, lambda gen, dt: gen.random(input.shape, dtype=dt) * (to - from_) + from_, generator,
+                 "uniform_")
 
 
 METHODS = {name: globals()[name] for name in __all__}

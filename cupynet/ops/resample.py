@@ -124,78 +124,34 @@ class _AxisMapAdjoint(Function):
         return AxisMap.apply(grad, maps=ctx.maps)
 
 
-class ReflectionPad(AxisMap):
-    """Pad by reflecting the input at its edges (the edge element is not repeated)."""
-
-    op_name = "reflection_pad"
-
-
-class ReplicationPad(AxisMap):
-    """Pad by repeating the edge elements."""
-
-    op_name = "replication_pad"
+def _axis_map_op(name, op_name, summary, amp_policy=None):
+    """One named ``AxisMap`` op class: its own name in traces and autocast's lists, one policy."""
+    return type(name, (AxisMap,), {"__doc__": summary, "op_name": op_name, "amp_policy": amp_policy,
+                                   "__module__": __name__})
 
 
-class CircularPad(AxisMap):
-    """Pad by wrapping the input around (periodic boundary)."""
-
-    op_name = "circular_pad"
-
-
-class UpsampleNearestExact(AxisMap):
-    """Nearest-neighbour interpolation with pixel centres ``floor((j + 0.5) * scale)`` (unlisted for autocast)."""
-
-    op_name = "upsample_nearest_exact"
-
-
+ReflectionPad = _axis_map_op("ReflectionPad", "reflection_pad",
+                             "Pad by reflecting the input at its edges (the edge element is not repeated).")
+ReplicationPad = _axis_map_op("ReplicationPad", "replication_pad", "Pad by repeating the edge elements.")
+CircularPad = _axis_map_op("CircularPad", "circular_pad", "Pad by wrapping the input around (periodic boundary).")
+UpsampleNearestExact = _axis_map_op(
+    "UpsampleNearestExact", "upsample_nearest_exact",
+    "Nearest-neighbour interpolation with pixel centres ``floor((j + 0.5) * scale)`` (unlisted for autocast).")
 # NOTE: PyTorch's autocast lists name the upsample ops per mode and dimension (all fp32)
-class UpsampleNearest1d(AxisMap):
-    """1-D nearest-neighbour interpolation."""
-
-    op_name = "upsample_nearest1d"
-    amp_policy = "fp32"
-
-
-class UpsampleNearest2d(AxisMap):
-    """2-D nearest-neighbour interpolation."""
-
-    op_name = "upsample_nearest2d"
-    amp_policy = "fp32"
-
-
-class UpsampleNearest3d(AxisMap):
-    """3-D nearest-neighbour interpolation."""
-
-    op_name = "upsample_nearest3d"
-    amp_policy = "fp32"
-
-
-class UpsampleLinear1d(AxisMap):
-    """1-D linear interpolation (two taps)."""
-
-    op_name = "upsample_linear1d"
-    amp_policy = "fp32"
-
-
-class UpsampleBilinear2d(AxisMap):
-    """2-D bilinear interpolation (two taps per axis)."""
-
-    op_name = "upsample_bilinear2d"
-    amp_policy = "fp32"
-
-
-class UpsampleTrilinear3d(AxisMap):
-    """3-D trilinear interpolation (two taps per axis)."""
-
-    op_name = "upsample_trilinear3d"
-    amp_policy = "fp32"
-
-
-class UpsampleBicubic2d(AxisMap):
-    """2-D bicubic interpolation (Keys' cubic convolution, A = -0.75)."""
-
-    op_name = "upsample_bicubic2d"
-    amp_policy = "fp32"
+UpsampleNearest1d = _axis_map_op("UpsampleNearest1d", "upsample_nearest1d", "1-D nearest-neighbour interpolation.",
+                                 "fp32")
+UpsampleNearest2d = _axis_map_op("UpsampleNearest2d", "upsample_nearest2d", "2-D nearest-neighbour interpolation.",
+                                 "fp32")
+UpsampleNearest3d = _axis_map_op("UpsampleNearest3d", "upsample_nearest3d", "3-D nearest-neighbour interpolation.",
+                                 "fp32")
+UpsampleLinear1d = _axis_map_op("UpsampleLinear1d", "upsample_linear1d", "1-D linear interpolation (two taps).",
+                                "fp32")
+UpsampleBilinear2d = _axis_map_op("UpsampleBilinear2d", "upsample_bilinear2d",
+                                  "2-D bilinear interpolation (two taps per axis).", "fp32")
+UpsampleTrilinear3d = _axis_map_op("UpsampleTrilinear3d", "upsample_trilinear3d",
+                                   "3-D trilinear interpolation (two taps per axis).", "fp32")
+UpsampleBicubic2d = _axis_map_op("UpsampleBicubic2d", "upsample_bicubic2d",
+                                 "2-D bicubic interpolation (Keys' cubic convolution, A = -0.75).", "fp32")
 
 
 _UPSAMPLE = {("nearest", 1): UpsampleNearest1d, ("nearest", 2): UpsampleNearest2d,

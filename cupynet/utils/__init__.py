@@ -1,5 +1,6 @@
-"""``torch.utils``: ``cupynet.utils.data`` is ``torch.utils.data`` (cupynet's data loading)."""
+"""``torch.utils``: ``data`` (cupynet's data loading under torch.utils.data's names) and ``checkpoint``
+(activation checkpointing)."""
 
-from cupynet.utils import data
+from cupynet.utils import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data"]
