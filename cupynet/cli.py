@@ -62,6 +62,17 @@ _positive_int = _positive(int, "integer")
 _positive_float = _positive(float, "number")
 
 
+def _fraction(text):
+    """An argparse ``type``: a float in [0, 1) (``--val-split``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1), got {text!r}")
+    return value
+
+
 def _add_train(p):
     p.add_argument("--model", default="mlp", choices=["mlp", "cnn", "transformer"],
                    help="network to train (default mlp)")
@@ -75,10 +86,20 @@ def _add_train(p):
                    help="where to train (default: cuda when a GPU is usable, else cpu; or $CUPYNET_DEVICE)")
     p.add_argument("--seed", type=int, default=0, help="random seed for init, dropout and shuffling (default 0)")
     p.add_argument("--metrics", default=None, metavar="FILE.jsonl",
-                   help="write one JSON line per step: step, epoch, loss, lr, time (s since the start); "
-                        "with --amp also scale and skipped steps so far")
+                   help="write one JSON line per step: step, epoch, loss, lr, time (s since the start), with --amp "
+                        "also scale and skipped steps so far; and one per epoch with split, train_loss, train_acc, "
+                        "val_loss, val_acc")
     p.add_argument("--out", default=None, metavar="DIR",
-                   help="output directory for checkpoints and loss_curve.png (when matplotlib is installed)")
+                   help="output directory: last.ckpt, best.ckpt, checkpoints/ (--save-every), curves.png and, "
+                        "with --amp, amp.png (plots when matplotlib is installed)")
+    p.add_argument("--val-split", type=_fraction, default=0.1, metavar="F",
+                   help="fraction of the training set held out (drawn from --seed) and evaluated every epoch; "
+                        "0 disables validation (default 0.1)")
+    p.add_argument("--best-metric", default="val_acc", choices=["val_acc", "val_loss"],
+                   help="what best.ckpt is chosen by (default val_acc)")
+    p.add_argument("--threads", type=_positive_int, default=None, metavar="N",
+                   help="BLAS threads (default: 1 for small models on the CPU, where more threads only slow small "
+                        "matrix products on a busy machine; else the BLAS library's default)")
     p.add_argument("--amp", action="store_true", help="mixed precision: autocast + dynamic loss scaling")
     p.add_argument("--amp-dtype", default=None, choices=["float16", "bfloat16"],
                    help="autocast dtype (default float16 on cuda, bfloat16 on cpu)")
@@ -91,7 +112,10 @@ def _add_train(p):
     p.add_argument("--max-steps", type=_positive_int, default=None, metavar="N",
                    help="stop after global step N (counted across resumes), as Ctrl-C would; resume continues")
     p.add_argument("--keep", type=_positive_int, default=3, help="checkpoints to keep in --out (default 3)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar (summary lines only)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress (summary lines only); without a terminal, progress is plain lines every 10 s")
+    p.add_argument("--nproc", type=_positive_int, default=1, metavar="N",
+                   help="data-parallel training in N processes started through mpiexec (default 1)")
 
 
 def _info() -> dict:
@@ -159,6 +183,9 @@ def main(argv=None) -> int:
         if args.command == "bench":
             from cupynet.train.bench import run_bench
             return run_bench(args)
+        if args.nproc > 1:
+            from cupynet.train.distributed import relaunch
+            return relaunch(sys.argv[1:] if argv is None else list(argv), args.nproc)
         from cupynet.train.loop import TrainConfig, train
         return train(TrainConfig.from_args(args))
     except (FileNotFoundError, NotADirectoryError, ValueError, RuntimeError, ImportError) as error:

@@ -62,10 +62,11 @@ class Tensor:
         requires_grad: whether gradients should be computed for this (leaf) tensor.
     """
 
-    # NOTE: ``_view`` and ``_views`` are left unset by __init__ (most tensors are not views): read them
-    # with ``view_info`` / ``live_views``, which cost nothing on the construction hot path
+    # NOTE: ``_view``, ``_views`` and ``_post_acc_hooks`` are left unset by __init__ (most tensors are not
+    # views, few have hooks): read them with ``view_info`` / ``live_views`` / getattr, which cost nothing
+    # on the construction hot path
     __slots__ = ("array", "grad", "_requires_grad", "grad_fn", "_output_nr", "_vc", "_hooks", "_view", "_views",
-                 "__weakref__")
+                 "_post_acc_hooks", "__weakref__")
     __array_priority__ = 1000  # NOTE: make numpy_array * tensor call Tensor.__rmul__
 
     def __init__(self, data, requires_grad=False):
@@ -171,6 +172,22 @@ class Tensor:
             node = self.grad_fn
             node.tensor_hooks = node.tensor_hooks or {}
             hooks = node.tensor_hooks.setdefault(self._output_nr, [])
+        hooks.append(hook)
+        return _RemovableHandle(hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(self)`` after a backward pass has accumulated a gradient into this leaf's ``.grad``.
+
+        Args:
+            hook: a callable taking this tensor; its return value is ignored.
+        """
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        hooks = getattr(self, "_post_acc_hooks", None)
+        if hooks is None:
+            hooks = self._post_acc_hooks = []
         hooks.append(hook)
         return _RemovableHandle(hooks, hook)
 

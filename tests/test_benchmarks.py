@@ -53,3 +53,14 @@ def test_paired_times_needs_two_pairs():
         paired_times(lambda: None, lambda: None, pairs=1)
     result = paired_times(lambda: sum(range(100)), lambda: sum(range(100)), pairs=3, warmup=0)
     assert set(result) == {"a_s", "b_s", "ratio", "ratio_q1", "ratio_q3"}
+
+
+def test_bench_cpu_time_measures_the_tree_it_runs_in():
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CUPYNET_DEVICE="cpu")
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_cpu_time.py"), "--repeats", "20"],
+                            capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    (row,) = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert row["benchmark"] == "cpu_time" and row["repeats"] == 20
+    for case in ("tiny-op chain, per op (fwd+bwd)", "digits MLP step, batch 64"):
+        assert 0 < row[case]["p10_us"] <= row[case]["median_us"]

@@ -31,11 +31,21 @@ def test_train_defaults_reach_95_percent_and_write_metrics(tmp_path):
     last = result.stdout.strip().splitlines()[-1]
     assert last.startswith("test accuracy: ")
     assert float(last.split(": ")[1].rstrip("%")) >= 95.0, result.stdout
-    rows = [json.loads(line) for line in metrics.read_text().splitlines()]
+    every = [json.loads(line) for line in metrics.read_text().splitlines()]
+    rows = [r for r in every if "split" not in r]  # per step; the epoch rows carry "split"
     assert [r["step"] for r in rows] == list(range(1, len(rows) + 1))
     assert {"step", "loss", "lr", "time"} <= set(rows[0])
     assert rows[-1]["loss"] < rows[0]["loss"]
     assert "epoch 20/20" in result.stdout
+    epochs = [r for r in every if "split" in r]
+    assert [r["epoch"] for r in epochs] == list(range(1, 21))
+    assert epochs[-1]["val_acc"] >= 90.0 and epochs[-1]["val_loss"] < epochs[0]["val_loss"]
+    # the main job's output: header, per-epoch validation, summary, then the accuracy line
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("cupynet train: mlp (MLP, ") and lines[0].endswith(" parameters) on cpu")
+    assert sum(line.startswith("epoch ") and ", val accuracy " in line for line in lines) == 20
+    assert any(line.startswith("summary: ") and " wall time " in line for line in lines)
+    assert f"files:     {tmp_path / 'out' / 'last.ckpt'}" in result.stdout
 
 
 @pytest.mark.parametrize("args, message", [
@@ -59,7 +69,8 @@ def test_help_documents_every_flag():
     result = run_cli("train", "--help")
     assert result.returncode == 0
     for flag in ("--model", "--dataset", "--epochs", "--batch-size", "--lr", "--optimizer", "--device", "--seed",
-                 "--metrics", "--out", "--amp", "--amp-dtype", "--save-every", "--resume"):
+                 "--metrics", "--out", "--amp", "--amp-dtype", "--save-every", "--resume", "--val-split",
+                 "--best-metric", "--threads"):
         assert flag in result.stdout
 
 
@@ -69,7 +80,7 @@ def test_amp_overflow_names_the_layers_and_records_scale(tmp_path):
                      "--no-progress", "--metrics", str(metrics))
     assert result.returncode == 0, result.stderr[-2000:]
     assert "step skipped" in result.stderr and "1.weight" in result.stderr  # the MLP's first Linear
-    rows = [json.loads(line) for line in metrics.read_text().splitlines()]
+    rows = [json.loads(line) for line in metrics.read_text().splitlines() if '"split"' not in line]
     assert rows[0]["scale"] == pytest.approx(5e29, rel=1e-6)  # 1e30 backed off once, after step 1
     assert rows[0]["skipped"] == 1 and rows[-1]["skipped"] == len(rows)  # every step overflows at this scale
 

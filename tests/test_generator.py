@@ -119,3 +119,17 @@ def test_global_rng_state_roundtrip_still_works():
     cn.set_rng_state(state)
     np.testing.assert_array_equal(_values(cn.rand(3)), a)
     assert cn.random.seed() != 4 and cn.initial_seed() != 4
+
+
+def test_multinomial_and_samplers_draw_from_a_cupynet_generator():
+    weights = cn.tensor([0.1, 0.2, 0.3, 0.4])
+    first = cn.multinomial(weights, 3, generator=cn.Generator().manual_seed(5))
+    again = cn.multinomial(weights, 3, generator=cn.Generator().manual_seed(5))
+    assert first.tolist() == again.tolist()
+    g = cn.Generator().manual_seed(7)
+    orders = [list(cn.data.RandomSampler(range(10), generator=g)) for _ in range(2)]
+    assert orders[0] != orders[1]  # NOTE: one stream, advanced by each draw, as torch's samplers do
+    replay = cn.Generator().manual_seed(7)
+    assert [list(cn.data.RandomSampler(range(10), generator=replay)) for _ in range(2)] == orders
+    with pytest.raises(TypeError, match="multinomial: generator must be a cupynet.Generator"):
+        cn.multinomial(weights, 1, generator="seed")

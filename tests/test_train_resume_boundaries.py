@@ -1,7 +1,8 @@
 """Issue 12: `cupynet train --resume auto` ends exactly where an uninterrupted run ends, wherever it stopped.
 
-The run: digits, batch 512, 3 epochs of 3 batches = 9 steps, AMP float16 with an initial scale that
-overflows at steps 2 and 7 (so the scaler's scale and skip count move, across an epoch boundary).
+The run: digits (a tenth held out for validation, evaluated after every epoch), batch 512, 3 epochs of
+3 batches = 9 steps, AMP float16 with a seed and an initial scale that overflow at steps 3 and 6, the last
+batches of epochs 1 and 2 (so the scaler's scale and skip count move, across epoch boundaries).
 Stopping after step k covers every kind of boundary: mid-epoch (k = 1, 2, 4, 5, 7, 8), the last
 batch of an epoch (k = 3, 6) and the finished run (k = 9).
 
@@ -30,13 +31,13 @@ import cupynet as cn
 from cupynet.cli import main
 
 pytest.importorskip("sklearn")  # the digits data set
-# NOTE: steps 2 and 7 overflow in float16 on purpose (that is what makes the scaler skip them)
+# NOTE: steps 3 and 6 overflow in float16 on purpose (that is what makes the scaler skip them)
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
 
-EPOCHS, BATCHES = 3, 3  # digits' 1437 training samples in batches of 512
+EPOCHS, BATCHES = 3, 3  # digits' 1294 training samples (144 more held out) in batches of 512
 TOTAL = EPOCHS * BATCHES
 COMMON = ["train", "--epochs", str(EPOCHS), "--batch-size", "512", "--no-progress", "--amp", "--amp-dtype",
-          "float16", "--init-scale", "4e6", "--keep", "100"]
+          "float16", "--init-scale", "2.5e6", "--seed", "1", "--keep", "100"]
 
 
 @pytest.fixture(autouse=True)
@@ -91,7 +92,8 @@ def reference(tmp_path_factory):
     assert checkpoints(folder / "out") == [f"step-{k:08d}.ckpt" for k in range(1, TOTAL + 1)]
     ref = {"dir": folder / "out", "state": final_state(folder / "out"), "rows": rows(folder / "m.jsonl")}
     assert ref["state"]["/step"] == TOTAL and ref["state"]["/epoch"] == EPOCHS
-    assert [r["skipped"] for r in ref["rows"]] == [0, 1, 1, 1, 1, 1, 2, 2, 2]  # the scaler really moves
+    assert [r["skipped"] for r in ref["rows"] if "split" not in r] == [0, 0, 1, 1, 1, 2, 2, 2, 2]  # it moves
+    assert [r["epoch"] for r in ref["rows"] if "split" in r] == [1, 2, 3]  # a validation row per epoch
     return ref
 
 
@@ -117,7 +119,8 @@ def test_resume_from_a_checkpoint_written_at_step_k_ends_like_the_uninterrupted_
     status, lines, err = cli(capsys, out_dir, "--save-every", "1", "--resume", "auto", metrics=tmp_path / "m.jsonl")
     assert status == 0, err
     resumed_rows = rows(tmp_path / "m.jsonl") if (tmp_path / "m.jsonl").exists() else []
-    check_resumed(k, lines, out_dir, resumed_rows, reference["rows"][k:], reference)
+    after_k = [r for r in reference["rows"] if r["step"] > k]  # the epoch row of step k was written before it
+    check_resumed(k, lines, out_dir, resumed_rows, after_k, reference)
 
 
 @pytest.mark.parametrize("k", range(1, TOTAL + 1))
@@ -126,7 +129,7 @@ def test_run_stopped_by_max_steps_k_resumes_to_the_uninterrupted_end(k, referenc
     status, lines, err = cli(capsys, out_dir, "--save-every", "100", metrics=metrics, max_steps=k)
     assert status == 0, err
     assert checkpoints(out_dir) == [f"step-{k:08d}.ckpt"]  # written when the loop stopped
-    assert len(rows(metrics)) == k
+    assert [r["step"] for r in rows(metrics) if "split" not in r] == list(range(1, k + 1))
     stopped = [line for line in lines if line.startswith("stopped at step")]
     if k < TOTAL:
         assert stopped and stopped[0].startswith(f"stopped at step {k} ("), lines
@@ -167,12 +170,28 @@ def test_resuming_at_max_steps_does_nothing(tmp_path, capsys):
     assert snapshot(tmp_path) == before
 
 
-def test_checkpoint_of_another_batch_size_is_refused(reference, tmp_path, capsys):
+def test_checkpoint_of_another_batch_size_is_refused_naming_its_flags(reference, tmp_path, capsys):
     out_dir = tmp_path / "out"
     os.makedirs(out_dir / "checkpoints")
     shutil.copy(reference["dir"] / "checkpoints" / f"step-{BATCHES:08d}.ckpt", out_dir / "checkpoints")
     status = main([*COMMON, "--batch-size", "256", "--out", str(out_dir), "--save-every", "1", "--resume", "auto"])
     err = capsys.readouterr().err
     assert status == 1
+    assert "was trained with --model mlp --dataset digits --val-split 0.1 --seed 1 --batch-size 512" in err, err
+    assert "this run has --batch-size 256" in err, err
+    assert checkpoints(out_dir) == [f"step-{BATCHES:08d}.ckpt"]  # nothing written
+
+
+def test_checkpoint_without_a_recorded_configuration_is_checked_by_its_loader_position(reference, tmp_path, capsys):
+    """A checkpoint written before runs recorded their flags: the step/loader check still refuses it."""
+    out_dir = tmp_path / "out"
+    os.makedirs(out_dir / "checkpoints")
+    state = cn.load(reference["dir"] / "checkpoints" / f"step-{BATCHES:08d}.ckpt")
+    del state["extra"]["config"]
+    cn.save(state, out_dir / "checkpoints" / f"step-{BATCHES:08d}.ckpt")
+    status = main([*COMMON, "--batch-size", "256", "--out", str(out_dir), "--save-every", "1", "--resume", "auto"])
+    err = capsys.readouterr().err
+    assert status == 1
     assert "at step 3" in err and "1 epoch(s) and 0 batch(es)" in err and "6 batches per epoch" in err, err
+    assert "trained on the whole set: --val-split 0" in err, err  # the likely cause for such an old file
     assert checkpoints(out_dir) == [f"step-{BATCHES:08d}.ckpt"]  # nothing written

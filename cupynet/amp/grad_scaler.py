@@ -32,7 +32,7 @@ from enum import Enum
 
 import numpy
 
-from cupynet import backend, dtypes
+from cupynet import backend, distributed, dtypes
 from cupynet.amp import functional as F
 from cupynet.amp.diagnostics import ScalerDiagnostics, format_overflow, read_host
 from cupynet.autograd import no_grad
@@ -342,6 +342,7 @@ class GradScaler:
                 p.grad._bump_version()
             self.diagnostics.record_unscale((key, str(dev)), params, names, indices, stats, found, self._step + 1)
             found_per_device[dev] = found
+        _agree_across_ranks(found_per_device)
         return found_per_device
 
     def unscale_(self, optimizer) -> None:
@@ -694,6 +695,20 @@ EXTRA_SETTINGS = ("hysteresis", "min_scale", "max_scale", "on_min_scale", "histo
 EXTRA_COUNTERS = ("_hysteresis_tracker", "_min_hit", "_skipped_steps", "_step", "_history")
 EXTRA_KEYS = EXTRA_SETTINGS + EXTRA_COUNTERS
 """cupynet's keys, all of them present only when an option beyond PyTorch is set."""
+
+
+def _agree_across_ranks(found_per_device) -> None:
+    """Make found_inf the largest over all ranks (in place) when a process group is running.
+
+    NOTE: every rank must take the same skip / grow / backoff decision, or replicas that
+    should stay equal drift apart (one steps, one skips) and their scales diverge. DDP's
+    averaged gradients already carry one rank's inf to all; this also covers gradients
+    that are not averaged. A MAX all-reduce of a device scalar: no host sync with NCCL
+    (the MPI backend stages a CuPy scalar through the host).
+    """
+    if distributed.is_initialized() and distributed.get_world_size() > 1:
+        for found in found_per_device.values():
+            distributed.collectives.reduce_array_(found, distributed.ReduceOp.MAX)
 
 
 def _history(where: str, value, history_size: int) -> list:

@@ -22,7 +22,7 @@ from ..backend import get_array_module
 from ..tensor import Tensor
 from .state import STATE
 
-__all__ = ["backward", "grad"]
+__all__ = ["backward", "grad", "queue_callback"]
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False):
@@ -68,6 +68,20 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 "Set allow_unused=True if this is the desired behavior."
             )
     return tuple(results)
+
+
+def queue_callback(callback):
+    """Run ``callback()`` once the backward pass now running has finished (PyTorch's ``queue_callback``).
+
+    Called from a hook during ``backward``; DistributedDataParallel uses it to reduce the
+    gradient buckets that never became ready (unused parameters, gradients that were None).
+
+    Args:
+        callback: a callable taking no arguments.
+    """
+    if STATE.final_callbacks is None:
+        raise RuntimeError("queue_callback: no backward pass is running in this thread")
+    STATE.final_callbacks.append(callback)
 
 
 def _capture_key(t):
@@ -121,18 +135,21 @@ class _Pass:
 
 def _run(roots, seeds, retain_graph, create_graph, capture):
     run = _Pass(retain_graph, create_graph, capture)
-    saved_mode, saved_autocast = STATE.grad_enabled, STATE.autocast
+    saved_mode, saved_autocast, saved_callbacks = STATE.grad_enabled, STATE.autocast, STATE.final_callbacks
     # NOTE: backward formulas run with autocast off: the forward already decided
     # every dtype, and re-deciding would change the math of the gradient.
-    STATE.grad_enabled, STATE.autocast = create_graph, {}
+    STATE.grad_enabled, STATE.autocast, STATE.final_callbacks = create_graph, {}, []
     try:
         for t, g in zip(roots, seeds):
             _send(run, (t.grad_fn, t._output_nr) if t.grad_fn is not None else (t, None), g)
         while run.heap:
             _, _, node = heapq.heappop(run.heap)
             _run_node(run, node)
+        callbacks = STATE.final_callbacks
     finally:
-        STATE.grad_enabled, STATE.autocast = saved_mode, saved_autocast
+        STATE.grad_enabled, STATE.autocast, STATE.final_callbacks = saved_mode, saved_autocast, saved_callbacks
+    for callback in callbacks:
+        callback()
 
 
 def _send(run, edge, g):
@@ -228,6 +245,8 @@ def _reach_leaf(run, leaf, g):
     else:
         # NOTE: out of place, so a .grad someone kept a reference to is never changed under them
         leaf.grad = leaf.grad + g
+    for hook in getattr(leaf, "_post_acc_hooks", None) or ():
+        hook(leaf)
 
 
 def _fresh_grad(run, g):

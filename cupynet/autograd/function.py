@@ -307,7 +307,7 @@ def _link(cls, ctx, args, outputs):
     ctx._output_meta = tuple(meta)
     saved = ctx._saved
     if keep or saved:  # NOTE: only ctx.output(i) reads these weak references
-        ctx._outputs = tuple(weakref.ref(o) for o in outputs)
+        ctx._outputs = tuple([weakref.ref(o) for o in outputs])  # NOTE (speed): a list, not a generator
     if saved:
         _saved_outputs_by_index(ctx, outputs)
 
@@ -315,10 +315,21 @@ def _link(cls, ctx, args, outputs):
 _BFLOAT16 = dtypes.bfloat16
 
 
+def _saves_an_output(saved, outputs) -> bool:
+    # NOTE (speed): plain loops, no generator: every op that saves something comes here.
+    # Identity only: ``in`` would fall back to Tensor.__eq__.
+    for t, _ in saved:
+        if t is not None:
+            for o in outputs:
+                if t is o:
+                    return True
+    return False
+
+
 def _saved_outputs_by_index(ctx, outputs):
     # NOTE: a saved output is kept by index, not by reference, so the node
     # does not keep its own output alive through a reference cycle.
-    if not any(t is o for t, _ in ctx._saved for o in outputs):
+    if not _saves_an_output(ctx._saved, outputs):
         return
     out_ids = {id(o): i for i, o in enumerate(outputs)}
     ctx._saved = tuple((out_ids[id(t)], v) if t is not None and id(t) in out_ids else (t, v)

@@ -27,6 +27,7 @@ class _ThreadState(threading.local):
         self.cast_cache = {}               # id(fp32 leaf) -> (leaf, dtype, cast tensor)
         self.tracers = []                  # active cupynet.amp.trace recorders
         self.cast_counter = 0              # casts made by autocast (for tests and trace)
+        self.final_callbacks = None        # while backward runs: what engine.queue_callback queued
 
 
 STATE = _ThreadState()

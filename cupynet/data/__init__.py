@@ -11,6 +11,7 @@ from cupynet.data.dataset import (
                                   TensorDataset,
                                   random_split,
 )
+from cupynet.data.distributed import DistributedSampler
 from cupynet.data.sampler import (
                                   BatchSampler,
                                   RandomSampler,
@@ -23,4 +24,4 @@ from cupynet.data.workers import WorkerInfo, get_worker_info
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ArrayDataset", "ConcatDataset", "Subset", "random_split",
            "DataLoader", "default_collate", "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
-           "WeightedRandomSampler", "BatchSampler", "WorkerInfo", "get_worker_info", "datasets"]
+           "WeightedRandomSampler", "BatchSampler", "WorkerInfo", "get_worker_info", "datasets", "DistributedSampler"]

@@ -14,7 +14,7 @@ import numbers
 import numpy
 
 from cupynet import backend
-from cupynet.random import cpu_generator
+from cupynet.random import Generator, cpu_generator, resolve_generator
 from cupynet.tensor import Tensor
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
@@ -25,12 +25,15 @@ def numpy_generator(generator):
     """A NumPy ``Generator`` for ``generator``: itself, one seeded by it, or a fresh one from cupynet's seed stream.
 
     Args:
-        generator: None, a ``numpy.random.Generator``, an int seed, or an object with ``initial_seed()``.
+        generator: None, a ``cupynet.Generator`` (a CPU one), a ``numpy.random.Generator``, an int seed, or an
+            object with ``initial_seed()``.
     """
     if generator is None:
         return numpy.random.default_rng(int(cpu_generator().integers(0, 2**63 - 1)))
     if isinstance(generator, numpy.random.Generator):
         return generator
+    if isinstance(generator, Generator):
+        return resolve_generator(generator, "cpu", "DataLoader")  # NOTE: draws advance its stream, as torch's do
     if isinstance(generator, numbers.Integral) and not isinstance(generator, bool):
         return numpy.random.default_rng(int(generator))
     if callable(getattr(generator, "initial_seed", None)):

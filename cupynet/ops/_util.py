@@ -89,14 +89,23 @@ def fix_float_dtype(result, *inputs):
         result: the computed array.
         *inputs: the op's inputs (Tensors or scalars).
     """
+    # NOTE (speed): every binary op's forward runs this; plain loops with early returns, no
+    # generators: the common float32 case returns at its first Tensor input.
     dtype = result.dtype
     if dtype == dtypes.float32:
-        if any(isinstance(v, Tensor) and v.dtype == dtypes.bfloat16 for v in inputs) and \
-                all(not isinstance(v, Tensor) or v.dtype == dtypes.bfloat16 for v in inputs):
-            return result.astype(dtypes.bfloat16)
+        # bfloat16 only when every Tensor input is bfloat16 (the numbers alone widened it)
+        saw_bfloat16 = False
+        for v in inputs:
+            if isinstance(v, Tensor):
+                if v.array.dtype != dtypes.bfloat16:
+                    return result
+                saw_bfloat16 = True
+        return result.astype(dtypes.bfloat16) if saw_bfloat16 else result
+    if dtype != dtypes.float64:
         return result
-    if dtype != dtypes.float64 or any(isinstance(v, Tensor) and v.dtype == dtypes.float64 for v in inputs):
-        return result
+    for v in inputs:
+        if isinstance(v, Tensor) and v.array.dtype == dtypes.float64:
+            return result
     return result.astype(dtypes.float32)
 
 
@@ -137,7 +146,9 @@ def compute_in_fp32(array):
     Args:
         array: a NumPy or CuPy array.
     """
-    return array.astype(dtypes.float32) if array.dtype in dtypes.LOW_PRECISION else array
+    # NOTE (speed): itemsize first: a 4- or 8-byte dtype is never half, and the tuple test costs more
+    dtype = array.dtype
+    return array.astype(dtypes.float32) if dtype.itemsize == 2 and dtype in dtypes.LOW_PRECISION else array
 
 
 def floating_compute(array):
@@ -153,7 +164,8 @@ def floating_compute(array):
     Returns:
         ``(array in its compute dtype, the result's dtype)``: round the result with ``round_from_fp32``.
     """
-    if array.dtype not in dtypes.FLOATING:
+    dtype = array.dtype
+    if dtype is not dtypes.float32 and dtype not in dtypes.FLOATING:  # NOTE (speed): float32 needs no tuple test
         array = array.astype(dtypes.get_default_dtype())
     return compute_in_fp32(array), array.dtype
 
@@ -168,7 +180,7 @@ def round_from_fp32(result, dtype):
         result: the array computed from ``compute_in_fp32(input)``.
         dtype: the input's dtype, which the output keeps.
     """
-    return result.astype(dtype) if dtype in dtypes.LOW_PRECISION else result
+    return result.astype(dtype) if dtype.itemsize == 2 and dtype in dtypes.LOW_PRECISION else result
 
 
 def check_same_device(op, **tensors):

@@ -1,11 +1,11 @@
 """Activation functions: relu family, elu, gelu, silu, mish, sigmoid, hard*, softplus, softmax, prelu, glu.
 
-Each op is written out in full: a ``Function`` whose ``forward`` is one fused
-pass over the array (float16/bfloat16 computed in float32 and rounded once,
-under ``numpy.errstate(all="ignore")`` as in unary.py) and whose ``backward``
-is written with cupynet ops, so second derivatives work; then its public
-function (``def relu(input, inplace=False)``). Masks (``x > 0``) are constants
-for autograd.
+Each op is written out: a ``Function`` whose forward is one fused pass over
+the array (float16/bfloat16 computed in float32 and rounded once, under
+``numpy.errstate(all="ignore")``; the option-free ones write only that pass,
+``kernel(xp, x)``, on unary.py's ``_Pointwise``) and whose ``backward`` is
+written with cupynet ops, so second derivatives work; then its public function
+(``def relu(input, inplace=False)``). Masks (``x > 0``) are constants for autograd.
 
 Integer inputs behave as in PyTorch: ``relu``, ``relu6`` and ``hardtanh`` compute
 in the integer dtype (bool refused), ``sigmoid`` (like ``tanh``) promotes to the
@@ -32,7 +32,6 @@ from ..tensor import Tensor
 from ._special import erf_kernel
 from ._util import (
     compute_in_fp32,
-    floating_compute,
     normalize_dim,
     require_floating,
     round_from_fp32,
@@ -42,7 +41,7 @@ from ._util import (
 from .indexing import cat, chunk
 from .reduce import sum as reduce_sum
 from .shape import reshape, sum_to
-from .unary import clamp, erf, exp, tanh
+from .unary import _Pointwise, clamp, erf, exp, tanh
 
 __all__ = ["relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "mish", "sigmoid", "hardtanh", "hardsigmoid",
            "hardswish", "softplus", "softmax", "log_softmax", "prelu", "glu"]
@@ -130,8 +129,6 @@ def relu(input, inplace=False):  # noqa: A002 - PyTorch's argument names
         inplace: write into ``input`` unless autograd records it.
     """
     _check_not_bool("relu", input, "relu")
-    if not inplace:
-        return Relu.apply(input)
     return _maybe_inplace(input, inplace, lambda: Relu.apply(input))
 
 
@@ -318,17 +315,14 @@ def gelu(input, approximate="none"):  # noqa: A002
     return Gelu.apply(input, approximate=approximate)
 
 
-class Silu(Function):
+class Silu(_Pointwise):
     """``x * sigmoid(x)`` (swish); d/dx = s (1 + x (1 - s))."""
 
-    op_name = "silu"
+    op_name, saves_input = "silu", True
 
     @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        xp, x = xp_of(a), compute_in_fp32(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(x * _stable_sigmoid(xp, x), a.dtype)
+    def kernel(xp, x):
+        return x * _stable_sigmoid(xp, x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -346,22 +340,17 @@ def silu(input, inplace=False):  # noqa: A002 - PyTorch's argument names
         inplace: write into ``input`` unless autograd records it.
     """
     _check("silu", input)
-    if not inplace:
-        return Silu.apply(input)
     return _maybe_inplace(input, inplace, lambda: Silu.apply(input))
 
 
-class Mish(Function):
+class Mish(_Pointwise):
     """``x * tanh(softplus(x))``."""
 
-    op_name = "mish"
+    op_name, saves_input = "mish", True
 
     @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        xp, x = xp_of(a), compute_in_fp32(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(x * xp.tanh(_stable_softplus(xp, x)), a.dtype)
+    def kernel(xp, x):
+        return x * xp.tanh(_stable_softplus(xp, x))
 
     @staticmethod
     def backward(ctx, grad):
@@ -380,21 +369,17 @@ def mish(input, inplace=False):  # noqa: A002 - PyTorch's argument names
         inplace: write into ``input`` unless autograd records it.
     """
     _check("mish", input)
-    if not inplace:
-        return Mish.apply(input)
     return _maybe_inplace(input, inplace, lambda: Mish.apply(input))
 
 
-class Sigmoid(Function):
+class Sigmoid(_Pointwise):
     """``1 / (1 + exp(-x))``; d/dx = y (1 - y)."""
 
     op_name, save_outputs = "sigmoid", True
 
     @staticmethod
-    def forward(ctx, a):
-        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(_stable_sigmoid(xp, x), dtype)
+    def kernel(xp, x):
+        return _stable_sigmoid(xp, x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -453,17 +438,14 @@ def softplus(input, beta=1.0, threshold=20.0):  # noqa: A002
 
 
 # ---- piecewise-linear gates: hardsigmoid, hardswish ------------------------------------------
-class Hardsigmoid(Function):
+class Hardsigmoid(_Pointwise):
     """``relu6(x + 3) / 6``; gradient 1/6 strictly inside (-3, 3)."""
 
-    op_name = "hardsigmoid"
+    op_name, saves_input = "hardsigmoid", True
 
     @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        xp, x = xp_of(a), compute_in_fp32(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.clip(x + 3.0, 0.0, 6.0) / 6.0, a.dtype)
+    def kernel(xp, x):
+        return xp.clip(x + 3.0, 0.0, 6.0) / 6.0
 
     @staticmethod
     def backward(ctx, grad):
@@ -481,22 +463,17 @@ def hardsigmoid(input, inplace=False):  # noqa: A002 - PyTorch's argument names
         inplace: write into ``input`` unless autograd records it.
     """
     _check("hardsigmoid", input)
-    if not inplace:
-        return Hardsigmoid.apply(input)
     return _maybe_inplace(input, inplace, lambda: Hardsigmoid.apply(input))
 
 
-class Hardswish(Function):
+class Hardswish(_Pointwise):
     """``x * relu6(x + 3) / 6``; d/dx = x/3 + 1/2 on [-3, 3], 0 below, 1 above."""
 
-    op_name = "hardswish"
+    op_name, saves_input = "hardswish", True
 
     @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        xp, x = xp_of(a), compute_in_fp32(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(x * xp.clip(x + 3.0, 0.0, 6.0) / 6.0, a.dtype)
+    def kernel(xp, x):
+        return x * xp.clip(x + 3.0, 0.0, 6.0) / 6.0
 
     @staticmethod
     def backward(ctx, grad):
@@ -514,8 +491,6 @@ def hardswish(input, inplace=False):  # noqa: A002 - PyTorch's argument names
         inplace: write into ``input`` unless autograd records it.
     """
     _check("hardswish", input)
-    if not inplace:
-        return Hardswish.apply(input)
     return _maybe_inplace(input, inplace, lambda: Hardswish.apply(input))
 
 

@@ -354,44 +354,86 @@ class Clone(Function):
         return grad
 
 
-class Maximum(Function):
+class _Extremum(Function):
+    """Elementwise max or min of two tensors; not an op itself.
+
+    ``kernel(xp, a, b)`` picks elementwise and ``a_wins(a, b)`` is the mask where ``a``
+    is picked; the gradient goes all to the operand picked, half to each on a tie (as PyTorch).
+    """
+
+    @staticmethod
+    def kernel(xp, a, b):
+        """The pick on arrays.
+
+        Args:
+            xp: numpy or cupy.
+            a: the first array.
+            b: the second array.
+        """
+        raise NotImplementedError
+
+    @staticmethod
+    def a_wins(a, b):
+        """The mask (a Tensor) where ``a`` is picked, ties excluded.
+
+        Args:
+            a: the first Tensor.
+            b: the second Tensor.
+        """
+        raise NotImplementedError
+
+    @classmethod
+    def forward(cls, ctx, a, b):
+        """Save both operands and pick.
+
+        Args:
+            ctx: the node.
+            a: the first Tensor.
+            b: the second Tensor.
+        """
+        ctx.save_for_backward(a, b)
+        ctx.shapes = (a.shape, b.shape)
+        return cls.kernel(xp_of(a, b), a.array, b.array)
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        """Send ``grad`` to the operand picked (half to each on a tie).
+
+        Args:
+            ctx: the node.
+            grad: the output's gradient.
+        """
+        a, b = ctx.saved_tensors
+        wa = cls.a_wins(a, b).to(grad.dtype) + (a == b).to(grad.dtype) * 0.5
+        return _grad_for(ctx, 0, lambda: grad * wa), _grad_for(ctx, 1, lambda: grad * (1 - wa))
+
+
+class Maximum(_Extremum):
     """Elementwise max of two tensors; the gradient goes to the larger (split evenly on ties)."""
 
     op_name = "maximum"
 
     @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        ctx.shapes = (a.shape, b.shape)
-        return xp_of(a, b).maximum(a.array, b.array)
+    def kernel(xp, a, b):
+        return xp.maximum(a, b)
 
     @staticmethod
-    def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        return _to_the_winner(ctx, grad, a > b, a == b)
+    def a_wins(a, b):
+        return a > b
 
 
-class Minimum(Function):
-    """Elementwise min of two tensors."""
+class Minimum(_Extremum):
+    """Elementwise min of two tensors; the gradient goes to the smaller (split evenly on ties)."""
 
     op_name = "minimum"
 
     @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        ctx.shapes = (a.shape, b.shape)
-        return xp_of(a, b).minimum(a.array, b.array)
+    def kernel(xp, a, b):
+        return xp.minimum(a, b)
 
     @staticmethod
-    def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        return _to_the_winner(ctx, grad, a < b, a == b)
-
-
-def _to_the_winner(ctx, grad, a_wins, tie):
-    """The gradients of max/min: all of ``grad`` to the operand picked, half to each on a tie (as PyTorch)."""
-    wa = a_wins.to(grad.dtype) + tie.to(grad.dtype) * 0.5
-    return _grad_for(ctx, 0, lambda: grad * wa), _grad_for(ctx, 1, lambda: grad * (1 - wa))
+    def a_wins(a, b):
+        return a < b
 
 
 def maximum(input, other):  # noqa: A002

@@ -193,13 +193,13 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):  # no
         input: 1-D or 2-D floating Tensor of non-negative weights.
         num_samples: how many indices per row.
         replacement: draw with replacement.
-        generator: a NumPy/CuPy ``Generator`` to draw from instead of cupynet's (optional).
+        generator: a ``cupynet.Generator`` (or a NumPy/CuPy ``Generator``) to draw from instead of the device's.
     """
     _require_tensor("multinomial", input)
     p = _check_distribution(input, num_samples, replacement)
     rows = p.reshape(-1, p.shape[-1])
     xp = xp_of(input)
-    gen = generator if generator is not None else random.generator_for(backend.device_of_array(input.array))
+    gen = random.resolve_generator(generator, backend.device_of_array(input.array), "multinomial")
     u = xp.asarray(gen.random((rows.shape[0], num_samples if replacement else rows.shape[1])))
     if replacement:
         cdf = xp.cumsum(rows, axis=1)

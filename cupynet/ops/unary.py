@@ -1,10 +1,12 @@
 """Elementwise math of one tensor: roots, trig, hyperbolic, erf/erfinv, logs, rounding, clamp, finiteness.
 
-Every op is written out in full: a ``Function`` whose ``forward`` runs the
-array math and whose ``backward`` multiplies the gradient by the derivative,
-written with cupynet ops, so the backward is itself differentiable (double
-backward for free); then the public function (``def exp(input)``) that checks
-its argument and calls ``apply``.
+Every op is written out: a ``Function`` whose forward runs the array math and
+whose ``backward`` multiplies the gradient by the derivative, written with
+cupynet ops, so the backward is itself differentiable (double backward for
+free); then the public function (``def exp(input)``) that checks its argument
+and calls ``apply``. Where the forward is one array expression the op writes
+only that, ``kernel(xp, x)``, and ``_Pointwise.forward`` (or ``_Rounding.forward``
+for floor/ceil/round/trunc) does the promotion, rounding and errstate around it.
 
 NOTE: float16/bfloat16 inputs are computed in float32 and rounded once
 (``compute_in_fp32`` ... ``round_from_fp32``), as CUDA's ``opmath`` does in
@@ -59,17 +61,98 @@ def _zero_grad(grad):
     return Tensor(xp_of(grad).zeros_like(grad.array))
 
 
+# ---- the two shapes of forward the ops below share --------------------------------------------
+class _Pointwise(Function):
+    """A one-input op whose forward is one array expression, ``kernel(xp, x)``; not an op itself.
+
+    ``forward`` saves the input when ``saves_input`` (``save_outputs`` keeps the output),
+    promotes it as PyTorch's floating ops do (``floating_compute``: integer and bool to
+    the default float dtype, float16/bfloat16 computed in float32), runs ``kernel`` under
+    ``numpy.errstate(all="ignore")`` (log(0) = -inf and friends raise no warning, as in
+    PyTorch) and rounds the result once (``round_from_fp32``). Each op writes its
+    ``kernel`` and its ``backward`` out in full.
+    """
+
+    saves_input = False
+
+    @staticmethod
+    def kernel(xp, x):
+        """The forward's array math.
+
+        Args:
+            xp: numpy or cupy.
+            x: the input array in its compute dtype.
+        """
+        raise NotImplementedError
+
+    @classmethod
+    def forward(cls, ctx, a):
+        """Save what backward needs and compute ``kernel`` as described above.
+
+        Args:
+            ctx: the node.
+            a: the input Tensor.
+        """
+        if cls.saves_input:
+            ctx.save_for_backward(a)
+        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(cls.kernel(xp, x), dtype)
+
+
+class _Rounding(Function):
+    """floor, ceil, round, trunc: ``kernel(xp, x, **options)`` on floats, a copy of integers; zero gradient.
+
+    NOTE: rounding an integer tensor is a copy (NumPy's floor of an int array would return
+    float64); a float16/bfloat16 input is rounded in float32 and stored back exactly.
+    """
+
+    @staticmethod
+    def kernel(xp, x, **options):
+        """The rounding on a floating array.
+
+        Args:
+            xp: numpy or cupy.
+            x: the input array in its compute dtype.
+            **options: the op's options (``decimals`` for round).
+        """
+        raise NotImplementedError
+
+    @classmethod
+    def forward(cls, ctx, a, **options):
+        """Round ``a`` (copy it when it holds integers).
+
+        Args:
+            ctx: the node.
+            a: the input Tensor.
+            **options: passed to ``kernel``.
+        """
+        if a.dtype.kind in "iub":
+            return a.array.copy()
+        xp, x = xp_of(a), compute_in_fp32(a.array)
+        with numpy.errstate(all="ignore"):
+            return round_from_fp32(cls.kernel(xp, x, **options), a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """Zeros: the op is piecewise constant.
+
+        Args:
+            ctx: the node.
+            grad: the output's gradient.
+        """
+        return _zero_grad(grad)
+
+
 # ---- grad * derivative, the derivative written with cupynet ops ------------------------------
-class Exp(Function):
+class Exp(_Pointwise):
     """``e ** x``; d/dx = e ** x; fp32 under autocast."""
 
     op_name, amp_policy, save_outputs = "exp", "fp32", True
 
     @staticmethod
-    def forward(ctx, a):
-        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.exp(x), dtype)
+    def kernel(xp, x):
+        return xp.exp(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -89,17 +172,14 @@ def exp(input):  # noqa: A002 - PyTorch's argument name
     return Exp.apply(input)
 
 
-class Log(Function):
+class Log(_Pointwise):
     """Natural logarithm; d/dx = 1 / x; fp32 under autocast."""
 
-    op_name, amp_policy = "log", "fp32"
+    op_name, amp_policy, saves_input = "log", "fp32", True
 
     @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.log(x), dtype)
+    def kernel(xp, x):
+        return xp.log(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -119,16 +199,14 @@ def log(input):  # noqa: A002 - PyTorch's argument name
     return Log.apply(input)
 
 
-class Sqrt(Function):
+class Sqrt(_Pointwise):
     """Square root; d/dx = 1 / (2 sqrt(x))."""
 
     op_name, save_outputs = "sqrt", True
 
     @staticmethod
-    def forward(ctx, a):
-        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.sqrt(x), dtype)
+    def kernel(xp, x):
+        return xp.sqrt(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -148,16 +226,14 @@ def sqrt(input):  # noqa: A002 - PyTorch's argument name
     return Sqrt.apply(input)
 
 
-class Rsqrt(Function):
+class Rsqrt(_Pointwise):
     """``1 / sqrt(x)``; d/dx = -y^3 / 2; fp32 under autocast."""
 
     op_name, amp_policy, save_outputs = "rsqrt", "fp32", True
 
     @staticmethod
-    def forward(ctx, a):
-        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(1.0 / xp.sqrt(x), dtype)
+    def kernel(xp, x):
+        return 1.0 / xp.sqrt(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -240,16 +316,14 @@ def square(input):  # noqa: A002 - PyTorch's argument name
     return Square.apply(input)
 
 
-class Reciprocal(Function):
+class Reciprocal(_Pointwise):
     """``1 / x``; d/dx = -y^2; fp32 under autocast."""
 
     op_name, amp_policy, save_outputs = "reciprocal", "fp32", True
 
     @staticmethod
-    def forward(ctx, a):
-        x, dtype = floating_compute(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(1.0 / x, dtype)
+    def kernel(xp, x):
+        return 1.0 / x
 
     @staticmethod
     def backward(ctx, grad):
@@ -269,17 +343,14 @@ def reciprocal(input):  # noqa: A002 - PyTorch's argument name
     return Reciprocal.apply(input)
 
 
-class Sin(Function):
+class Sin(_Pointwise):
     """Sine; d/dx = cos(x)."""
 
-    op_name = "sin"
+    op_name, saves_input = "sin", True
 
     @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.sin(x), dtype)
+    def kernel(xp, x):
+        return xp.sin(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -299,17 +370,14 @@ def sin(input):  # noqa: A002 - PyTorch's argument name
     return Sin.apply(input)
 
 
-class Cos(Function):
+class Cos(_Pointwise):
     """Cosine; d/dx = -sin(x)."""
 
-    op_name = "cos"
+    op_name, saves_input = "cos", True
 
     @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.cos(x), dtype)
+    def kernel(xp, x):
+        return xp.cos(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -329,16 +397,14 @@ def cos(input):  # noqa: A002 - PyTorch's argument name
     return Cos.apply(input)
 
 
-class Tan(Function):
+class Tan(_Pointwise):
     """Tangent; d/dx = 1 + y^2; fp32 under autocast."""
 
     op_name, amp_policy, save_outputs = "tan", "fp32", True
 
     @staticmethod
-    def forward(ctx, a):
-        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.tan(x), dtype)
+    def kernel(xp, x):
+        return xp.tan(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -358,17 +424,14 @@ def tan(input):  # noqa: A002 - PyTorch's argument name
     return Tan.apply(input)
 
 
-class Sinh(Function):
+class Sinh(_Pointwise):
     """Hyperbolic sine; d/dx = cosh(x); fp32 under autocast."""
 
-    op_name, amp_policy = "sinh", "fp32"
+    op_name, amp_policy, saves_input = "sinh", "fp32", True
 
     @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.sinh(x), dtype)
+    def kernel(xp, x):
+        return xp.sinh(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -388,17 +451,14 @@ def sinh(input):  # noqa: A002 - PyTorch's argument name
     return Sinh.apply(input)
 
 
-class Cosh(Function):
+class Cosh(_Pointwise):
     """Hyperbolic cosine; d/dx = sinh(x); fp32 under autocast."""
 
-    op_name, amp_policy = "cosh", "fp32"
+    op_name, amp_policy, saves_input = "cosh", "fp32", True
 
     @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.cosh(x), dtype)
+    def kernel(xp, x):
+        return xp.cosh(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -418,17 +478,14 @@ def cosh(input):  # noqa: A002 - PyTorch's argument name
     return Cosh.apply(input)
 
 
-class Asin(Function):
+class Asin(_Pointwise):
     """Arcsine; d/dx = 1 / sqrt(1 - x^2); fp32 under autocast."""
 
-    op_name, amp_policy = "asin", "fp32"
+    op_name, amp_policy, saves_input = "asin", "fp32", True
 
     @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.arcsin(x), dtype)
+    def kernel(xp, x):
+        return xp.arcsin(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -448,17 +505,14 @@ def asin(input):  # noqa: A002 - PyTorch's argument name
     return Asin.apply(input)
 
 
-class Acos(Function):
+class Acos(_Pointwise):
     """Arccosine; d/dx = -1 / sqrt(1 - x^2); fp32 under autocast."""
 
-    op_name, amp_policy = "acos", "fp32"
+    op_name, amp_policy, saves_input = "acos", "fp32", True
 
     @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.arccos(x), dtype)
+    def kernel(xp, x):
+        return xp.arccos(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -478,17 +532,14 @@ def acos(input):  # noqa: A002 - PyTorch's argument name
     return Acos.apply(input)
 
 
-class Atan(Function):
+class Atan(_Pointwise):
     """Arctangent; d/dx = 1 / (1 + x^2)."""
 
-    op_name = "atan"
+    op_name, saves_input = "atan", True
 
     @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.arctan(x), dtype)
+    def kernel(xp, x):
+        return xp.arctan(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -508,16 +559,14 @@ def atan(input):  # noqa: A002 - PyTorch's argument name
     return Atan.apply(input)
 
 
-class Tanh(Function):
+class Tanh(_Pointwise):
     """Hyperbolic tangent; d/dx = 1 - y^2."""
 
     op_name, save_outputs = "tanh", True
 
     @staticmethod
-    def forward(ctx, a):
-        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.tanh(x), dtype)
+    def kernel(xp, x):
+        return xp.tanh(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -537,17 +586,14 @@ def tanh(input):  # noqa: A002 - PyTorch's argument name
     return Tanh.apply(input)
 
 
-class Erf(Function):
+class Erf(_Pointwise):
     """Error function; d/dx = 2/sqrt(pi) exp(-x^2)."""
 
-    op_name = "erf"
+    op_name, saves_input = "erf", True
 
     @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(erf_kernel(xp, x), dtype)
+    def kernel(xp, x):
+        return erf_kernel(xp, x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -567,16 +613,14 @@ def erf(input):  # noqa: A002 - PyTorch's argument name
     return Erf.apply(input)
 
 
-class Erfinv(Function):
+class Erfinv(_Pointwise):
     """Inverse error function; d/dx = sqrt(pi)/2 exp(y^2); fp32 under autocast."""
 
     op_name, amp_policy, save_outputs = "erfinv", "fp32", True
 
     @staticmethod
-    def forward(ctx, a):
-        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(erfinv_kernel(xp, x), dtype)
+    def kernel(xp, x):
+        return erfinv_kernel(xp, x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -596,16 +640,14 @@ def erfinv(input):  # noqa: A002 - PyTorch's argument name
     return Erfinv.apply(input)
 
 
-class Expm1(Function):
+class Expm1(_Pointwise):
     """``exp(x) - 1``, exact near 0; d/dx = y + 1; fp32 under autocast."""
 
     op_name, amp_policy, save_outputs = "expm1", "fp32", True
 
     @staticmethod
-    def forward(ctx, a):
-        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.expm1(x), dtype)
+    def kernel(xp, x):
+        return xp.expm1(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -625,17 +667,14 @@ def expm1(input):  # noqa: A002 - PyTorch's argument name
     return Expm1.apply(input)
 
 
-class Log2(Function):
+class Log2(_Pointwise):
     """Base-2 logarithm; d/dx = 1 / (x ln 2); fp32 under autocast."""
 
-    op_name, amp_policy = "log2", "fp32"
+    op_name, amp_policy, saves_input = "log2", "fp32", True
 
     @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.log2(x), dtype)
+    def kernel(xp, x):
+        return xp.log2(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -655,17 +694,14 @@ def log2(input):  # noqa: A002 - PyTorch's argument name
     return Log2.apply(input)
 
 
-class Log10(Function):
+class Log10(_Pointwise):
     """Base-10 logarithm; d/dx = 1 / (x ln 10); fp32 under autocast."""
 
-    op_name, amp_policy = "log10", "fp32"
+    op_name, amp_policy, saves_input = "log10", "fp32", True
 
     @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.log10(x), dtype)
+    def kernel(xp, x):
+        return xp.log10(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -685,17 +721,14 @@ def log10(input):  # noqa: A002 - PyTorch's argument name
     return Log10.apply(input)
 
 
-class Log1p(Function):
+class Log1p(_Pointwise):
     """``log(1 + x)``, exact near 0; d/dx = 1 / (1 + x); fp32 under autocast."""
 
-    op_name, amp_policy = "log1p", "fp32"
+    op_name, amp_policy, saves_input = "log1p", "fp32", True
 
     @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        xp, (x, dtype) = xp_of(a), floating_compute(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.log1p(x), dtype)
+    def kernel(xp, x):
+        return xp.log1p(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -746,22 +779,14 @@ def sign(input):  # noqa: A002 - PyTorch's argument name
     return Sign.apply(input)
 
 
-class Floor(Function):
+class Floor(_Rounding):
     """Round down; zero gradient."""
 
     op_name = "floor"
 
     @staticmethod
-    def forward(ctx, a):
-        if a.dtype.kind in "iub":
-            return a.array.copy()  # NOTE: rounding an integer tensor is a copy (NumPy would return float64)
-        xp, x = xp_of(a), compute_in_fp32(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.floor(x), a.dtype)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return _zero_grad(grad)
+    def kernel(xp, x):
+        return xp.floor(x)
 
 
 def floor(input):  # noqa: A002 - PyTorch's argument name
@@ -777,22 +802,14 @@ def floor(input):  # noqa: A002 - PyTorch's argument name
     return Floor.apply(input)
 
 
-class Ceil(Function):
+class Ceil(_Rounding):
     """Round up; zero gradient."""
 
     op_name = "ceil"
 
     @staticmethod
-    def forward(ctx, a):
-        if a.dtype.kind in "iub":
-            return a.array.copy()
-        xp, x = xp_of(a), compute_in_fp32(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.ceil(x), a.dtype)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return _zero_grad(grad)
+    def kernel(xp, x):
+        return xp.ceil(x)
 
 
 def ceil(input):  # noqa: A002 - PyTorch's argument name
@@ -808,22 +825,14 @@ def ceil(input):  # noqa: A002 - PyTorch's argument name
     return Ceil.apply(input)
 
 
-class Round(Function):
+class Round(_Rounding):
     """Round half to even (to ``decimals`` places); zero gradient."""
 
     op_name = "round"
 
     @staticmethod
-    def forward(ctx, a, decimals=0):
-        if a.dtype.kind in "iub":
-            return a.array.copy()
-        xp, x = xp_of(a), compute_in_fp32(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.round(x, decimals), a.dtype)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return _zero_grad(grad)
+    def kernel(xp, x, decimals=0):
+        return xp.round(x, decimals)
 
 
 def round(input, decimals=0):  # noqa: A001, A002 - PyTorch's names
@@ -845,22 +854,14 @@ def round(input, decimals=0):  # noqa: A001, A002 - PyTorch's names
     return Round.apply(input, decimals=decimals)
 
 
-class Trunc(Function):
+class Trunc(_Rounding):
     """Round toward zero; zero gradient."""
 
     op_name = "trunc"
 
     @staticmethod
-    def forward(ctx, a):
-        if a.dtype.kind in "iub":
-            return a.array.copy()
-        xp, x = xp_of(a), compute_in_fp32(a.array)
-        with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.trunc(x), a.dtype)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return _zero_grad(grad)
+    def kernel(xp, x):
+        return xp.trunc(x)
 
 
 def trunc(input):  # noqa: A002 - PyTorch's argument name

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["load_datasets", "parse_dataset_spec"]
+__all__ = ["load_datasets", "parse_dataset_spec", "split_validation"]
 
 _KINDS = ("digits", "mnist", "fashion-mnist", "cifar10")
 
@@ -42,3 +42,29 @@ def load_datasets(spec: str, seed: int = 0):
         train, test = datasets.CIFAR10(root, train=True), datasets.CIFAR10(root, train=False)
     sample = train[0][0]
     return train, test, tuple(sample.shape), 10
+
+
+def split_validation(train, fraction: float, seed: int):
+    """Hold out ``fraction`` of ``train`` for validation: (the rest, the held-out part or None when 0).
+
+    NOTE: the split is a permutation drawn from ``seed`` alone (not cupynet's global generator), so the same
+    ``--seed`` always holds out the same samples, in a new process and on resume alike; the test set is never
+    touched, and model selection (``best.ckpt``) never sees it.
+
+    Args:
+        train: the training set.
+        fraction: the part held out, in [0, 1); 0 keeps every sample for training.
+        seed: the --seed of the run.
+    """
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0.0 <= fraction < 1.0:
+        raise ValueError(f"--val-split must be a fraction in [0, 1), got {fraction!r}")
+    held_out = int(round(len(train) * fraction))
+    if fraction == 0:
+        return train, None
+    if held_out < 1 or held_out >= len(train):
+        raise ValueError(f"--val-split {fraction} of {len(train)} training samples leaves "
+                         f"{held_out} for validation and {len(train) - held_out} for training; choose a fraction "
+                         "that leaves at least one of each (or 0 to disable validation)")
+    from cupynet.data import random_split
+    rest, val = random_split(train, [len(train) - held_out, held_out], seed=seed)
+    return rest, val

@@ -17,8 +17,12 @@ import time
 import cupynet as cn
 from cupynet import backend
 
-from .data_spec import load_datasets
+from .data_spec import load_datasets, split_validation
+from .distributed import data_parallel, rank0_output
+from .plots import write_plots
 from .progress import EpochBar
+from .report import format_epoch, header_lines, summary_lines
+from .threads import BlasThreads
 
 __all__ = ["TrainConfig", "train", "Trainer"]
 
@@ -48,6 +52,10 @@ class TrainConfig:
         max_steps: stop once the global step (counted across resumes) reaches this, as Ctrl-C does:
             a checkpoint is saved (with save_every) and ``resume`` continues later; None: no limit.
             ``cupynet train --max-steps N``.
+        val_split: fraction of the training set held out for validation every epoch (drawn from ``seed``);
+            0 disables validation (and best.ckpt).
+        best_metric: "val_acc" or "val_loss": what ``best.ckpt`` is chosen by.
+        threads: BLAS threads (None: one for small models on the CPU, else the library's default).
     """
 
     model: str = "mlp"
@@ -68,6 +76,9 @@ class TrainConfig:
     keep: int = 3
     progress: bool = True
     max_steps: int | None = None
+    val_split: float = 0.1
+    best_metric: str = "val_acc"
+    threads: int | None = None
 
     @classmethod
     def from_args(cls, args):
@@ -95,6 +106,19 @@ class TrainConfig:
         if self.max_steps is not None and (isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int)
                                            or self.max_steps < 1):
             raise ValueError(f"max_steps must be a positive int or None, got {self.max_steps!r}")
+        if self.best_metric not in _BEST:
+            raise ValueError(f"unknown --best-metric {self.best_metric!r}; expected val_acc or val_loss")
+
+    def identity(self) -> dict:
+        """The settings a checkpoint records (``RUN_IDENTITY`` and the rest that describe the run).
+        """
+        keys = ("model", "dataset", "val_split", "seed", "batch_size", "optimizer", "amp", "amp_dtype", "lr",
+                "epochs", "init_scale", "best_metric")
+        return {key: getattr(self, key) for key in keys}
+
+
+# NOTE: True where a larger value is better
+_BEST = {"val_acc": True, "val_loss": False}
 
 
 class _StopFlag:
@@ -123,13 +147,20 @@ class Trainer:
         self.device = backend.device(config.device) if config.device else backend.default_device()
         cn.manual_seed(config.seed)
         self.train_set, self.test_set, self.input_shape, self.num_classes = load_datasets(config.dataset)
+        self.train_set, self.val_set = split_validation(self.train_set, config.val_split, config.seed)
         from cupynet.data import DataLoader
         from cupynet.models import build_model
         self.model = build_model(config.model, self.input_shape, self.num_classes).to(self.device)
+        self.parameters = sum(int(p.numel()) for p in self.model.parameters())
+        self.threads = BlasThreads(config.threads, self.device.type, self.parameters)
         self.optimizer = _make_optimizer(config, self.model)
         self.loader = DataLoader(self.train_set, batch_size=config.batch_size, shuffle=True, seed=config.seed,
                                  device=self.device)
         self.test_loader = DataLoader(self.test_set, batch_size=512, device=self.device)
+        # NOTE: an explicit seed: drawing one from the global generator would change the run's random stream
+        self.val_loader = None if self.val_set is None else DataLoader(self.val_set, batch_size=512, seed=0,
+                                                                      device=self.device)
+        data_parallel(self)  # NOTE: under mpiexec: DDP and this rank's shard (cupynet/train/distributed.py)
         self.steps_per_epoch = len(self.loader)
         if self.steps_per_epoch == 0:
             raise ValueError(f"the training set of {config.dataset!r} is empty")
@@ -140,7 +171,13 @@ class Trainer:
         self._skips_before = 0     # steps skipped before this process resumed the run
         self.step = 0              # optimizer steps (batches) taken since the run began, across resumes
         self.history = []          # (step, loss) for the loss curve
+        self.epoch_rows = []       # one dict per finished epoch: train/val loss and accuracy
+        self.best = None           # the epoch row with the best --best-metric so far
+        self.amp_history = []      # (step, scale after its update, skipped steps so far), with AMP
+        self.overflow_counts = {}  # layer -> overflow reports naming it (this process only)
+        self.epoch_hits = self.epoch_seen = 0  # correct predictions / samples of the epoch so far
         self.checkpointer = None
+        self.wall_time = 0.0
 
     @property
     def epoch(self) -> int:
@@ -160,7 +197,7 @@ class Trainer:
             return f"epoch {self.epoch + 1} of {epochs}, batch {position} of {self.steps_per_epoch}"
         return f"end of epoch {self.epoch} of {epochs}" if self.epoch else f"start of epoch 1 of {epochs}"
 
-    def continue_from(self, step, history, skipped_steps=0):
+    def continue_from(self, step, history, skipped_steps=0, metrics=None):
         """Take up a run at ``step`` after its model, optimizer, scaler, loader and RNG were restored.
 
         Args:
@@ -168,8 +205,14 @@ class Trainer:
             history: its (step, loss) pairs.
             skipped_steps: steps the GradScaler had skipped by then (its default state_dict, PyTorch's
                 five keys, does not carry that count).
+            metrics: the checkpoint's ``metrics`` (epoch rows, best epoch, loss scales, the epoch's hits so far).
         """
         self.step, self.history = int(step), [tuple(p) for p in history]
+        metrics = metrics or {}
+        self.epoch_rows = [dict(row) for row in metrics.get("epochs", [])]
+        self.best = dict(metrics["best"]) if metrics.get("best") else None
+        self.amp_history = [tuple(p) for p in metrics.get("amp", [])]
+        self.epoch_hits, self.epoch_seen = (int(v) for v in metrics.get("epoch_so_far", (0, 0)))
         restored = int(self.scaler.skipped_steps()) if self.scaler is not None else 0
         self._skips_before = max(0, int(skipped_steps) - restored)
         self._reported_skips = self.skipped_steps()  # NOTE: old skips were reported by the run that took them
@@ -185,7 +228,7 @@ class Trainer:
         from cupynet.nn import functional as F
         self.optimizer.zero_grad(set_to_none=True)
         with self._autocast():
-            logits = self.model(x)
+            logits = self.net(x)
             loss = F.cross_entropy(logits, y)
         if self.scaler is not None:
             self.scaler.scale(loss).backward()
@@ -206,33 +249,62 @@ class Trainer:
     # ---- evaluation ----------------------------------------------------------------------------
     def evaluate(self) -> float:
         """Accuracy on the test set, in percent."""
+        return self.measure(self.test_loader)[1]
+
+    def measure(self, loader):
+        """(mean cross-entropy loss, accuracy in percent) of the model on ``loader``, in eval mode.
+
+        Args:
+            loader: a DataLoader (the validation or the test set).
+        """
+        from cupynet.nn import functional as F
         self.model.eval()
-        correct, total = None, 0
+        loss_sum, correct, total = None, None, 0
         with cn.no_grad(), self._autocast():
-            for x, y in self.test_loader:
-                hits = (self.model(x).argmax(dim=1) == y).sum()
+            for x, y in loader:
+                logits = self.model(x)
+                # NOTE: summed in fp32 (cross_entropy runs in fp32 under autocast); one host read at the end
+                batch_loss = F.cross_entropy(logits, y, reduction="sum")
+                hits = (logits.argmax(dim=1) == y).sum()
+                loss_sum = batch_loss if loss_sum is None else loss_sum + batch_loss
                 correct = hits if correct is None else correct + hits
                 total += int(y.shape[0])
         self.model.train()
-        return 100.0 * float(correct.item()) / max(total, 1)
+        if total == 0:
+            return float("nan"), 0.0
+        loss_sum, correct = _read_all([loss_sum, correct])
+        return float(loss_sum) / total, 100.0 * float(correct) / total
 
     # ---- the loop ------------------------------------------------------------------------------
     def fit(self, out=None) -> float:
-        """Train for the configured epochs; print a summary per epoch and the final test accuracy.
+        """Train for the configured epochs: a header, a line per epoch (with validation), a summary, the test accuracy.
 
-        A run that has nothing left to do (all epochs done, or ``max_steps`` reached) says so, trains
-        nothing and writes nothing; it only reports the test accuracy.
+        Runs under the BLAS thread setting (``threads``). The test accuracy line is always the last line. A run
+        that has nothing left to do (all epochs done, or ``max_steps`` reached) says so after the header,
+        trains nothing and writes nothing; it only reports the test accuracy.
 
         Args:
             out: where summary lines go (default: sys.stdout).
         """
         out = sys.stdout if out is None else out
+        with self.threads:
+            for line in header_lines(self):
+                print(line, file=out, flush=True)
+            warning = self.threads.oversubscription()
+            if warning:
+                print(warning, file=sys.stderr, flush=True)
+            idle = self._nothing_to_train()
+            if idle:
+                print(f"nothing to train: {idle}", file=out, flush=True)
+                return self._report_accuracy(out)
+            self._train(out)
+            for line in summary_lines(self, write_plots(self)):
+                print(line, file=out, flush=True)
+            return self._report_accuracy(out)  # NOTE: the last line, as the README promises
+
+    def _train(self, out):
         cfg = self.config
-        idle = self._nothing_to_train()
-        if idle:
-            print(f"nothing to train: {idle}", file=out, flush=True)
-            return self._report_accuracy(out)
-        metrics = _MetricsWriter(cfg.metrics, append=self.step > 0)
+        metrics = _MetricsWriter(cfg.metrics, append=self.step > 0, out=cfg.out)
         self._t0 = time.perf_counter()
         stop = _StopFlag()
         previous_handler = signal.signal(signal.SIGINT, stop) if _main_thread() else None
@@ -247,8 +319,9 @@ class Trainer:
             print(f"stopped at step {self.step} ({self.where()})", file=out, flush=True)
         if self.checkpointer is not None:
             self.checkpointer.save_now(self)
-        _plot_loss(self.history, cfg.out)
-        return self._report_accuracy(out)
+            if self.checkpointer.last_named != self.step:
+                self.checkpointer.save_named(self, "last.ckpt")
+        self.wall_time = time.perf_counter() - self._t0
 
     def _nothing_to_train(self):
         """Why a (resumed) run has nothing left to train, or None."""
@@ -272,45 +345,82 @@ class Trainer:
         self.model.train()
         bar = EpochBar(self.epoch, cfg.epochs, total=self.steps_per_epoch, enabled=cfg.progress,
                        start=self._position_in_epoch())
-        started, seen, pending = time.perf_counter(), 0, []
-        correct = None
+        started, pending = time.perf_counter(), []
+        # NOTE: a resumed epoch's accuracy counts the hits of the process that began it (saved in the checkpoint)
+        tally = _EpochTally(self.epoch_hits, self.epoch_seen)
         # NOTE: the loader itself knows where an interrupted epoch stopped (its state_dict)
         for x, y in self.loader:
             loss, logits = self.train_step(x, y)
             self.step += 1
-            seen += int(y.shape[0])
-            hits = (logits.argmax(dim=1) == y).sum()
-            correct = hits if correct is None else correct + hits
+            tally.add((logits.argmax(dim=1) == y).sum(), int(y.shape[0]))
             pending.append((self.step, loss, self._lr(), time.perf_counter() - self._t0, self._scale_tensor(),
                             self._skipped_tensor()))
             if cfg.max_steps is not None and self.step >= cfg.max_steps:
                 stop.requested = True  # NOTE: the same clean stop as Ctrl-C
-            if bar.wants_refresh() or len(pending) >= 50:
-                self._flush(number, pending, metrics, bar, correct, seen, started)
+            epoch_done = self._position_in_epoch() == 0
+            due = self.checkpointer is not None and self.checkpointer.due(self.step)
+            if bar.wants_refresh() or len(pending) >= 50 or epoch_done or due:
+                self._flush(number, pending, metrics, bar, tally, started)  # a saved history is complete
                 pending = []
-            if self.checkpointer is not None and self.checkpointer.due(self.step):
-                self._flush(number, pending, metrics, bar, correct, seen, started)  # the saved history is complete
-                pending = []
+            if epoch_done:
+                self._end_epoch(number, metrics)  # NOTE: before a step checkpoint, which then holds the epoch row
+            if due:
                 self.checkpointer.save_now(self)
             if stop.requested:
                 break
-        self._flush(number, pending, metrics, bar, correct, seen, started)
+        self._flush(number, pending, metrics, bar, tally, started)
         bar.close()
         if self.epoch < number:
             return  # interrupted mid-epoch
-        elapsed = time.perf_counter() - started
-        accuracy = 100.0 * float(correct.item()) / max(seen, 1) if correct is not None else 0.0
-        loss = self.history[-1][1] if self.history else float("nan")
-        line = (f"epoch {number}/{cfg.epochs}: loss {loss:.4f}, train accuracy {accuracy:.1f}%, "
-                f"{seen / max(elapsed, 1e-9):.0f} samples/s")
+        print(self._epoch_line(self.epoch_rows[-1], tally.seen / max(time.perf_counter() - started, 1e-9)),
+              file=out, flush=True)
+
+    def _end_epoch(self, number, metrics):
+        """Validate, record the epoch's row (metrics file, best epoch) and write last.ckpt / best.ckpt."""
+        losses = [loss for step, loss in self.history if step > self.step - self.steps_per_epoch]
+        row = {"epoch": number, "step": self.step, "train_loss": sum(losses) / max(len(losses), 1),
+               "train_acc": 100.0 * self.epoch_hits / max(self.epoch_seen, 1)}
+        if self.val_loader is not None:
+            row["val_loss"], row["val_acc"] = self.measure(self.val_loader)
+        self.epoch_rows.append(row)
+        self.epoch_hits = self.epoch_seen = 0
+        metrics.write(split="val" if self.val_loader is not None else "train", **row,
+                      time=time.perf_counter() - self._t0)
+        improved = self._update_best(row)
+        if self.checkpointer is not None:
+            self.checkpointer.save_named(self, "last.ckpt")
+            if improved:
+                self.checkpointer.save_named(self, "best.ckpt")
+
+    def _update_best(self, row) -> bool:
+        """Keep ``row`` as the best epoch if its --best-metric beats the best so far (ties keep the earlier)."""
+        metric = self.config.best_metric
+        value = row.get(metric)
+        if value is None or value != value:  # no validation, or a NaN loss
+            return False
+        if self.best is not None and not (value > self.best[metric] if _BEST[metric] else value < self.best[metric]):
+            return False
+        self.best = dict(row)
+        return True
+
+    def _epoch_line(self, row, rate) -> str:
+        line = f"epoch {row['epoch']}/{self.config.epochs}: {format_epoch(row)}, {rate:.0f} samples/s"
         if self.scaler is not None:
             line += f", scale {self.scaler.get_scale():g}, skipped steps {self.skipped_steps()}"
-        print(line, file=out, flush=True)
+        return line
+
+    def checkpoint_payload(self):
+        """(metrics, extra) for a checkpoint: histories, epoch rows, best epoch, skip count, the configuration.
+        """
+        metrics = {"history": [list(h) for h in self.history], "epochs": [dict(r) for r in self.epoch_rows],
+                   "best": dict(self.best) if self.best else {}, "amp": [list(p) for p in self.amp_history],
+                   "epoch_so_far": [self.epoch_hits, self.epoch_seen]}
+        return metrics, {"skipped_steps": self.skipped_steps(), "config": self.config.identity()}
 
     def _position_in_epoch(self) -> int:
         return self.step % self.steps_per_epoch
 
-    def _flush(self, number, pending, metrics, bar, correct, seen, started):
+    def _flush(self, number, pending, metrics, bar, tally, started):
         """Write the pending steps of epoch ``number`` (1-based) to the history, metrics and progress bar."""
         if not pending:
             return
@@ -321,14 +431,20 @@ class Trainer:
             skips = skips + self._skips_before
         for i, (step, _, lr, when, _, _) in enumerate(pending):
             self.history.append((step, float(losses[i])))
+            if scales is not None:
+                self.amp_history.append((step, float(scales[i]), int(skips[i])))
             metrics.write(step=step, epoch=number, loss=float(losses[i]), lr=lr, time=when,
                           scale=None if scales is None else float(scales[i]),
                           skipped=None if skips is None else int(skips[i]))
-        accuracy = 100.0 * float(correct.item()) / max(seen, 1)
-        rate = seen / max(time.perf_counter() - started, 1e-9)
+        self.epoch_hits, self.epoch_seen = tally.read()
+        accuracy = 100.0 * self.epoch_hits / max(self.epoch_seen, 1)
+        rate = tally.seen / max(time.perf_counter() - started, 1e-9)
         extra = {}
+        last = self.epoch_rows[-1] if self.epoch_rows else {}  # the last finished epoch's validation
+        if "val_acc" in last:
+            extra.update(val_loss=f"{last['val_loss']:.4f}", val_acc=f"{last['val_acc']:.1f}%")
         if scales is not None:
-            extra = {"scale": f"{scales[-1]:g}", "skipped": int(skips[-1])}
+            extra.update(scale=f"{scales[-1]:g}", skipped=int(skips[-1]))
             self._report_overflow(int(skips[-1]), bar)
         position = pending[-1][0] - (number - 1) * self.steps_per_epoch  # the last batch: total, not 0
         bar.update_to(position, loss=float(losses[-1]), acc=accuracy, rate=rate, **extra)
@@ -340,6 +456,8 @@ class Trainer:
         from cupynet.amp.diagnostics import format_overflow
         report = self.scaler.last_overflow()
         bar.write(f"step skipped ({skipped} so far): {format_overflow(report)}")
+        for name, _, _ in report:
+            self.overflow_counts[name] = self.overflow_counts.get(name, 0) + 1
         self._reported_skips = skipped
 
     def _lr(self):
@@ -392,13 +510,43 @@ def _make_scaler(config, device):
     return GradScaler(device.type, init_scale=config.init_scale)
 
 
-class _MetricsWriter:
-    """Appends one JSON object per step to a file (nothing when no path is given)."""
+class _EpochTally:
+    """Correct predictions and samples of one epoch: device hits summed, read at flushes only.
 
-    def __init__(self, path, append=False):
+    Args:
+        hits: hits carried over (a resumed epoch).
+        seen: samples carried over.
+    """
+
+    def __init__(self, hits=0, seen=0):
+        self.carried_hits, self.carried_seen = int(hits), int(seen)
+        self.correct, self.seen = None, 0  # this process's part
+
+    def add(self, hits, count):
+        self.correct = hits if self.correct is None else self.correct + hits
+        self.seen += count
+
+    def read(self):
+        """(hits, samples) of the epoch so far; one host read."""
+        hits = 0 if self.correct is None else int(self.correct.item())
+        return self.carried_hits + hits, self.carried_seen + self.seen
+
+
+class _MetricsWriter:
+    """Appends one JSON object per step (and per epoch) to a file (nothing when no path is given).
+
+    Args:
+        path: the --metrics file, or None.
+        append: continue the file (a resumed run).
+        out: the --out directory: a metrics file inside it may be the first thing written there.
+    """
+
+    def __init__(self, path, append=False, out=None):
         self.file = None
         if path:
             parent = os.path.dirname(os.path.abspath(path))
+            if out and parent == os.path.abspath(out):
+                os.makedirs(parent, exist_ok=True)
             if not os.path.isdir(parent):
                 raise FileNotFoundError(f"--metrics {path}: directory {parent} does not exist")
             self.file = open(path, "a" if append else "w", encoding="utf-8")  # noqa: SIM115
@@ -412,27 +560,6 @@ class _MetricsWriter:
             self.file.close()
 
 
-def _plot_loss(history, out_dir):
-    if not out_dir or not history:
-        return
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return
-    os.makedirs(out_dir, exist_ok=True)
-    steps, losses = zip(*history)
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(steps, losses, linewidth=0.8)
-    ax.set_xlabel("step")
-    ax.set_ylabel("training loss")
-    ax.set_yscale("log")
-    fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, "loss_curve.png"), dpi=100)
-    plt.close(fig)
-
-
 def train(config: TrainConfig, out=None) -> int:
     """Run ``cupynet train``: build everything from ``config``, resume if asked, fit; returns the exit status.
 
@@ -441,9 +568,10 @@ def train(config: TrainConfig, out=None) -> int:
         out: where summary lines go (default: sys.stdout).
     """
     trainer = Trainer(config)
-    if config.out or config.resume:
-        from .checkpoint import attach_checkpointing
-        attach_checkpointing(trainer)
-    trainer.fit(out)
+    with rank0_output(trainer, out) as out:
+        if config.out or config.resume:
+            from .checkpoint import attach_checkpointing
+            attach_checkpointing(trainer)
+        trainer.fit(out)
     return 0
 

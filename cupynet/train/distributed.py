@@ -1,0 +1,116 @@
+"""``cupynet train`` in several processes: ``--nproc N`` starts N through ``mpiexec``; under MPI every
+rank trains a DistributedDataParallel replica on its shard of the training set, and rank 0 alone
+prints, writes metrics and saves checkpoints (all ranks resume from them).
+
+``--batch-size`` is per process, as in PyTorch: the global batch is N times it. ``--nproc`` limits each
+rank's BLAS threads to cores / N; with a bare ``mpiexec`` set ``OMP_NUM_THREADS`` yourself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+
+__all__ = ["mpi_world_size", "relaunch", "data_parallel", "rank0_output"]
+
+_WORLD_SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE")
+
+
+def mpi_world_size() -> int:
+    """How many processes ``mpiexec`` started with this one (1 when it was not started by MPI)."""
+    for name in _WORLD_SIZE_VARIABLES:
+        if os.environ.get(name, "").isdigit():
+            return int(os.environ[name])
+    return 1
+
+
+def _mpiexec() -> str:
+    beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    found = beside if os.path.exists(beside) else shutil.which("mpiexec")
+    if found is None:
+        raise ImportError('--nproc needs mpiexec: pip install -e ".[distributed]" (mpi4py and Open MPI)')
+    return found
+
+
+def relaunch(argv, nproc: int) -> int:
+    """Run ``cupynet`` with ``argv`` (less ``--nproc``) in ``nproc`` processes through mpiexec; its exit status.
+
+    Args:
+        argv: the command line after ``cupynet``.
+        nproc: the number of processes.
+    """
+    if mpi_world_size() > 1:
+        raise ValueError("--nproc inside mpiexec: give the process count once (mpiexec -n N or --nproc N)")
+    rest, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--nproc":
+            skip = True
+        elif not arg.startswith("--nproc="):
+            rest.append(arg)
+    # NOTE: oversubscribe: N may exceed the cores (a CPU run on a laptop); no binding, so the OS places ranks
+    cmd = [_mpiexec(), "-n", str(nproc), "--oversubscribe", "--bind-to", "none", sys.executable, "-m",
+           "cupynet.cli", *rest]
+    return subprocess.call(cmd, env=_thread_limits(nproc))
+
+
+def _thread_limits(nproc: int) -> dict:
+    """The environment with BLAS/OpenMP threads per rank set to cores // nproc, unless the user set them.
+
+    NOTE: each NumPy process would otherwise start one BLAS thread per core; N processes then fight over
+    the cores (torchrun sets OMP_NUM_THREADS=1 for the same reason).
+    """
+    threads = str(max(1, (os.cpu_count() or 1) // nproc))
+    env = dict(os.environ)
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.setdefault(name, threads)
+    return env
+
+
+def data_parallel(trainer) -> None:
+    """Under MPI: join the process group, wrap the model in DDP and give this rank its shard of the data.
+
+    Sets ``trainer.net`` (what the training step calls) and ``trainer.rank``; a no-op in one process.
+
+    Args:
+        trainer: the Trainer, with its model and loader built.
+    """
+    trainer.net, trainer.rank = trainer.model, 0
+    if mpi_world_size() <= 1:
+        return
+    from cupynet import distributed as dist  # noqa: PLC0415
+    from cupynet.data import DataLoader, DistributedSampler, Subset  # noqa: PLC0415
+    from cupynet.nn.parallel import DistributedDataParallel  # noqa: PLC0415
+
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if trainer.device.type == "cuda" else "mpi")
+    trainer.rank = dist.get_rank()
+    trainer.net = DistributedDataParallel(trainer.model)
+    # NOTE: equal shards (drop_last) so every rank runs the same number of steps per epoch; each rank
+    # shuffles its shard with the run's seed
+    shard = DistributedSampler(trainer.train_set, shuffle=False, drop_last=True)
+    cfg = trainer.config
+    trainer.loader = DataLoader(Subset(trainer.train_set, list(shard)), batch_size=cfg.batch_size, shuffle=True,
+                                seed=cfg.seed, device=trainer.device)
+    if trainer.rank != 0:
+        # NOTE: the other ranks still resume from the checkpoint (--resume); they only never write one
+        cfg.progress, cfg.metrics, cfg.save_every = False, None, None
+
+
+@contextlib.contextmanager
+def rank0_output(trainer, out):
+    """Yield where summary lines go: ``out`` on rank 0; on the other ranks nowhere (stdout silenced too).
+
+    Args:
+        trainer: the Trainer.
+        out: rank 0's destination (None: stdout).
+    """
+    if trainer.rank == 0:
+        yield out
+        return
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        yield sink

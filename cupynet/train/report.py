@@ -1,0 +1,128 @@
+"""The header and the closing summary of a ``cupynet train`` run: what runs where, and where every file went.
+
+The header answers before the first step: which device, model (and its parameter count), data (train / val /
+test sizes), precision, optimizer, BLAS threads and output paths. The summary answers after the last one:
+best and final metrics, wall time, and the files written (or why a plot was not).
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["header_lines", "summary_lines", "format_epoch"]
+
+
+def _precision(trainer) -> str:
+    cfg = trainer.config
+    if not cfg.amp:
+        return "fp32 (no AMP; --amp for mixed precision)"
+    from cupynet.amp.autocast import default_autocast_dtype
+    dtype = cfg.amp_dtype or str(default_autocast_dtype(trainer.device.type))
+    return (f"AMP: autocast {dtype} (fp32 master weights) + GradScaler (initial scale {cfg.init_scale:g})")
+
+
+def _data(trainer) -> str:
+    cfg = trainer.config
+    sizes = f"{len(trainer.train_set)} train"
+    if trainer.val_set is not None:
+        sizes += f", {len(trainer.val_set)} val ({cfg.val_split:g} of the training set, --seed {cfg.seed})"
+    else:
+        sizes += ", no validation (--val-split 0)"
+    return (f"{cfg.dataset}: {sizes}, {len(trainer.test_set)} test; batch {cfg.batch_size}, "
+            f"{trainer.steps_per_epoch} steps/epoch, {cfg.epochs} epochs")
+
+
+def _outputs(trainer) -> list:
+    cfg = trainer.config
+    lines = []
+    if cfg.out:
+        out = os.path.abspath(cfg.out)
+        steps = (f"; step checkpoints every {cfg.save_every} steps in {os.path.join(out, 'checkpoints')}"
+                 if cfg.save_every else "")
+        lines.append(f"  output:    {out} (last.ckpt, best.ckpt, curves.png{', amp.png' if cfg.amp else ''}){steps}")
+    else:
+        lines.append("  output:    none (--out DIR for checkpoints and plots)")
+    lines.append(f"  metrics:   {os.path.abspath(cfg.metrics) if cfg.metrics else 'none (--metrics FILE.jsonl)'}")
+    return lines
+
+
+def format_epoch(row) -> str:
+    """"train loss 0.1234, train accuracy 97.0%, val loss ..., val accuracy ..." for an epoch row.
+
+    Args:
+        row: a dict with train_loss, train_acc and, with validation, val_loss and val_acc.
+    """
+    text = f"train loss {row['train_loss']:.4f}, train accuracy {row['train_acc']:.1f}%"
+    if "val_loss" in row:
+        text += f", val loss {row['val_loss']:.4f}, val accuracy {row['val_acc']:.1f}%"
+    return text
+
+
+def header_lines(trainer) -> list:
+    """The run header, one string per line.
+
+    Args:
+        trainer: the Trainer about to fit.
+    """
+    cfg = trainer.config
+    lr = cfg.lr if cfg.lr is not None else trainer.optimizer.param_groups[0]["lr"]
+    return [f"cupynet train: {cfg.model} ({type(trainer.model).__name__}, {trainer.parameters:,} parameters) "
+            f"on {trainer.device}",
+            f"  data:      {_data(trainer)}",
+            f"  precision: {_precision(trainer)}",
+            f"  optimizer: {cfg.optimizer}, lr {lr:g}; seed {cfg.seed}",
+            f"  threads:   BLAS {trainer.threads.describe()}",
+            *_outputs(trainer)]
+
+
+def _best(trainer) -> str:
+    best, metric = trainer.best, trainer.config.best_metric
+    if trainer.val_set is None:
+        return "  best:      none (no validation set: --val-split 0)"
+    if not best:
+        return "  best:      none (no epoch finished)"
+    where = ""
+    if trainer.checkpointer is not None and "best.ckpt" in trainer.checkpointer.written:
+        where = f" -> {trainer.checkpointer.written['best.ckpt']}"
+    elif trainer.config.out:
+        where = f" -> {os.path.join(trainer.config.out, 'best.ckpt')} (earlier)"
+    return (f"  best:      epoch {best['epoch']} by {metric}: val loss {best['val_loss']:.4f}, "
+            f"val accuracy {best['val_acc']:.1f}%{where}")
+
+
+def _final(trainer) -> str:
+    if not trainer.epoch_rows:
+        return "  final:     no epoch finished"
+    row = trainer.epoch_rows[-1]
+    line = f"  final:     epoch {row['epoch']}: {format_epoch(row)}"
+    if trainer.scaler is not None:
+        line += f"; loss scale {trainer.scaler.get_scale():g}, {trainer.skipped_steps()} skipped steps"
+    return line
+
+
+def _files(trainer, plots) -> list:
+    cfg = trainer.config
+    written = dict(trainer.checkpointer.written) if trainer.checkpointer is not None else {}
+    files = [written[name] for name in ("last.ckpt", "best.ckpt") if name in written]
+    if "steps" in written:
+        files.append(f"{os.path.dirname(written['steps'])}/step-*.ckpt (newest {cfg.keep} kept)")
+    files += plots.files
+    if cfg.metrics:
+        files.append(cfg.metrics)
+    lines = [f"  files:     {', '.join(files) if files else 'none written (--out DIR, --metrics FILE.jsonl)'}"]
+    if plots.skipped and cfg.out:
+        lines.append(f"  plots:     not written: {plots.skipped}")
+    return lines
+
+
+def summary_lines(trainer, plots) -> list:
+    """The closing summary, one string per line (the test accuracy line follows it).
+
+    Args:
+        trainer: the Trainer after training.
+        plots: the PlotResult of ``write_plots``.
+    """
+    minutes, seconds = divmod(trainer.wall_time, 60)
+    wall = f"{int(minutes)} min {seconds:.1f} s" if minutes else f"{seconds:.1f} s"
+    return [f"summary: {trainer.step} steps, {trainer.epoch} of {trainer.config.epochs} epochs, wall time {wall}",
+            _best(trainer), _final(trainer), *_files(trainer, plots)]
