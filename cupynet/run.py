@@ -77,6 +77,12 @@ TORCH_MODULES = {
     "torch.distributions": "cupynet.distributions",
     "torch.distributed": "cupynet.distributed",
     "torch.random": "cupynet.random",
+    "torchvision": "cupynet.vision",
+    "torchvision.datasets": "cupynet.vision.datasets",
+    "torchvision.transforms": "cupynet.vision.transforms",
+    "torchvision.transforms.functional": "cupynet.vision.transforms.functional",
+    "torchvision.utils": "cupynet.vision.utils",
+    "torchvision.models": "cupynet.vision.models",
 }
 
 # NOTE: torch modules that scripts import at the top but use only on an optional path (word_language_model's
@@ -84,6 +90,13 @@ TORCH_MODULES = {
 # module, so the script starts, and the first name read from it is reported missing as usual
 # (`cupynet has no torch.onnx.export yet`).
 TORCH_EMPTY_MODULES = ("torch.onnx",)
+
+# NOTE: the top-level names the finder answers: torch, and the companion packages the table maps
+MAPPED_ROOTS = tuple(sorted({name.split(".")[0] for name in TORCH_MODULES}))
+
+
+def _is_mapped(name: str) -> bool:
+    return name.split(".")[0] in MAPPED_ROOTS
 
 
 # NOTE: torch's companion packages import torch themselves; cupynet ships none of them, so under the runner
@@ -194,7 +207,7 @@ class TorchFinder(importlib.abc.MetaPathFinder):
             path: the parent package's search path (unused).
             target: the module being reloaded, if any (unused).
         """
-        if fullname != "torch" and not fullname.startswith("torch."):
+        if not _is_mapped(fullname):
             return None
         if fullname in TORCH_EMPTY_MODULES:
             target = types.ModuleType(f"cupynet (no {fullname})", f"cupynet has no counterpart of {fullname}.")
@@ -208,7 +221,7 @@ class TorchFinder(importlib.abc.MetaPathFinder):
         return spec
 
 
-_CANNOT_IMPORT = re.compile(r"^cannot import name '([^']+)' from '(torch(?:\.[\w.]+)?)'")
+_CANNOT_IMPORT = re.compile(r"^cannot import name '([^']+)' from '((?:torch|torchvision)(?:\.[\w.]+)?)'")
 
 
 def missing_torch_name(error: BaseException):
@@ -239,8 +252,7 @@ class _Installed:
 
     def __init__(self, script: str, args: list):
         self.argv, self.script_dir = sys.argv, os.path.dirname(os.path.abspath(script))
-        self.torch = {name: sys.modules.pop(name) for name in list(sys.modules)
-                      if name == "torch" or name.startswith("torch.")}
+        self.torch = {name: sys.modules.pop(name) for name in list(sys.modules) if _is_mapped(name)}
         self.finder = TorchFinder()
         sys.argv = [script, *args]
         sys.path.insert(0, self.script_dir)
@@ -248,7 +260,7 @@ class _Installed:
 
     def restore(self):
         sys.meta_path.remove(self.finder)
-        for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
+        for name in [n for n in sys.modules if _is_mapped(n)]:
             del sys.modules[name]
         sys.modules.update(self.torch)
         sys.argv = self.argv

@@ -305,3 +305,15 @@ def test_model_under_autocast_keeps_fp32_state():
     assert m[1].running_mean.dtype == cn.float32 and int(m[1].num_batches_tracked.item()) == 1
     loss.backward()
     assert all(p.dtype == cn.float32 and p.grad.dtype == cn.float32 for p in m.parameters())
+
+
+def test_reassigned_child_and_parameter_keep_their_place():
+    # NOTE: PyTorch keeps the slot: list(model.children())[:-1] idioms (a backbone without its head) rely on it
+    m = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+    setattr(m, "0", nn.Linear(2, 3))  # NOTE: through __setattr__, as model.conv1 = ... is
+    m.extra = nn.Tanh()
+    m.extra = nn.Sigmoid()
+    assert [type(c).__name__ for c in m.children()] == ["Linear", "ReLU", "Linear", "Sigmoid"]
+    lin = nn.Linear(2, 2)
+    lin.weight = nn.Parameter(cn.zeros(2, 2))
+    assert list(lin.state_dict()) == ["weight", "bias"]

@@ -220,8 +220,10 @@ def test_dropout_bad_arguments_leave_input_untouched():
         cn.dropout(x, p="0.5")
     with pytest.raises(TypeError, match="dropout: expected a floating point input"):
         cn.dropout(cn.tensor([1, 2]))
-    with pytest.raises(ValueError, match=r"dropout2d: expected a 3-D \(C, H, W\) or 4-D"):
-        cn.dropout2d(cn.ones(2, 3))
+    with pytest.raises(RuntimeError, match="dropout2d: Feature dropout requires at least 2 dimensions"):
+        cn.dropout2d(cn.ones(3))
+    with pytest.raises(ValueError, match=r"dropout1d: expected a 2-D \(C, L\) or 3-D"):
+        cn.dropout1d(cn.ones(2, 3, 4, 5))
     assert x.numpy().tolist() == [1.0, 1.0, 1.0] and x._version == 0
 
 
@@ -314,3 +316,16 @@ def test_integer_and_bool_inputs_as_torch(name, dtype):
     if name.endswith("-inplace"):  # NOTE: no graph to record on an integer tensor, so in place, as torch
         assert got is xc
         np.testing.assert_array_equal(xc.numpy(), x.numpy())
+
+
+@pytest.mark.parametrize("shape", [(64, 32), (2, 8, 3, 2, 2)])
+def test_dropout2d_of_other_ranks_warns_and_drops_per_sample_and_channel_as_torch(shape):
+    # NOTE: PyTorch's deprecated path (pytorch/examples mnist_rnn calls dropout2d on (N, C) activations)
+    x = cn.ones(*shape)
+    with pytest.warns(UserWarning, match=f"Received a {len(shape)}-D input to dropout2d"):
+        y = cn.dropout2d(x, p=0.5, training=True).numpy()
+    per_channel = y.reshape(shape[0], shape[1], -1)
+    assert np.all(per_channel == per_channel[..., :1])  # one draw per (N, C), broadcast over the rest
+    assert set(np.unique(y)) <= {0.0, 2.0} and 0.2 < (y == 0).mean() < 0.8
+    with pytest.warns(UserWarning):
+        assert cn.dropout2d(x, p=0.5, training=False) is x

@@ -345,7 +345,7 @@ class Module:
         params, buffers, modules = (self.__dict__.get(k) for k in ("_parameters", "_buffers", "_modules"))
         if isinstance(value, Parameter):
             self._require_init("parameters")
-            self._forget(name)
+            self._forget(name, keep=self._parameters)
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
@@ -354,7 +354,7 @@ class Module:
             params[name] = None
         elif isinstance(value, Module):
             self._require_init("child module")
-            self._forget(name)
+            self._forget(name, keep=modules)
             modules[name] = value
         elif modules is not None and name in modules:
             if value is not None:
@@ -369,10 +369,13 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _forget(self, name):
+    def _forget(self, name, keep=None):
+        # NOTE: the store about to receive ``name`` keeps its entry, so a reassigned child or parameter keeps
+        # its place in children() and state_dict() order, as in PyTorch
         self.__dict__.pop(name, None)
         for store in (self._parameters, self._buffers, self._modules):
-            store.pop(name, None)
+            if store is not keep:
+                store.pop(name, None)
         self._non_persistent_buffers_set.discard(name)
 
     def __getattr__(self, name):

@@ -8,6 +8,7 @@ mask is kept for backward, where the gradient is ``grad * mask / (1 - p)``.
 from __future__ import annotations
 
 import numbers
+import warnings
 
 from .. import dtypes
 from .. import random as rng
@@ -79,6 +80,8 @@ def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002 - PyTorch
 def _channel_dropout(nd, input, p, training, inplace):  # noqa: A002
     op_name = f"dropout{nd}d"
     _check_args(op_name, input, p, training, inplace)
+    if nd == 2 and input.ndim not in (3, 4):
+        return _legacy_dropout2d(input, p, training, inplace)
     if input.ndim not in (nd + 1, nd + 2):
         spatial = ("L", "H, W", "D, H, W")[nd - 1]
         raise ValueError(f"{op_name}: expected a {nd + 1}-D (C, {spatial}) or {nd + 2}-D (N, C, {spatial}) input, "
@@ -86,6 +89,19 @@ def _channel_dropout(nd, input, p, training, inplace):  # noqa: A002
     if not training:
         return input
     mask_shape = input.shape[:-nd] + (1,) * nd  # NOTE: one draw per (sample, channel), broadcast over space
+    return _maybe_inplace(input, inplace, lambda: Dropout.apply(input, p=float(p), mask_shape=mask_shape))
+
+
+def _legacy_dropout2d(input, p, training, inplace):  # noqa: A002
+    """PyTorch's deprecated dropout2d of a 2-D or 5-D (or other) input: a warning, then one draw per (N, C)."""
+    if input.ndim < 2:
+        raise RuntimeError("dropout2d: Feature dropout requires at least 2 dimensions in the input")
+    warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will result in "
+                  "an error in a future release. To retain the behavior and silence this warning, please use "
+                  "dropout instead.", UserWarning, stacklevel=4)
+    if not training:
+        return input
+    mask_shape = input.shape[:2] + (1,) * (input.ndim - 2)  # NOTE: a 2-D (N, C) input drops single elements
     return _maybe_inplace(input, inplace, lambda: Dropout.apply(input, p=float(p), mask_shape=mask_shape))
 
 

@@ -16,7 +16,7 @@ import numpy
 
 from cupynet.data.dataset import ArrayDataset
 
-__all__ = ["CIFAR10", "restricted_load"]
+__all__ = ["CIFAR10", "restricted_load", "read_cifar10"]
 
 _TRAIN_FILES = [f"data_batch_{i}" for i in range(1, 6)]
 _TEST_FILES = ["test_batch"]
@@ -111,17 +111,27 @@ class CIFAR10(ArrayDataset):
     """
 
     def __init__(self, root, train=True):
-        folder = self._folder(pathlib.Path(root), _TRAIN_FILES if train else _TEST_FILES)
-        parts = [_read_batch(folder / name) for name in (_TRAIN_FILES if train else _TEST_FILES)]
-        data = numpy.concatenate([p[0] for p in parts]).reshape(-1, 3, 32, 32)
-        labels = numpy.concatenate([p[1] for p in parts])
+        data, labels = read_cifar10(root, train)
         super().__init__(data.astype(numpy.float32) / numpy.float32(255.0), labels)
 
-    @staticmethod
-    def _folder(root, names) -> pathlib.Path:
-        for folder in (root, root / "cifar-10-batches-py"):
-            if all((folder / n).is_file() for n in names):
-                return folder
-        where = "does not exist" if not root.is_dir() else "is missing files"
-        raise FileNotFoundError(f"CIFAR10: {root} {where}; expected {', '.join(names)} in {root} or "
-                                f"{root / 'cifar-10-batches-py'}")
+
+def read_cifar10(root, train: bool = True) -> tuple:
+    """The raw uint8 images ``(N, 3, 32, 32)`` (channels first, as stored) and int64 labels of CIFAR-10.
+
+    Args:
+        root: directory holding the batches, or holding ``cifar-10-batches-py`` with them.
+        train: the 5 training batches or the test batch.
+    """
+    names = _TRAIN_FILES if train else _TEST_FILES
+    folder = _folder(pathlib.Path(root), names)
+    parts = [_read_batch(folder / name) for name in names]
+    return numpy.concatenate([p[0] for p in parts]).reshape(-1, 3, 32, 32), numpy.concatenate([p[1] for p in parts])
+
+
+def _folder(root, names) -> pathlib.Path:
+    for folder in (root, root / "cifar-10-batches-py"):
+        if all((folder / n).is_file() for n in names):
+            return folder
+    where = "does not exist" if not root.is_dir() else "is missing files"
+    raise FileNotFoundError(f"CIFAR10: {root} {where}; expected {', '.join(names)} in {root} or "
+                            f"{root / 'cifar-10-batches-py'}")

@@ -14,7 +14,7 @@ import numpy
 
 from cupynet.data.dataset import ArrayDataset
 
-__all__ = ["MNIST", "FashionMNIST", "read_idx"]
+__all__ = ["MNIST", "FashionMNIST", "read_idx", "read_mnist", "find_idx"]
 
 _IMAGES_MAGIC, _LABELS_MAGIC = 0x00000803, 0x00000801
 
@@ -69,32 +69,50 @@ class MNIST(ArrayDataset):
     num_classes = 10
 
     def __init__(self, root, train=True):
-        name = type(self).__name__
-        prefix = "train" if train else "t10k"
-        images_path = self._find(root, f"{prefix}-images-idx3-ubyte")
-        labels_path = self._find(root, f"{prefix}-labels-idx1-ubyte")
-        images = read_idx(name, images_path, _IMAGES_MAGIC, 3)
-        labels = read_idx(name, labels_path, _LABELS_MAGIC, 1)
-        if images.shape[0] != labels.shape[0]:
-            raise ValueError(f"{name}: {images_path} has {images.shape[0]} images but {labels_path} has "
-                             f"{labels.shape[0]} labels")
-        if labels.size and int(labels.max()) >= self.num_classes:
-            raise ValueError(f"{name}: {labels_path}: label {int(labels.max())} is out of range; expected 0..9")
+        images, labels = read_mnist(type(self).__name__, root, train)
         data = (images.astype(numpy.float32) / numpy.float32(255.0))[:, None]
         super().__init__(data, labels.astype(numpy.int64))
 
-    @classmethod
-    def _find(cls, root, stem) -> pathlib.Path:
-        root = pathlib.Path(root)
-        folders = [root, root / cls.__name__ / "raw", root / cls.__name__]
-        for folder in folders:
-            for candidate in (folder / stem, folder / f"{stem}.gz"):
-                if candidate.is_file():
-                    return candidate
-        where = "the directory does not exist" if not root.is_dir() else "not found"
-        raise FileNotFoundError(f"{cls.__name__}: {root}: {where}; expected {stem} or {stem}.gz in "
-                                f"{', '.join(str(f) for f in folders)} (train-images-idx3-ubyte, "
-                                "train-labels-idx1-ubyte, t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte)")
+
+def read_mnist(name: str, root, train: bool = True) -> tuple:
+    """The raw uint8 images ``(N, rows, cols)`` and uint8 labels ``(N,)`` of an MNIST-layout dataset, checked.
+
+    Args:
+        name: the dataset's folder name and the name in messages (``"MNIST"``, ``"FashionMNIST"``).
+        root: the directory holding the files (or ``root/<name>/raw``, ``root/<name>`` holding them).
+        train: the training split (``train-*``) or the test split (``t10k-*``).
+    """
+    prefix = "train" if train else "t10k"
+    images_path = find_idx(name, root, f"{prefix}-images-idx3-ubyte")
+    labels_path = find_idx(name, root, f"{prefix}-labels-idx1-ubyte")
+    images = read_idx(name, images_path, _IMAGES_MAGIC, 3)
+    labels = read_idx(name, labels_path, _LABELS_MAGIC, 1)
+    if images.shape[0] != labels.shape[0]:
+        raise ValueError(f"{name}: {images_path} has {images.shape[0]} images but {labels_path} has "
+                         f"{labels.shape[0]} labels")
+    if labels.size and int(labels.max()) >= MNIST.num_classes:
+        raise ValueError(f"{name}: {labels_path}: label {int(labels.max())} is out of range; expected 0..9")
+    return images, labels
+
+
+def find_idx(name: str, root, stem: str) -> pathlib.Path:
+    """The path of IDX file ``stem`` (raw or ``.gz``) in ``root``, ``root/<name>/raw`` or ``root/<name>``.
+
+    Args:
+        name: the dataset's folder name (``"MNIST"``), also used in the error message.
+        root: the directory to look in.
+        stem: the file name without ``.gz``, e.g. ``"train-images-idx3-ubyte"``.
+    """
+    root = pathlib.Path(root)
+    folders = [root, root / name / "raw", root / name]
+    for folder in folders:
+        for candidate in (folder / stem, folder / f"{stem}.gz"):
+            if candidate.is_file():
+                return candidate
+    where = "the directory does not exist" if not root.is_dir() else "not found"
+    raise FileNotFoundError(f"{name}: {root}: {where}; expected {stem} or {stem}.gz in "
+                            f"{', '.join(str(f) for f in folders)} (train-images-idx3-ubyte, "
+                            "train-labels-idx1-ubyte, t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte)")
 
 
 class FashionMNIST(MNIST):
