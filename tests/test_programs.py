@@ -57,6 +57,8 @@ PROGRAMS = {
     # conv 27, BatchNorm statistics over 8 x 8 x 8, conv 72, BatchNorm over 8 x 4 x 4, average pool 16, Linear 16,
     # the cross-entropy over 5 classes x 8
     "cnn_batchnorm.py": (U_FP32, 2 * (27 + 512 + 72 + 128 + 16 + 16 + 40)),
+    # a bidirectional GRU over 7 time steps in series: 7 x (3 + 12), Linear 24, the cross-entropy over 2 x 8
+    "gru_packed.py": (U_FP32, 2 * (7 * 15 + 24 + 16)),
     # bfloat16: the bound does not depend on D (see the module docstring)
     "amp_bf16.py": (U_BF16, None),
 }
