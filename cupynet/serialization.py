@@ -163,8 +163,8 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, *, _use_new_zipfile_s
             zf.writestr("manifest.json", json.dumps(manifest))
 
     if _is_file_object(f):
-        if not callable(getattr(f, "write", None)):
-            raise TypeError(f"save: the file object {f!r} has no write method (open it with 'wb')")
+        if not callable(getattr(f, "write", None)) or isinstance(f, io.TextIOBase):
+            raise TypeError(f"save: the file object {f!r} is not a writable binary file (open it with 'wb')")
         write(f)
         if callable(getattr(f, "flush", None)):
             f.flush()
@@ -257,8 +257,9 @@ def _file_name(f):
 
 def _seekable(f):
     """``f`` itself when it can seek, else its remaining bytes in a BytesIO."""
-    if not callable(getattr(f, "read", None)) or (callable(getattr(f, "readable", None)) and not f.readable()):
-        raise TypeError(f"load: the file object {f!r} is not readable (open it with 'rb')")
+    if not callable(getattr(f, "read", None)) or isinstance(f, io.TextIOBase) or \
+            (callable(getattr(f, "readable", None)) and not f.readable()):
+        raise TypeError(f"load: the file object {f!r} is not a readable binary file (open it with 'rb')")
     if callable(getattr(f, "seekable", None)) and f.seekable():
         return f
     return io.BytesIO(f.read())
@@ -291,7 +292,11 @@ class _Window(io.RawIOBase):
         return self.f.seek(max(base + offset, self.start)) - self.start
 
     def readinto(self, buffer):
-        return self.f.readinto(buffer)
+        if hasattr(self.f, "readinto"):
+            return self.f.readinto(buffer)
+        data = self.f.read(len(buffer))  # NOTE: a file-like object with read() only
+        memoryview(buffer).cast("B")[:len(data)] = data
+        return len(data)
 
 
 def _load_file(f, path, map_location):

@@ -675,10 +675,15 @@ def test_torch_keywords_are_accepted_and_pickle_ones_refused(tmp_path):
 
 
 def test_bad_file_objects_and_pickles_through_file_objects(tmp_path):
-    with open(tmp_path / "w.bin", "wb") as f, pytest.raises(TypeError, match="not readable.*open it with 'rb'"):
+    with open(tmp_path / "w.bin", "wb") as f, pytest.raises(TypeError, match="not a readable binary.*'rb'"):
         load(f)
-    with pytest.raises(TypeError, match="has no write method.*open it with 'wb'"):
+    with pytest.raises(TypeError, match="not a writable binary file.*open it with 'wb'"):
         save({"a": 1}, _ReadOnly())
+    with open(tmp_path / "t.txt", "w") as f, pytest.raises(TypeError, match="not a writable binary file"):
+        save({"a": 1}, f)
+    save({"a": 1}, tmp_path / "t.ckpt")
+    with open(tmp_path / "t.ckpt") as f, pytest.raises(TypeError, match="not a readable binary file"):
+        load(f)
     with pytest.raises(CheckpointError, match=r"<BytesIO> is not a cupynet checkpoint.*looks like a Python pickle"):
         load(io.BytesIO(pickle.dumps({"a": 1})))
     with pytest.raises(CheckpointError, match="it is empty"):
@@ -690,3 +695,24 @@ class _ReadOnly:
 
     def read(self, n=-1):
         return b""
+
+
+def test_a_file_like_object_with_read_and_seek_only_loads(tmp_path):
+    class Plain:  # NOTE: no readinto, no readable(): what a hand-written wrapper offers
+        def __init__(self, data):
+            self.inner = io.BytesIO(data)
+
+        def read(self, n=-1):
+            return self.inner.read(n)
+
+        def seek(self, offset, whence=0):
+            return self.inner.seek(offset, whence)
+
+        def tell(self):
+            return self.inner.tell()
+
+        def seekable(self):
+            return True
+
+    save({"w": cn.arange(4)}, tmp_path / "c.ckpt")
+    np.testing.assert_array_equal(load(Plain((tmp_path / "c.ckpt").read_bytes()))["w"].numpy(), np.arange(4))
