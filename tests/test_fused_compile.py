@@ -11,7 +11,6 @@
   batch strides of ``batched_matmul_half`` are checked against ``numpy.matmul``.
 """
 
-import ctypes
 import json
 import os
 import pathlib
@@ -20,6 +19,7 @@ import subprocess
 import sys
 import types
 
+import cuda_emulation as emulation
 import ml_dtypes
 import numpy as np
 import pytest
@@ -201,43 +201,9 @@ def test_launchers_skip_empty_work(fake):
 
 # ----------------------------------------------------------------------------- cuBLAS call, emulated on host memory
 
-def _read(ptr, dtype, count):
-    buffer = (ctypes.c_char * (count * dtype.itemsize)).from_address(ptr)
-    return np.frombuffer(buffer, dtype=dtype, count=count)
-
-
-def fake_gemm_strided_batched_ex(handle, transa, transb, m, n, k, alpha, a_ptr, a_type, lda, stride_a, b_ptr, b_type,
-                                 ldb, stride_b, beta, c_ptr, c_type, ldc, stride_c, batch, compute, algo):
-    """cuBLAS semantics: C_i = op(A_i) op(B_i), column-major with leading dims, i-th matrix at ptr + i * stride."""
-    dtype = {2: np.dtype(np.float16), 14: BF16}[a_type]
-    assert a_type == b_type == c_type and compute == 68 and algo == 99
-    assert _read(alpha, np.dtype(np.float32), 1)[0] == 1.0 and _read(beta, np.dtype(np.float32), 1)[0] == 0.0
-
-    def matrix(ptr, ld, rows, cols, op, i, stride):
-        r, c = (rows, cols) if op == 0 else (cols, rows)  # stored shape before op
-        flat = _read(ptr + i * stride * dtype.itemsize, dtype, ld * (c - 1) + r).astype(np.float32)
-        stored = np.lib.stride_tricks.as_strided(flat, (r, c), (4, 4 * ld))
-        return stored if op == 0 else stored.T
-
-    out_type = dtype
-    for i in range(batch):
-        product = matrix(a_ptr, lda, m, k, transa, i, stride_a) @ matrix(b_ptr, ldb, k, n, transb, i, stride_b)
-        target = (ctypes.c_char * (ldc * n * out_type.itemsize)).from_address(c_ptr + i * stride_c * out_type.itemsize)
-        view = np.frombuffer(target, dtype=out_type).reshape(n, ldc).T  # column-major (ldc, n)
-        view[:m, :n] = product.astype(out_type)
-
-
 @pytest.fixture
 def fake_cublas(fake, monkeypatch):
-    cublas = types.SimpleNamespace(CUBLAS_OP_N=0, CUBLAS_OP_T=1, CUBLAS_COMPUTE_32F=68,
-                                   CUBLAS_GEMM_DEFAULT_TENSOR_OP=99, setStream=lambda handle, stream: None,
-                                   gemmStridedBatchedEx=fake_gemm_strided_batched_ex)
-    package = types.SimpleNamespace(cuda=types.SimpleNamespace(libs=types.SimpleNamespace(cublas=cublas)))
-    monkeypatch.setitem(sys.modules, "cupy_backends", package)
-    monkeypatch.setitem(sys.modules, "cupy_backends.cuda", package.cuda)
-    monkeypatch.setitem(sys.modules, "cupy_backends.cuda.libs", package.cuda.libs)
-    monkeypatch.setitem(sys.modules, "cupy_backends.cuda.libs.cublas", cublas)
-    monkeypatch.setattr(device, "get_device_capability", lambda index=0: (9, 0))  # an H100 unless a test says
+    emulation.install_fake_cublas(monkeypatch)
     return fake[0]
 
 
@@ -261,7 +227,7 @@ def test_bfloat16_gemm_uses_cublas_only_from_sm80(fake_cublas, monkeypatch, capa
     calls = []
     cublas = sys.modules["cupy_backends.cuda.libs.cublas"]
     monkeypatch.setattr(cublas, "gemmStridedBatchedEx", lambda *args: calls.append(args) or
-                        fake_gemm_strided_batched_ex(*args))
+                        emulation.fake_gemm_strided_batched_ex(*args))
     monkeypatch.setattr(device, "get_device_capability", lambda index=0: capability)
     monkeypatch.setattr(device.cupy(), "matmul", lambda a, b: dev(np.matmul(a, b)), raising=False)
     rng = np.random.default_rng(2)

@@ -360,3 +360,21 @@ def test_update_scale_bad_arguments_leave_state_untouched(kwargs, error, message
     with pytest.raises(error, match=f"update_scale_: {message}"):
         K.update_scale_(**args)  # found_inf is set: a call that went through would back off
     assert all(np.array_equal(args[k], v) for k, v in before.items())
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16])
+@pytest.mark.parametrize("inv", [0.25, 3.0e10, 0.0, np.inf, np.nan])
+def test_fast_finite_path_gives_the_general_paths_bits(dtype, inv):
+    # NOTE: all-finite arrays skip the counting pass (float32: a BLAS sum of squares clears them), huge
+    # finite float32 values overflow that sum and take the counting path: both must equal plain math
+    rng = np.random.default_rng(7)
+    arrays = [(rng.standard_normal(n) * 100).astype(dtype) for n in (0, 1, 1000, 70000)]
+    if dtype == F32:
+        arrays.append(np.array([3e20, -1e30, 1.0, 2e-45], np.float32))
+    found, stats = np.zeros(1, np.float32), np.zeros((len(arrays), 2), np.int32)
+    with np.errstate(all="ignore"):
+        expected = [common.store_f32(common.load_f32(a) * np.float32(inv), a.dtype) for a in arrays]
+        K.non_finite_check_and_unscale_(arrays, found, np.full(1, inv, np.float32), stats)
+    assert found[0] == 0.0 and not stats.any()
+    for got, want in zip(arrays, expected):
+        np.testing.assert_array_equal(got.reshape(-1).view(np.uint8), want.view(np.uint8))

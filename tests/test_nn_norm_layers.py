@@ -92,3 +92,27 @@ def test_norm_layer_bad_inputs():
 def test_local_response_norm_op(size):
     check_op([(2, 5, 3)], lambda x: F.local_response_norm(x, size, alpha=0.5, beta=0.7, k=1.5),
              lambda x: TF.local_response_norm(x, size, alpha=0.5, beta=0.7, k=1.5))
+
+
+def test_batch_norm_cumulative_average_has_no_host_sync_and_matches_torch(monkeypatch):
+    # NOTE: momentum=None averages with factor 1 / num_batches_tracked, computed on the device
+    torch = pytest.importorskip("torch")
+    from cupynet import backend
+    from cupynet.tensor import Tensor
+
+    reads = []
+    real_item, real_to_numpy = Tensor.item, backend.to_numpy
+    ours, theirs = cn.nn.BatchNorm2d(3, momentum=None), torch.nn.BatchNorm2d(3, momentum=None)
+    rng = np.random.default_rng(2)
+    batches = [rng.standard_normal((4, 3, 2, 2)) * (i + 1) + i for i in range(3)]
+    monkeypatch.setattr(Tensor, "item", lambda self: reads.append("item") or real_item(self))
+    monkeypatch.setattr(backend, "to_numpy", lambda a: reads.append("to_numpy") or real_to_numpy(a))
+    for x in batches:
+        ours(cn.tensor(x, dtype=cn.float32))
+    monkeypatch.undo()
+    assert reads == []
+    for x in batches:
+        theirs(torch.tensor(x, dtype=torch.float32))
+    np.testing.assert_allclose(ours.running_mean.numpy(), theirs.running_mean.numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(ours.running_var.numpy(), theirs.running_var.numpy(), rtol=1e-6, atol=1e-6)
+    assert int(ours.num_batches_tracked.item()) == 3

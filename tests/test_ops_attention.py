@@ -157,3 +157,40 @@ def test_one_hot_and_policy():
     np.testing.assert_array_equal(out.numpy(), np.eye(3, dtype=np.int64)[[[0, 2], [1, 1]]])
     assert cn.one_hot(cn.tensor([0, 1]), num_classes=4).shape == (2, 4)
     assert Embedding.amp_policy is None and EmbeddingBackward.amp_policy is None
+
+
+def _sdpa_grads(create_graph, dtype, shapes, **kw):
+    """Gradients of q, k, v (and a float mask that requires grad) through the array or the graph backward."""
+    rng = np.random.default_rng(1)
+    leaves = [cn.tensor(rng.standard_normal(s), dtype=dtype, requires_grad=True) for s in shapes]
+    mask = kw.pop("grad_mask", None)
+    if mask is not None:
+        mask = cn.tensor(rng.standard_normal(mask), dtype=dtype, requires_grad=True)
+        leaves.append(mask)
+        kw["attn_mask"] = mask
+    cn.manual_seed(3)
+    out = cn.scaled_dot_product_attention(*leaves[:3], **kw)
+    seed = cn.tensor(rng.standard_normal(out.shape), dtype=out.dtype)
+    return [g.detach().numpy().astype(np.float64)
+            for g in cn.autograd.grad(out, leaves, seed, create_graph=create_graph)]
+
+
+@pytest.mark.parametrize("kw", [{}, {"is_causal": True}, {"scale": 0.3, "dropout_p": 0.4},
+                                {"attn_mask": "bool"}, {"grad_mask": (3, 5)}, {"broadcast_kv": True}],
+                         ids=["plain", "causal", "scale-dropout", "bool-mask", "grad-mask", "broadcast-kv"])
+@pytest.mark.parametrize("dtype", ["float64", "bfloat16"])
+def test_sdpa_array_backward_matches_the_graph_backward(kw, dtype):
+    # NOTE: the first-order array backward runs the graph backward's formulas in the same dtypes: equal
+    # to rounding (float64: a few ulps; bfloat16: products rounded to bf16 once, 2^-8 relative)
+    kw = dict(kw)
+    shapes = [(2, 3, 4), (2, 5, 4), (2, 5, 3)]
+    if kw.pop("broadcast_kv", False):
+        shapes = [(2, 3, 4), (1, 5, 4), (1, 5, 3)]
+    if kw.get("attn_mask") == "bool":
+        kw["attn_mask"] = cn.tensor(RNG.random((3, 5)) > 0.3)
+    fast = _sdpa_grads(False, getattr(cn, dtype), shapes, **dict(kw))
+    graph = _sdpa_grads(True, getattr(cn, dtype), shapes, **dict(kw))
+    tol = 8 * np.finfo(np.float64).eps if dtype == "float64" else 2.0**-7
+    assert len(fast) == len(graph)
+    for a, b in zip(fast, graph):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol * max(1.0, np.abs(b).max()))

@@ -190,3 +190,43 @@ def test_conv_under_autocast_casts_mixed_inputs_first(name, x_shape, w_shape, lo
         getattr(torch.nn.functional, name)(*_conv_args(torch, x_shape, w_shape, mixed))
     with cn.amp.autocast("cpu", dtype=low), pytest.raises(RuntimeError, match="must have the same dtype"):
         getattr(ops, name)(*_conv_args(cn, x_shape, w_shape, mixed))
+
+
+@pytest.mark.parametrize("nd, kw", [(2, dict(stride=2, padding=1, dilation=2, groups=2)), (1, dict(padding=2)),
+                                    (3, dict(stride=(1, 2, 1), padding=1))])
+def test_channels_first_columns_of_the_cupy_path_match_torch_on_numpy(monkeypatch, nd, kw):
+    # NOTE: the GPU's column layout (fused im2col/col2im, their NumPy references here), forced on the CPU
+    monkeypatch.setattr(conv, "channels_last", lambda x: False)
+    size, kernel = (5, 6, 4)[:nd], (3, 2, 2)[:nd]
+    fn, tfn = getattr(ops, f"conv{nd}d"), getattr(F, f"conv{nd}d")
+    tfn_t, fn_t = getattr(F, f"conv_transpose{nd}d"), getattr(ops, f"conv_transpose{nd}d")
+    groups = kw.get("groups", 1)
+    check_op([(2, 4) + size, (6, 4 // groups) + kernel, (6,)], lambda x, w, b: fn(x, w, b, **kw),
+             lambda x, w, b: tfn(x, w, b, **kw))
+    tkw = {k: v for k, v in kw.items() if k != "dilation"}
+    check_op([(2, 4) + size, (4, 6 // groups) + kernel, (6,)], lambda x, w, b: fn_t(x, w, b, **tkw),
+             lambda x, w, b: tfn_t(x, w, b, **tkw))
+
+
+@pytest.mark.parametrize("kw", [dict(padding=1), dict(padding=(2, 0), dilation=2), dict(padding="same", groups=2),
+                                dict(padding=0)])
+def test_input_gradient_as_a_flipped_convolution_matches_torch(kw):
+    # NOTE: 16+ input channels per group and stride 1 take the flipped-kernel path for the input gradient
+    assert conv.FLIPPED_MIN_CHANNELS <= 16
+    groups = kw.get("groups", 1)
+    check_op([(2, 16 * groups, 5, 6), (4, 16, 3, 3), (4,)], lambda x, w, b: ops.conv2d(x, w, b, **kw),
+             lambda x, w, b: F.conv2d(x, w, b, **kw), gradgrad=False)
+    check_op([(2, 4, 5, 6), (4, 16, 3, 3), (16,)], lambda x, w, b: ops.conv_transpose2d(x, w, b),
+             lambda x, w, b: F.conv_transpose2d(x, w, b), gradgrad=False)
+
+
+def test_flipped_and_col2im_input_gradients_agree(monkeypatch):
+    from cupynet.ops._conv_args import check_conv
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((2, 32, 7, 6)), rng.standard_normal((8, 16, 3, 2))
+    geoms, _ = check_conv("conv2d", 2, cn.tensor(x), cn.tensor(w), None, 1, (1, 0), (1, 2), 2)
+    assert conv._flipped_geoms(geoms) is not None
+    g = rng.standard_normal((2, 8) + tuple(gm.out for gm in geoms))
+    flipped = conv.conv_transpose_arrays(g, w, None, geoms, 2)
+    monkeypatch.setattr(conv, "FLIPPED_MIN_CHANNELS", 10 ** 9)
+    np.testing.assert_allclose(flipped, conv.conv_transpose_arrays(g, w, None, geoms, 2), rtol=1e-12, atol=1e-12)

@@ -256,3 +256,22 @@ def test_linear_with_a_zero_dim_bias(shape):
     # NOTE: one value added to every output, inside the op (so autocast casts it and the dtype check sees it)
     check_op([shape, (4, 3), ()], ops.linear, F.linear)
     check_op([shape, (4, 3), ()], ops.linear, F.linear, dtypes=("float32", "float16", "bfloat16"), gradgrad=False)
+
+
+def test_half_linear_backward_on_the_cpu_is_fp32_math_rounded_once():
+    # NOTE: the array backward widens the gradient once for both GEMMs and the bias sum: the same bits
+    # as widening per product (matmul_arrays) and summing with an fp32 accumulator
+    import ml_dtypes
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    rng = np.random.default_rng(5)
+    x, w, b = (rng.standard_normal(s).astype(bf16) for s in ((4, 6, 5), (3, 5), (3,)))
+    g = rng.standard_normal((4, 6, 3)).astype(bf16)
+    xt, wt, bt = (cn.tensor(a, requires_grad=True) for a in (x, w, b))
+    cn.nn.functional.linear(xt, wt, bt).backward(cn.tensor(g))
+    f32 = np.float32
+    g2, x2 = g.reshape(24, 3).astype(f32), x.reshape(24, 5).astype(f32)
+    expected = ((g2 @ w.astype(f32)).astype(bf16).reshape(x.shape), (g2.T @ x2).astype(bf16),
+                np.add.reduce(g.reshape(24, 3), axis=0, dtype=f32).astype(bf16))
+    for got, want in zip((xt.grad, wt.grad, bt.grad), expected):
+        assert got.dtype == bf16
+        np.testing.assert_array_equal(got.numpy().view(np.uint16), want.view(np.uint16))

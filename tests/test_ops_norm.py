@@ -124,3 +124,66 @@ def test_bad_inputs_raise_clear_errors_and_leave_state():
         cn.normalize(x, p=float("inf"))
     with pytest.raises(IndexError, match="normalize: Dimension out of range"):
         cn.normalize(x, dim=3)
+
+
+NORM_CASES = {
+    "batch_norm": (lambda x, w, b: cn.batch_norm(x, None, None, w, b, training=True), (4,)),
+    "group_norm": (lambda x, w, b: cn.group_norm(x, 2, w, b), (4,)),
+    "instance_norm": (lambda x, w, b: cn.instance_norm(x, weight=w, bias=b), (4,)),
+    "layer_norm": (lambda x, w, b: cn.layer_norm(x, (5, 5), w, b), (5, 5)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NORM_CASES))
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+def test_first_order_array_backward_equals_the_graph_backward(name, dtype):
+    # NOTE: first order runs the array formula (saved xhat and rstd), create_graph the graph formula:
+    # the same math in another rounding order, in fp32 (fp64) before the one rounding to the dtype
+    fn, pshape = NORM_CASES[name]
+    rng = np.random.default_rng(5)
+    x = cn.tensor(rng.standard_normal((3, 4, 5, 5)) * 2 + 1, dtype=dtype, requires_grad=True)
+    w = cn.tensor(rng.random(pshape) + 0.5, dtype=dtype, requires_grad=True)
+    b = cn.tensor(rng.standard_normal(pshape), dtype=dtype, requires_grad=True)
+    g = cn.tensor(rng.standard_normal((3, 4, 5, 5)), dtype=dtype)
+    fast = cn.autograd.grad(fn(x, w, b), (x, w, b), g)
+    graph = cn.autograd.grad(fn(x, w, b), (x, w, b), g, create_graph=True)
+    tol = {"float32": 1e-5, "float16": 2e-3, "float64": 1e-12}[dtype]
+    for f, s in zip(fast, graph):
+        assert f.dtype == s.dtype and f.grad_fn is None
+        np.testing.assert_allclose(f.numpy().astype(np.float64), s.detach().numpy().astype(np.float64),
+                                   rtol=tol, atol=tol * 10)
+
+
+def test_batch_norm_4d_and_channels_last_input_match_torch():
+    F = pytest.importorskip("torch.nn.functional")
+    check_op([(3, 4, 3, 3), (4,), (4,)], lambda x, w, b: cn.batch_norm(x, None, None, w, b, training=True),
+             torch_fn=lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True))
+    # a conv's output is an (N, C, H, W) view with channels-last strides
+    check_op([(3, 3, 3, 4), (4,), (4,)],
+             lambda x, w, b: cn.batch_norm(x.permute(0, 3, 1, 2), None, None, w, b, training=True),
+             torch_fn=lambda x, w, b: F.batch_norm(x.permute(0, 3, 1, 2), None, None, w, b, training=True))
+
+
+def test_batch_norm_tensor_momentum_must_be_a_0d_float():
+    x = cn.randn(4, 3)
+    rm, rv = cn.zeros(3), cn.ones(3)
+    for bad in (cn.tensor([0.1, 0.2]), cn.tensor(1)):
+        with pytest.raises(ValueError, match="batch_norm: a Tensor momentum must be a 0-d floating Tensor"):
+            cn.batch_norm(x, rm, rv, training=True, momentum=bad)
+    assert (rm.numpy() == 0).all() and (rv.numpy() == 1).all()
+    cn.batch_norm(x, rm, rv, training=True, momentum=cn.tensor(0.5))
+    np.testing.assert_allclose(rm.numpy(), x.numpy().mean(0) * 0.5, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("affine", [False, True])
+def test_in_place_change_of_the_output_leaves_the_saved_xhat_alone(affine):
+    # NOTE: the first-order backward reads the forward's xhat: the output must not alias it
+    x = cn.tensor(np.random.default_rng(4).standard_normal((4, 3, 2)), requires_grad=True)
+    w = cn.tensor(np.ones(3), requires_grad=True) if affine else None
+    g = cn.tensor(np.random.default_rng(5).standard_normal((4, 3, 2)))
+    for fn in (lambda t: cn.batch_norm(t, None, None, w, training=True), lambda t: cn.group_norm(t, 1),
+               lambda t: cn.layer_norm(t, (3, 2))):
+        y = fn(x)
+        ref = cn.autograd.grad(fn(x), x, g)[0].numpy()
+        y.detach().array[...] = 7.0
+        np.testing.assert_array_equal(cn.autograd.grad(y, x, g)[0].numpy(), ref)

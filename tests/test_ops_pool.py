@@ -111,3 +111,69 @@ def test_max_pool_propagates_nan_like_torch():
     want = F.max_pool2d(torch.tensor(x), 2).numpy()
     np.testing.assert_array_equal(np.isnan(out), np.isnan(want))
     np.testing.assert_allclose(out[~np.isnan(out)], want[~np.isnan(want)])
+
+
+@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                                dict(kernel_size=3, stride=1), dict(kernel_size=2, padding=1, ceil_mode=True)])
+def test_max_pool_nan_and_tie_indices_and_gradient_match_torch(kw):
+    # NOTE: ties (the first maximum wins) and NaN windows (NaN propagates, the last NaN tap is the index)
+    x = np.round(np.random.default_rng(3).standard_normal((2, 3, 6, 6)))
+    x[0, 0, 0, 1] = x[0, 0, 1, 0] = x[1, 2, 3, 3] = np.nan
+    ours = cn.tensor(x, requires_grad=True)
+    out, idx = ops.max_pool2d(ours, return_indices=True, **kw)
+    theirs = torch.tensor(x, requires_grad=True)
+    want, want_idx = F.max_pool2d(theirs, return_indices=True, **kw)
+    np.testing.assert_array_equal(out.detach().numpy(), want.detach().numpy())
+    np.testing.assert_array_equal(idx.numpy(), want_idx.numpy())
+    g = np.random.default_rng(4).standard_normal(out.shape)
+    out.backward(cn.tensor(g))
+    want.backward(torch.tensor(g))
+    # NOTE: overlapping windows sum up to 9 values per input in another order: a few float64 ulps
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=8 * np.finfo(np.float64).eps, atol=0)
+
+
+class _NoUpload:
+    """An array module that computes like NumPy but has no way to bring host data over (no asarray/array)."""
+
+    arange, full, ones, minimum, maximum = np.arange, np.full, np.ones, np.minimum, np.maximum
+
+
+@pytest.mark.parametrize("kw", [dict(kernel_size=3, stride=2, padding=1, ceil_mode=True),
+                                dict(kernel_size=3, stride=2, padding=1, count_include_pad=False),
+                                dict(kernel_size=2, ceil_mode=True)])
+def test_avg_pool_divisor_is_computed_on_the_device_and_matches_torch(kw):
+    from cupynet.ops.pool import _inv_divisor, _pool_geoms
+
+    x = np.random.default_rng(6).standard_normal((2, 3, 7, 6))
+    np.testing.assert_allclose(ops.avg_pool2d(cn.tensor(x), **kw).numpy(),
+                               F.avg_pool2d(torch.tensor(x), **kw).numpy(), rtol=1e-12, atol=1e-12)
+    geoms = _pool_geoms("avg_pool2d", 2, cn.tensor(x), kw["kernel_size"], kw.get("stride"), kw.get("padding", 0), 1,
+                        kw.get("ceil_mode", False))
+    inv = _inv_divisor(_NoUpload, geoms, kw.get("count_include_pad", True), None, cn.float32)
+    assert inv.dtype == np.float32 and inv.shape == tuple(g.out for g in geoms)
+    ones = torch.ones((1, 1, 7, 6), dtype=torch.float64)
+    want = (F.avg_pool2d(ones, **kw) / F.avg_pool2d(ones, **kw, divisor_override=1)).numpy()[0, 0]  # 1 / divisor
+    np.testing.assert_allclose(inv, want, rtol=np.finfo(np.float32).eps)
+
+
+def test_avg_pool_uniform_divisor_is_a_python_float():
+    from cupynet.ops.pool import _inv_divisor, _pool_geoms
+
+    geoms = _pool_geoms("avg_pool2d", 2, cn.randn(1, 1, 8, 8), 2, None, 0, 1, False)
+    assert _inv_divisor(_NoUpload, geoms, True, None, cn.float32) == 0.25
+    assert _inv_divisor(_NoUpload, geoms, True, 3, cn.float32) == 1 / 3
+
+
+@pytest.mark.parametrize("kw", [dict(kernel_size=2, padding=1), dict(kernel_size=(2, 3), stride=(3, 3), dilation=2)])
+def test_non_overlapping_max_pool_double_backward(kw):
+    # NOTE: windows that cannot overlap take the indexed scatter/gather path, both ways
+    check_op([(2, 2, 6, 7)], lambda x: ops.max_pool2d(x, **kw), lambda x: F.max_pool2d(x, **kw),
+             arrays=_distinct((2, 2, 6, 7), seed=8))
+
+
+def test_adaptive_averaging_matrix_is_computed_on_the_device():
+    from cupynet.ops.pool import _averaging_matrix
+    for size, out in ((7, 3), (5, 5), (4, 7), (1, 2)):
+        m = _averaging_matrix(_NoUpload, size, out)
+        want = F.adaptive_avg_pool1d(torch.eye(size, dtype=torch.float64)[None], out)[0].numpy().T
+        np.testing.assert_allclose(m, want, rtol=1e-15, atol=0)

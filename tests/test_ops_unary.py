@@ -70,7 +70,29 @@ def test_erf_reference_float32_keeps_dtype_and_accuracy():
     xs = np.linspace(-6, 6, 40001).astype(np.float32)
     got = _special.erf_reference(np, xs)
     assert got.dtype == np.float32
-    np.testing.assert_allclose(got, [math.erf(v) for v in xs.astype(np.float64)], atol=5e-7)
+    np.testing.assert_allclose(got, [math.erf(v) for v in xs.astype(np.float64)],
+                               atol=_special.ERF_FLOAT32_MAX_ABS_ERROR, rtol=0)
+
+
+def test_erf_float32_rational_within_its_documented_bound_on_a_dense_float32_sweep():
+    # NOTE: every 61st float32 in [2^-12, 4] (~550k values, all exponents), against the float64 path
+    lo, hi = np.float32([2.0**-12, 4.0]).view(np.int32)
+    xs = np.arange(lo, hi + 1, 61, dtype=np.int32).view(np.float32)
+    got = _special.erf_reference(np, xs)
+    err = np.abs(got.astype(np.float64) - _special.erf_reference(np, xs.astype(np.float64)))
+    assert err.max() <= _special.ERF_FLOAT32_MAX_ABS_ERROR
+    assert err.max() > 0.5 * _special.ERF_FLOAT32_MAX_ABS_ERROR  # NOTE: the bound is tight, not padded
+    np.testing.assert_array_equal(_special.erf_reference(np, -xs), -got)  # odd
+    assert np.abs(got).max() <= 1.0
+
+
+def test_erf_float32_is_relatively_accurate_near_zero_and_exact_at_the_edges():
+    tiny = np.float32([1e-30, 1e-20, 1e-10, 1e-5, 2.0**-13])
+    want = np.array([math.erf(v) for v in tiny.astype(np.float64)])
+    np.testing.assert_allclose(_special.erf_reference(np, tiny), want, rtol=2 * np.finfo(np.float32).eps)
+    edge = _special.erf_reference(np, np.float32([0.0, -0.0, 4.0, 10.0, np.inf, -np.inf, np.nan]))
+    assert edge.dtype == np.float32 and np.signbit(edge[1]) and list(edge[:6]) == [0, 0, 1, 1, 1, -1]
+    assert np.isnan(edge[6])
 
 
 def test_erfinv_reference_accuracy_and_tails():

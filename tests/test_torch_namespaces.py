@@ -109,9 +109,15 @@ def test_matmul_allow_tf32_mirrors_the_float32_matmul_precision_as_torch():
             cupynet.set_float32_matmul_precision("fast")
         matmul.allow_fp16_reduced_precision_reduction = False
         assert matmul.allow_fp16_reduced_precision_reduction is False
+        assert matmul.allow_bf16_reduced_precision_reduction is True  # NOTE: the two switches are separate
+        matmul.allow_bf16_reduced_precision_reduction = False
+        with pytest.raises(TypeError, match="allow_bf16_reduced_precision_reduction must be a bool, got int 1"):
+            matmul.allow_bf16_reduced_precision_reduction = 1
+        assert matmul.allow_bf16_reduced_precision_reduction is False
     finally:
         cupynet.set_float32_matmul_precision("highest")
         matmul.allow_fp16_reduced_precision_reduction = True
+        matmul.allow_bf16_reduced_precision_reduction = True
 
 
 def test_determinism_and_thread_settings_are_recorded_and_checked():

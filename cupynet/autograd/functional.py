@@ -134,11 +134,8 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """The function's outputs and the Jacobian-vector product ``J v`` (forward mode, by double backward).
 
     Args:
-        func: a function of Tensors returning a Tensor or a tuple of Tensors.
-        inputs: a Tensor or tuple of Tensors, the point to differentiate at.
+        func, inputs, create_graph, strict: as in ``vjp``.
         v: tangents shaped like the inputs (None only for a single one-element input).
-        create_graph: give results with a graph, for higher-order derivatives.
-        strict: raise when an output is independent of an input instead of giving zeros.
     """
     inputs, in_tuple, outputs, out_tuple = _evaluate(func, inputs, create_graph, "jvp")
     vs = _check_v(v, inputs, "jvp", against="input")

@@ -19,13 +19,27 @@ def _check(name, value):
     return value
 
 
+def _recorded(name, dtype_name):
+    """A bool switch that is only recorded (kept in the slot ``_<name>``): the GEMMs accumulate in float32."""
+    slot = "_" + name
+
+    def get(self) -> bool:
+        return getattr(self, slot)
+
+    def set_(self, value):
+        setattr(self, slot, _check(name, value))
+
+    return property(get, set_, doc=f"Recorded only: cupynet's {dtype_name} GEMMs always accumulate in float32.")
+
+
 class _MatmulSettings:
     """``torch.backends.cuda.matmul``: the TF32 and reduced-precision-reduction switches."""
 
-    __slots__ = ("_fp16_reduction", "_bf16_reduction")
+    __slots__ = ("_allow_fp16_reduced_precision_reduction", "_allow_bf16_reduced_precision_reduction")
 
     def __init__(self):
-        self._fp16_reduction, self._bf16_reduction = True, True
+        for name in self.__slots__:
+            setattr(self, name, True)
 
     @property
     def allow_tf32(self) -> bool:
@@ -36,23 +50,8 @@ class _MatmulSettings:
     def allow_tf32(self, value):
         settings.set_float32_matmul_precision("high" if _check("allow_tf32", value) else "highest")
 
-    @property
-    def allow_fp16_reduced_precision_reduction(self) -> bool:
-        """Recorded only: cupynet's float16 GEMMs always accumulate in float32."""
-        return self._fp16_reduction
-
-    @allow_fp16_reduced_precision_reduction.setter
-    def allow_fp16_reduced_precision_reduction(self, value):
-        self._fp16_reduction = _check("allow_fp16_reduced_precision_reduction", value)
-
-    @property
-    def allow_bf16_reduced_precision_reduction(self) -> bool:
-        """Recorded only: cupynet's bfloat16 GEMMs always accumulate in float32."""
-        return self._bf16_reduction
-
-    @allow_bf16_reduced_precision_reduction.setter
-    def allow_bf16_reduced_precision_reduction(self, value):
-        self._bf16_reduction = _check("allow_bf16_reduced_precision_reduction", value)
+    allow_fp16_reduced_precision_reduction = _recorded("allow_fp16_reduced_precision_reduction", "float16")
+    allow_bf16_reduced_precision_reduction = _recorded("allow_bf16_reduced_precision_reduction", "bfloat16")
 
 
 matmul = _MatmulSettings()

@@ -46,16 +46,20 @@ __all__ = ["is_available", "is_initialized", "device_count", "current_device", "
            "max_memory_allocated", "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats",
            "reset_max_memory_allocated", "memory_stats", "empty_cache", "amp", "is_bf16_supported"]
 
-_LAZY = {"amp": None, "is_bf16_supported": "is_bf16_supported"}
+def is_bf16_supported() -> bool:
+    """True when the current GPU can run bfloat16 (``torch.cuda.is_bf16_supported``); False without a GPU.
+
+    NOTE: a real function here (documentation tools list it), delegating to ``cupynet.cuda.amp`` on use.
+    """
+    return importlib.import_module("cupynet.cuda.amp").is_bf16_supported()
 
 
 def __getattr__(name):
-    """``cupynet.cuda.amp`` and what it defines for ``cupynet.cuda``, imported on first use (see ``amp``).
+    """``cupynet.cuda.amp`` (torch.cuda.amp), imported on first use: importing ``cupynet.cuda`` never imports amp.
 
     Args:
         name: the attribute asked for.
     """
-    if name not in _LAZY:
+    if name != "amp":
         raise AttributeError(f"module 'cupynet.cuda' has no attribute {name!r}")
-    module = importlib.import_module("cupynet.cuda.amp")
-    return module if _LAZY[name] is None else getattr(module, _LAZY[name])
+    return importlib.import_module("cupynet.cuda.amp")

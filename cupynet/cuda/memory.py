@@ -44,6 +44,12 @@ def _pool_bytes():
     return used, total
 
 
+def _peak(device, caller, key):
+    _check_device(device, caller)
+    _pool_bytes()  # NOTE: each read of the pool may raise the peaks
+    return _peaks[key]
+
+
 def memory_allocated(device=None) -> int:
     """Bytes held by live arrays on the GPU (CuPy's pool ``used_bytes``; 0 on the CPU).
 
@@ -70,9 +76,7 @@ def max_memory_allocated(device=None) -> int:
     Args:
         device: None, a GPU index, ``"cuda"`` or ``"cuda:N"``.
     """
-    _check_device(device, "max_memory_allocated")
-    _pool_bytes()
-    return _peaks["allocated"]
+    return _peak(device, "max_memory_allocated", "allocated")
 
 
 def max_memory_reserved(device=None) -> int:
@@ -84,9 +88,7 @@ def max_memory_reserved(device=None) -> int:
     Args:
         device: None, a GPU index, ``"cuda"`` or ``"cuda:N"``.
     """
-    _check_device(device, "max_memory_reserved")
-    _pool_bytes()
-    return _peaks["reserved"]
+    return _peak(device, "max_memory_reserved", "reserved")
 
 
 def reset_peak_memory_stats(device=None) -> None:

@@ -13,7 +13,7 @@ import warnings
 from .. import creation
 from . import functional as F
 from .linear import check_input
-from .module import FunctionalLayer, Module
+from .module import Module, functional_layer
 from .parameter import Parameter
 
 __all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "Mish",
@@ -33,14 +33,10 @@ def _layer(name, function, summary, signature=_INPLACE, repr_options=None, check
         repr_options: the options ``repr`` shows (PyTorch's ``extra_repr``); None: all of ``signature``.
         check: ``check(layer, **options)`` refuses bad options at construction, or None.
     """
-    args = "".join(f"\n        {option}: {_OPTION_DOCS[option]}" for option, _ in signature)
-    doc = f"{summary}\n\n    Args:{args}\n    " if args else summary
     shown = tuple(option for option, _ in signature) if repr_options is None else repr_options
-    body = {"__doc__": doc, "__module__": __name__, "function": function, "signature": signature,
-            "repr_options": shown}
-    if check is not None:
-        body["check_options"] = check
-    return type(name, (FunctionalLayer,), body)
+    checked = {} if check is None else {"check_options": check}
+    return functional_layer(name, __name__, function, summary, signature, _OPTION_DOCS, repr_options=shown,
+                            **checked)
 
 
 _OPTION_DOCS = {

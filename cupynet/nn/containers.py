@@ -143,17 +143,28 @@ def _fusable(first, second) -> bool:
 class _Container(Module):
     """What the four containers share: the registry they hold (``_modules`` or ``_parameters``), a
     length, and no forward. A subclass names its registry (``_slot``), what it holds (``_holds``) and
-    how one item is added (``_put``).
+    how one item is added (``_put``: a submodule by default).
+
+    Args:
+        items: what to fill it with (as ``extend`` or ``update`` take them), or None.
     """
 
     _slot = "_modules"
     _holds = "Module"
 
+    def __init__(self, items=None):
+        super().__init__()
+        if items is not None:
+            self._fill(items)
+
     def _store(self) -> OrderedDict:
         return getattr(self, self._slot)
 
-    def _put(self, key: str, value):
+    def _fill(self, items):
         raise NotImplementedError
+
+    def _put(self, key: str, value):
+        self.add_module(key, value)
 
     def __len__(self):
         return len(self._store())
@@ -207,6 +218,8 @@ class _ListContainer(_Container):
         for value in values:
             self.append(value)
         return self
+
+    _fill = extend
 
 
 class _DictContainer(_Container):
@@ -276,6 +289,8 @@ class _DictContainer(_Container):
                 raise TypeError(f"{type(self).__name__}.update: expected (name, {self._holds}) pairs, got {entry!r}")
             self[entry[0]] = entry[1]
 
+    _fill = update
+
 
 class ModuleList(_ListContainer):
     """A list of modules whose parameters are registered (names "0", "1", ...).
@@ -285,12 +300,7 @@ class ModuleList(_ListContainer):
     """
 
     def __init__(self, modules=None):
-        super().__init__()
-        if modules is not None:
-            self.extend(modules)
-
-    def _put(self, key, module):
-        self.add_module(key, module)
+        super().__init__(modules)
 
     def __delitem__(self, idx):
         items = list(self._modules.values())
@@ -321,12 +331,7 @@ class ModuleDict(_DictContainer):
     """
 
     def __init__(self, modules=None):
-        super().__init__()
-        if modules is not None:
-            self.update(modules)
-
-    def _put(self, key, module):
-        self.add_module(key, module)
+        super().__init__(modules)
 
 
 def _as_parameter(owner, value):
@@ -353,9 +358,7 @@ class ParameterList(_ListContainer):
     _slot, _holds = "_parameters", "Parameter"
 
     def __init__(self, values=None):
-        super().__init__()
-        if values is not None:
-            self.extend(values)
+        super().__init__(values)
 
     def _put(self, key, value):
         self.register_parameter(key, _as_parameter("ParameterList", value))
@@ -375,9 +378,7 @@ class ParameterDict(_DictContainer):
     _slot, _holds = "_parameters", "Parameter"
 
     def __init__(self, parameters=None):
-        super().__init__()
-        if parameters is not None:
-            self.update(parameters)
+        super().__init__(parameters)
 
     def _put(self, key, value):
         if not isinstance(key, str):

@@ -205,12 +205,18 @@ def xavier_normal_(tensor, gain: float = 1.0, generator=None):
     """Glorot normal: N(0, g^2 * 2/(fan_in+fan_out)).
 
     Args:
-        tensor: a Tensor with at least 2 dimensions.
-        gain: scaling factor.
-        generator: a ``cupynet.Generator`` to draw from (default: the device's).
+        tensor, gain, generator: as in ``xavier_uniform_``.
     """
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
+
+
+def _kaiming(name, tensor, a, mode, nonlinearity, fill):
+    """``fill(std)`` with He's ``std = gain(nonlinearity, a) / sqrt(fan)``; a zero-element tensor is returned as is."""
+    _check_tensor(name, tensor)
+    if tensor.numel() == 0:
+        return tensor  # NOTE: PyTorch warns "Initializing zero-element tensors is a no-op"
+    return fill(calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode)))
 
 
 def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None):
@@ -223,24 +229,16 @@ def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: s
         nonlinearity: "leaky_relu" (default) or "relu", ...
         generator: a ``cupynet.Generator`` to draw from (default: the device's).
     """
-    _check_tensor("kaiming_uniform_", tensor)
-    if tensor.numel() == 0:
-        return tensor  # NOTE: PyTorch warns "Initializing zero-element tensors is a no-op"
-    bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
-    return uniform_(tensor, -bound, bound, generator)
+    # NOTE: U(-b, b) has variance b^2 / 3, so b = sqrt(3) std
+    return _kaiming("kaiming_uniform_", tensor, a, mode, nonlinearity,
+                    lambda std: uniform_(tensor, -math.sqrt(3.0) * std, math.sqrt(3.0) * std, generator))
 
 
 def kaiming_normal_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None):
     """He normal: N(0, std^2) with std = gain(nonlinearity, a) / sqrt(fan).
 
     Args:
-        tensor: a Tensor with at least 2 dimensions.
-        a: negative slope of the following leaky_relu.
-        mode: "fan_in" (default) or "fan_out".
-        nonlinearity: "leaky_relu" (default) or "relu", ...
-        generator: a ``cupynet.Generator`` to draw from (default: the device's).
+        tensor, a, mode, nonlinearity, generator: as in ``kaiming_uniform_``.
     """
-    _check_tensor("kaiming_normal_", tensor)
-    if tensor.numel() == 0:
-        return tensor  # NOTE: PyTorch warns "Initializing zero-element tensors is a no-op"
-    return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode)), generator)
+    return _kaiming("kaiming_normal_", tensor, a, mode, nonlinearity,
+                    lambda std: normal_(tensor, 0.0, std, generator))

@@ -40,6 +40,39 @@ def new_parameter(shape, device=None, dtype=None):
     return Parameter(creation.empty(*shape, dtype=dtype, device=device))
 
 
+def add_weight_and_bias(layer, weight_shape, bias_shape, device=None, dtype=None):
+    """Register an uninitialised ``layer.weight`` and ``layer.bias`` (a None bias when ``bias_shape`` is None).
+
+    Args:
+        layer: the Module (Linear, a convolution, ...).
+        weight_shape: the weight's shape.
+        bias_shape: the bias's shape, or None for a layer without bias.
+        device: where they live.
+        dtype: their floating dtype (default float32).
+    """
+    layer.weight = new_parameter(weight_shape, device, dtype)
+    if bias_shape is not None:
+        layer.bias = new_parameter(bias_shape, device, dtype)
+    else:
+        layer.register_parameter("bias", None)
+
+
+def reset_weight_and_bias(weight, bias):
+    """PyTorch's default for Linear and convolutions: weight kaiming_uniform_(a=sqrt(5)), bias U(-b, b).
+
+    ``b = 1 / sqrt(fan_in)`` (0 when fan_in is 0), fan_in the weight's ``shape[1] * prod(shape[2:])``.
+
+    Args:
+        weight: the weight Parameter.
+        bias: the bias Parameter, or None.
+    """
+    init.kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = init._calculate_fan_in_and_fan_out(weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        init.uniform_(bias, -bound, bound)
+
+
 def _positive_int(layer: str, name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"{layer}: {name} must be a non-negative integer, got {value!r}")
@@ -83,19 +116,12 @@ class Linear(Module):
         super().__init__()
         self.in_features = _positive_int("Linear", "in_features", in_features)
         self.out_features = _positive_int("Linear", "out_features", out_features)
-        self.weight = new_parameter((out_features, in_features), device, dtype)
-        if bias:
-            self.bias = new_parameter((out_features,), device, dtype)
-        else:
-            self.register_parameter("bias", None)
+        add_weight_and_bias(self, (out_features, in_features), (out_features,) if bias else None, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
         """Re-draw weight and bias with PyTorch's default scheme."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        reset_weight_and_bias(self.weight, self.bias)
 
     def forward(self, input):  # noqa: A002
         """Apply the affine map.

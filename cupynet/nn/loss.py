@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..ops.loss import no_legacy
 from ..tensor import Tensor
-from .module import FunctionalLayer
+from .module import FunctionalLayer, functional_layer
 
 __all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "BCELoss", "BCEWithLogitsLoss",
            "KLDivLoss", "HuberLoss", "MarginRankingLoss", "SoftMarginLoss", "PoissonNLLLoss", "CosineSimilarity"]
@@ -101,15 +101,11 @@ def _loss(name, function, summary, signature=_REDUCE, inputs=("input", "target")
         base: ``_Loss``, or ``FunctionalLayer`` for a module with no reduction.
         reductions: the accepted reductions, when not none/mean/sum.
     """
-    args = "".join(f"\n        {option}: {_OPTION_DOCS[option]}" for option, _ in signature)
-    doc = f"{summary}\n\n    Forward takes {', '.join(inputs)}.\n\n    Args:{args}\n    "
-    body = {"__doc__": doc, "__module__": __name__, "function": function, "signature": signature,
-            "inputs": inputs}
-    if check is not None:
-        body["check"] = staticmethod(check)
+    extra = {} if check is None else {"check": staticmethod(check)}
     if reductions is not None:
-        body["_reductions"] = reductions
-    return type(name, (base,), body)
+        extra["_reductions"] = reductions
+    return functional_layer(name, __name__, function, f"{summary}\n\n    Forward takes {', '.join(inputs)}.",
+                            signature, _OPTION_DOCS, base=base, inputs=inputs, **extra)
 
 
 def _check_label_smoothing(label_smoothing, **_):

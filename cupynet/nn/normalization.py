@@ -12,6 +12,7 @@ import numbers
 
 from .. import creation, dtypes
 from ..autograd import no_grad
+from ..tensor import Tensor
 from . import functional as F
 from . import init
 from .linear import check_input, new_parameter
@@ -177,8 +178,9 @@ class _BatchNorm(Module):
         with no_grad():
             self.num_batches_tracked.add_(1)
         if self.momentum is None:
-            # NOTE: cumulative moving average needs the count on the host (a sync), as in PyTorch
-            return 1.0 / float(self.num_batches_tracked.item())
+            # NOTE: the cumulative average's factor 1 / num_batches_tracked is computed on the device and
+            # handed over as a 0-d Tensor (PyTorch reads the count on the host: a sync per step)
+            return Tensor((1.0 / self.num_batches_tracked.array).astype(self.running_mean.dtype))
         return self.momentum
 
     def forward(self, input):  # noqa: A002

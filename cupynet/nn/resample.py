@@ -6,7 +6,7 @@ import inspect
 
 from . import functional as F
 from .linear import check_input
-from .module import FunctionalLayer, Module
+from .module import Module, functional_layer
 
 __all__ = [
     "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d",
@@ -133,81 +133,29 @@ class UpsamplingBilinear2d(Upsample):
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
 
 
-class PixelShuffle(FunctionalLayer):
-    """(*, C * r * r, H, W) -> (*, C, H * r, W * r) (``F.pixel_shuffle``).
-
-    Args:
-        upscale_factor: r.
-    """
-
-    function = "pixel_shuffle"
-    signature = (("upscale_factor", inspect.Parameter.empty),)
-    repr_options = ("upscale_factor",)
-
-
-class PixelUnshuffle(FunctionalLayer):
-    """(*, C, H * r, W * r) -> (*, C * r * r, H, W) (``F.pixel_unshuffle``).
-
-    Args:
-        downscale_factor: r.
-    """
-
-    function = "pixel_unshuffle"
-    signature = (("downscale_factor", inspect.Parameter.empty),)
-    repr_options = ("downscale_factor",)
+_OPTION_DOCS = {
+    "upscale_factor": "r.",
+    "downscale_factor": "r.",
+    "output_size": "the output's spatial size.",
+    "kernel_size": "block size.",
+    "dilation": "spacing between block elements.",
+    "padding": "implicit zero padding.",
+    "stride": "step between blocks.",
+}
+_REQUIRED = inspect.Parameter.empty
+_BLOCKS = (("kernel_size", _REQUIRED), ("dilation", 1), ("padding", 0), ("stride", 1))
 
 
-class Unfold(Module):
-    """Extract sliding blocks as columns (``F.unfold``).
-
-    Args:
-        kernel_size: block size.
-        dilation: spacing between block elements.
-        padding: implicit zero padding.
-        stride: step between blocks.
-    """
-
-    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
-        super().__init__()
-        self.kernel_size, self.dilation, self.padding, self.stride = kernel_size, dilation, padding, stride
-
-    def forward(self, input):  # noqa: A002
-        """Unfold.
-
-        Args:
-            input: (N, C, H, W) or (C, H, W).
-        """
-        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
-
-    def extra_repr(self) -> str:
-        """PyTorch's text."""
-        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, padding={self.padding}, "
-                f"stride={self.stride}")
+def _layer(name, function, summary, signature):
+    """A layer over ``F.<function>`` showing every option in ``repr`` (see ``functional_layer``)."""
+    return functional_layer(name, __name__, function, f"{summary} (``F.{function}``).", signature, _OPTION_DOCS,
+                            repr_options=tuple(option for option, _ in signature))
 
 
-class Fold(Unfold):
-    """Sum columns of sliding blocks back into an image (``F.fold``).
-
-    Args:
-        output_size: the output's spatial size.
-        kernel_size: block size.
-        dilation: spacing between block elements.
-        padding: implicit zero padding.
-        stride: step between blocks.
-    """
-
-    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
-        super().__init__(kernel_size, dilation, padding, stride)
-        self.output_size = output_size
-
-    def forward(self, input):  # noqa: A002
-        """Fold.
-
-        Args:
-            input: (N, C * prod(kernel_size), L) or unbatched.
-        """
-        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
-
-    def extra_repr(self) -> str:
-        """PyTorch's text."""
-        return f"output_size={self.output_size}, " + super().extra_repr()
+PixelShuffle = _layer("PixelShuffle", "pixel_shuffle", "(*, C * r * r, H, W) -> (*, C, H * r, W * r)",
+                      (("upscale_factor", _REQUIRED),))
+PixelUnshuffle = _layer("PixelUnshuffle", "pixel_unshuffle", "(*, C, H * r, W * r) -> (*, C * r * r, H, W)",
+                        (("downscale_factor", _REQUIRED),))
+Unfold = _layer("Unfold", "unfold", "Extract sliding blocks as columns", _BLOCKS)
+Fold = _layer("Fold", "fold", "Sum columns of sliding blocks back into an image",
+              (("output_size", _REQUIRED),) + _BLOCKS)

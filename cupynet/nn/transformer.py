@@ -25,14 +25,48 @@ __all__ = ["TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderL
            "Transformer"]
 
 
+def _gelu(x):
+    return F.gelu(x)
+
+
 def _activation(activation):
     if activation == "relu":
         return lambda x: F.relu(x)
     if activation == "gelu":
-        return lambda x: F.gelu(x)
+        return _gelu  # NOTE: one shared function: _ff_block fuses it with linear1 (see _linear_then_activation)
     if callable(activation):
         return activation
     raise RuntimeError(f"TransformerEncoderLayer: activation should be relu/gelu or a callable, not {activation!r}")
+
+
+def _dropped(module, x):
+    """``module(x)``, or ``x`` itself for a hook-free ``Dropout(p=0)`` (it would multiply by 1: one op per call saved).
+
+    Args:
+        module: the layer's dropout submodule (or whatever replaced it).
+        x: its input.
+    """
+    if type(module) is Dropout and module.p == 0 and not module._forward_hooks and not module._forward_pre_hooks:
+        return x
+    return module(x)
+
+
+def _linear_then_activation(layer, x):
+    """``layer.activation(layer.linear1(x))``; one fused op (``ops._linear_gelu``) for the "gelu" activation.
+
+    NOTE: fused only when both parts are what the layer built: a plain hook-free ``Linear`` and the
+    "gelu" string's activation; the fused op gives the same values (docs/differences.md).
+
+    Args:
+        layer: a transformer encoder or decoder layer.
+        x: the feed-forward block's input.
+    """
+    linear1 = layer.linear1
+    if (layer.activation is _gelu and type(linear1) is Linear and not linear1._forward_hooks
+            and not linear1._forward_pre_hooks):
+        from ..ops._linear_gelu import linear_gelu  # noqa: PLC0415 - a private fused op, as Linear's relu pair
+        return linear_gelu(x, *linear1._checked_params(x))
+    return layer.activation(linear1(x))
 
 
 def _build_layer(layer, cross, d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
@@ -84,10 +118,10 @@ class TransformerEncoderLayer(Module):
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
                            is_causal=is_causal)[0]
-        return self.dropout1(x)
+        return _dropped(self.dropout1, x)
 
     def _ff_block(self, x):
-        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+        return _dropped(self.dropout2, self.linear2(_dropped(self.dropout, _linear_then_activation(self, x))))
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):
         """Run the layer.
@@ -182,12 +216,12 @@ class TransformerDecoderLayer(Module):
     _sa_block = TransformerEncoderLayer._sa_block
 
     def _ff_block(self, x):
-        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+        return _dropped(self.dropout3, self.linear2(_dropped(self.dropout, _linear_then_activation(self, x))))
 
     def _mha_block(self, x, memory, attn_mask, key_padding_mask, is_causal):
         x = self.multihead_attn(x, memory, memory, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
                                 need_weights=False, is_causal=is_causal)[0]
-        return self.dropout2(x)
+        return _dropped(self.dropout2, x)
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
                 memory_key_padding_mask=None, tgt_is_causal: bool = False, memory_is_causal: bool = False):

@@ -11,14 +11,13 @@ import math
 
 import numpy
 
-__all__ = ["erf_reference", "erfinv_reference", "erf_kernel", "erfinv_kernel"]
+__all__ = ["erf_reference", "erfinv_reference", "erf_kernel", "erfinv_kernel", "ERF_FLOAT32_MAX_ABS_ERROR"]
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _ERF_SPLIT = 2.5        # below: the power series; above: the continued fraction of erfc
-# NOTE: (series terms, continued-fraction levels) per dtype. float64: 40 terms reach 6e-16 absolute error on
-# [0, 2.5] and 30 levels 6e-14 relative error of erfc on [2.5, inf); float32 needs only 26 and 8 (3e-10
-# truncation error), where the rounding of exp(-a^2) in float32 dominates: erf is within 5e-7 absolute.
-_TERMS = {"float64": (40, 30), "float32": (26, 8)}
+# NOTE: the float64 path: 40 series terms reach 6e-16 absolute error on [0, 2.5] and 30 continued-fraction
+# levels 6e-14 relative error of erfc on [2.5, inf) (float32 takes the rational approximation below).
+_SERIES_TERMS, _FRACTION_LEVELS = 40, 30
 
 
 def _erf_series(xp, a):
@@ -29,7 +28,7 @@ def _erf_series(xp, a):
     """
     two_a2 = 2.0 * a * a
     total = xp.ones_like(a)
-    for k in range(_TERMS.get(a.dtype.name, _TERMS["float64"])[0], 0, -1):
+    for k in range(_SERIES_TERMS, 0, -1):
         total = total * two_a2 / (2 * k + 1) + 1.0
     return _TWO_OVER_SQRT_PI * xp.exp(-a * a) * a * total
 
@@ -37,9 +36,44 @@ def _erf_series(xp, a):
 def _erfc_continued_fraction(xp, a):
     """erfc(a) = exp(-a^2)/sqrt(pi) / (a + (1/2)/(a + 1/(a + (3/2)/(a + ...)))), for a >= _ERF_SPLIT."""
     denominator = a
-    for k in range(_TERMS.get(a.dtype.name, _TERMS["float64"])[1], 0, -1):
+    for k in range(_FRACTION_LEVELS, 0, -1):
         denominator = a + (0.5 * k) / denominator
     return xp.exp(-a * a) / (math.sqrt(math.pi) * denominator)
+
+
+# NOTE: float32 erf(x) = x P(x^2) / Q(x^2) on |x| <= 4 (erf(4) = 1 - 1.5e-8 rounds to 1 in float32), P of
+# degree 6 and Q of degree 4 in x^2, P(0) = 2/sqrt(pi) so erf keeps its relative accuracy near 0. The
+# coefficients were fitted for this project (linearised least squares on x P - erf(x) Q, iterated towards
+# the minimax of the absolute error, then rounded to float32): the approximation itself is within 7e-8 of
+# erf; evaluated in float32 (about 25 array passes instead of the ~110 of the series below), the result is
+# within ERF_FLOAT32_MAX_ABS_ERROR of the exact erf, measured exhaustively over every float32 in
+# [2^-12, 4] (below 2^-12 the error is under 1e-7 relative; above 4 the result is exactly +-1).
+ERF_FLOAT32_MAX_ABS_ERROR = 4.3e-7
+_ERF_P = (1.1283792, 0.20873491, 0.0517402, 0.004066909, 1.4966952e-04, -1.9612423e-06, 1.9228573e-08)
+_ERF_Q = (1.0, 0.5183174, 0.11863923, 0.015102085, 0.001041614)
+_ERF_CLAMP = 4.0
+
+
+def _horner_in_place(t, coefficients):
+    """sum_k c_k t^k (coefficients lowest first) by Horner's scheme, updating one new array in place."""
+    total = t * t.dtype.type(coefficients[-1])
+    for c in coefficients[-2:0:-1]:
+        total += t.dtype.type(c)
+        total *= t
+    total += t.dtype.type(coefficients[0])
+    return total
+
+
+def _erf_rational_float32(xp, array):
+    """erf of a float32 array as x P(x^2) / Q(x^2), within ERF_FLOAT32_MAX_ABS_ERROR (see the NOTE above)."""
+    # NOTE: flat, so every step is an array (a 0-d product is a NumPy scalar, which has no in-place ops)
+    x = xp.clip(array.reshape(-1), -_ERF_CLAMP, _ERF_CLAMP)  # NOTE: nan stays nan; +-inf becomes +-4 (erf +-1)
+    t = x * x
+    out = _horner_in_place(t, _ERF_P)
+    out *= x
+    out /= _horner_in_place(t, _ERF_Q)
+    # NOTE: near |x| = 4 rounding can lift the quotient a few ulps above 1; erf never exceeds 1
+    return xp.clip(out, -1.0, 1.0, out=out).reshape(array.shape)
 
 
 def _erf_and_erfc(xp, a):
@@ -51,12 +85,17 @@ def _erf_and_erfc(xp, a):
 
 
 def erf_reference(xp, array):
-    """The error function on a float32/float64 array with plain ``xp`` math (about 1e-15 in float64).
+    """The error function on a float32/float64 array with plain ``xp`` math.
+
+    float64 runs the series / continued fraction (about 1e-15); float32 a rational
+    approximation within ``ERF_FLOAT32_MAX_ABS_ERROR`` (4.3e-7) absolute, about 4x fewer passes.
 
     Args:
         xp: numpy or cupy.
         array: a float32 or float64 array.
     """
+    if array.dtype == numpy.float32:
+        return _erf_rational_float32(xp, array)
     with numpy.errstate(all="ignore"):
         return xp.sign(array) * _erf_and_erfc(xp, xp.abs(array))[0]
 

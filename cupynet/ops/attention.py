@@ -19,6 +19,7 @@ import numbers
 
 from .. import dtypes
 from ..autograd.function import Function
+from ..autograd.state import STATE
 from ..random import generator_for
 from ..tensor import Tensor
 from ._util import check_same_device, require_floating, xp_of
@@ -49,10 +50,12 @@ def _safe_softmax_array(scores):
     xp = xp_of(scores)
     row_max = scores.max(axis=-1, keepdims=True)
     row_max = xp.where(xp.isfinite(row_max), row_max, 0.0)
-    e = xp.exp(scores - row_max)
+    e = scores - row_max
+    xp.exp(e, out=e)  # NOTE: in place in the fresh difference: one (..., L, S) temporary for the whole softmax
     total = e.sum(axis=-1, keepdims=True)
     empty = (total == 0).astype(scores.dtype)
-    return e / (total + empty), row_max, empty
+    e /= total + empty
+    return e, row_max, empty
 
 
 class ScaledDotProductAttention(Function):
@@ -68,22 +71,25 @@ class ScaledDotProductAttention(Function):
             ctx.mask_shape, ctx.mask_dtype = attn_mask.shape, attn_mask.dtype
         ctx.scale = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
         ctx.bias = _mask_bias(xp, attn_mask, is_causal, q.shape[-2], k.shape[-2], ctx.work)
-        scores = matmul_arrays(q.array, xp.swapaxes(k.array, -1, -2)).astype(ctx.work) * ctx.scale
+        scores = matmul_arrays(q.array, xp.swapaxes(k.array, -1, -2)).astype(ctx.work, copy=False)
+        scores *= ctx.scale  # NOTE: in place: the product (or its fp32 copy) is a fresh array
         if ctx.bias is not None:
-            scores = scores + ctx.bias
+            scores = scores + ctx.bias  # NOTE: not in place: a mask may broadcast the scores to more batch dims
         probs, ctx.row_max, ctx.empty = _safe_softmax_array(scores)
-        ctx.keep = None
+        ctx.probs, ctx.keep = probs, None  # NOTE: fp32 probabilities before dropout, for the array backward
         if dropout_p > 0.0:
             # NOTE: inverted dropout on the probabilities: kept entries are scaled by 1 / (1 - p)
             u = generator_for(q.device).random(probs.shape, dtype=dtypes.float32)
             ctx.keep = (u >= dropout_p).astype(ctx.work) / (1.0 - dropout_p)
             probs = probs * ctx.keep
         ctx.save_for_backward(q, k, v)
-        return matmul_arrays(probs.astype(v.dtype), v.array)
+        return matmul_arrays(probs.astype(v.dtype, copy=False), v.array)
 
     @staticmethod
     def backward(ctx, grad):
         q, k, v = ctx.saved_tensors
+        if not STATE.grad_enabled:
+            return _backward_arrays(ctx, grad, q, k, v)
         probs = _probs_ops(ctx, q, k)
         kept = probs * Tensor(ctx.keep) if ctx.keep is not None else probs
         gq = gk = gv = gm = None
@@ -104,6 +110,48 @@ class ScaledDotProductAttention(Function):
             if need[1]:
                 gk = sum_to(matmul(cast(d_scores, k.dtype).mT, q), k.shape)
         return (gq, gk, gv, gm) if len(need) > 3 else (gq, gk, gv)
+
+
+def _backward_arrays(ctx, grad, q, k, v):
+    """First-order backward on raw arrays from the saved fp32 probabilities (no graph is recorded).
+
+    NOTE: the same formulas as the graph path, term for term and in the same dtypes, so the two
+    agree to rounding (tests compare them): no op dispatch, and the softmax is not recomputed.
+    """
+    need = ctx.needs_input_grad
+    g, probs = grad.array, ctx.probs
+    kept = probs * ctx.keep if ctx.keep is not None else probs
+    gq = gk = gv = gm = None
+    if need[2]:
+        gv = _summed(matmul_arrays(_swapped(kept.astype(v.dtype)), g), v.shape)
+    if need[0] or need[1] or (len(need) > 3 and need[3]):
+        d_probs = matmul_arrays(g, _swapped(v.array)).astype(ctx.work, copy=False)
+        if ctx.keep is not None:
+            d_probs = d_probs * ctx.keep
+        d_probs -= (d_probs * probs).sum(axis=-1, keepdims=True)  # NOTE: d_probs is fresh: in place
+        d_bias = d_probs
+        d_bias *= probs
+        if len(need) > 3 and need[3]:
+            gm = _summed(d_bias, ctx.mask_shape).astype(ctx.mask_dtype)
+        d_scores = d_bias * ctx.scale
+        if need[0]:
+            gq = _summed(matmul_arrays(d_scores.astype(q.dtype), k.array), q.shape)
+        if need[1]:
+            gk = _summed(matmul_arrays(_swapped(d_scores.astype(k.dtype)), q.array), k.shape)
+    grads = (gq, gk, gv, gm) if len(need) > 3 else (gq, gk, gv)
+    return tuple(None if a is None else Tensor(a) for a in grads)
+
+
+def _swapped(a):
+    """``a`` with its last two axes swapped (a view)."""
+    return a.swapaxes(-1, -2)
+
+
+def _summed(a, shape):
+    """The array ``a`` summed down to the broadcast source ``shape`` (``sum_to`` on arrays)."""
+    lead = a.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and a.shape[lead + i] != 1)
+    return a.sum(axis=axes, keepdims=True).reshape(shape) if axes else a
 
 
 def _probs_ops(ctx, q, k):

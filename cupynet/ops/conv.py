@@ -9,6 +9,15 @@ written with the other two, so gradients of any order come from the same three f
     conv_transpose(g, w)  backward: dg = conv(G, w),            dw = conv_weight(G, g)
     conv_weight(x, g)     backward: dx = conv_transpose(g, W),  dg = conv(x, W)
 
+Column layout (issue 15): on NumPy the im2col matrix is built *channels last*: row ``(n, *o)``
+holds the window as ``(*kernel, C/G)``, read from an ``(N, *padded, C)`` copy of the input through
+``as_strided``, so the one copy that materializes the columns moves runs of ``kernel[-1] * C``
+elements instead of ``kernel[-1]``. The GEMM result is then ``(N, *out, O)``, copied once to
+``(N, O, *out)`` (the layout every other op expects, and the faster one for them). Conv keeps its
+columns for the weight gradient instead of building them again. On CuPy the columns are channels
+first, ``(C/G, *kernel)``, built and scattered back by the fused im2col/col2im kernels
+(``fused.py``). The two layouts give the same values up to the order of the GEMM's fp32 sums.
+
 NOTE (numerics): the GEMMs go through ``linalg.matmul_arrays`` (fp32 accumulation for
 float16/bfloat16); the bias is added to the fp32 result and the sum rounded once; the
 overlapping-window sums of conv_transpose accumulate in fp32 too (``col2im``).
@@ -16,11 +25,14 @@ overlapping-window sums of conv_transpose accumulate in fp32 too (``col2im``).
 
 from __future__ import annotations
 
+import itertools
 import math
 
+from .. import dtypes
 from ..autograd.function import Function
+from . import fused
 from ._conv_args import check_conv, check_conv_transpose, check_same_dtype
-from ._im2col import col2im, windows
+from ._im2col import Geometry
 from ._util import xp_of
 from .linalg import matmul_arrays
 from .reduce import sum as _sum
@@ -30,41 +42,158 @@ __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
 
 
 def _gemm(a, b, fp32_out=False):
-    """Grouped GEMM ``(G, m, k) @ (G, k, n)``; one group is a plain 2-D GEMM (the fast cuBLAS path)."""
+    """Grouped GEMM ``(G, m, k) @ (G, k, n)``; one group is a plain 2-D GEMM (the fast BLAS path)."""
     if a.shape[0] == 1:
         return matmul_arrays(a[0], b[0], fp32_out=fp32_out)[None]
     return matmul_arrays(a, b, fp32_out=fp32_out)
 
 
-def _cols(x, geoms, groups):
-    """im2col: ``x`` (N, C, *size) -> (G, N * prod(out), C/G * prod(kernel)), one copy."""
-    n, c, nd = x.shape[0], x.shape[1], len(geoms)
-    win = windows(x, geoms)
-    win = win.reshape((n, groups, c // groups) + win.shape[2:])
-    perm = (1, 0) + tuple(range(3, 3 + nd)) + (2,) + tuple(range(3 + nd, 3 + 2 * nd))
+def channels_last(x):
+    """True when the im2col columns of ``x`` are built channels last (NumPy), False for the CuPy kernels.
+
+    Args:
+        x: the input array.
+    """
+    return not fused.kernels_enabled(x)
+
+
+def padded_channels_last(x, geoms, value=0.0):
+    """``x`` (N, C, *size) as a C-contiguous ``(N, *padded, C)`` array holding every window of ``geoms``.
+
+    NOTE: the one pass over ``x`` that changes its layout (none for an unpadded input that is
+    already channels last in memory).
+
+    Args:
+        x: the input array.
+        geoms: one Geometry per spatial dimension.
+        value: the padding value.
+    """
+    xp = xp_of(x)
+    moved = xp.moveaxis(x, 1, -1)
+    if all(g.padded == g.size and g.lo == 0 for g in geoms):
+        return xp.ascontiguousarray(moved)
+    buf = xp.full((x.shape[0],) + tuple(g.padded for g in geoms) + (x.shape[1],), value, dtype=x.dtype)
+    buf[(slice(None),) + tuple(slice(g.lo, g.lo + g.size) for g in geoms)] = moved
+    return buf
+
+
+def windows_channels_last(buf, geoms, groups=1):
+    """A strided view ``(N, *out, *kernel, G, C/G)`` of every window of a ``padded_channels_last`` buffer.
+
+    Args:
+        buf: (N, *padded, C) C-contiguous array.
+        geoms: one Geometry per spatial dimension.
+        groups: number of channel groups.
+    """
+    n, c, nd = buf.shape[0], buf.shape[-1], len(geoms)
+    steps = buf.strides[1:1 + nd]
+    shape = ((n,) + tuple(g.out for g in geoms) + tuple(g.kernel for g in geoms) + (groups, c // groups))
+    strides = ((buf.strides[0],) + tuple(s * g.stride for s, g in zip(steps, geoms))
+               + tuple(s * g.dilation for s, g in zip(steps, geoms)) + (buf.strides[-1] * (c // groups),
+                                                                        buf.strides[-1]))
+    return xp_of(buf).lib.stride_tricks.as_strided(buf, shape, strides)
+
+
+def _cols(x, geoms, groups, last):
+    """im2col: ``x`` (N, C, *size) -> (G, N * prod(out), C/G * prod(kernel)), one copy.
+
+    Channels-last columns ``(*kernel, C/G)`` when ``last``, else channels-first ``(C/G, *kernel)``
+    (the fused kernel on CuPy).
+    """
+    if not last:
+        return fused.im2col(x, geoms, groups)
+    nd = len(geoms)
+    win = windows_channels_last(padded_channels_last(x, geoms), geoms, groups)
+    win = win.transpose((1 + 2 * nd, 0) + tuple(range(1, 1 + 2 * nd)) + (2 + 2 * nd,))
     # NOTE: explicit sizes, never -1: NumPy cannot infer a dimension of an empty array (an empty batch)
-    k = c // groups * math.prod(g.kernel for g in geoms)
-    return win.transpose(perm).reshape(groups, n * math.prod(g.out for g in geoms), k)
+    rows = x.shape[0] * math.prod(g.out for g in geoms)
+    return win.reshape(groups, rows, x.shape[1] // groups * math.prod(g.kernel for g in geoms))
 
 
-def _channels_last(g, groups, nd):
-    """(N, O, *out) -> (G, N * prod(out), O/G)."""
-    n, o = g.shape[:2]
-    spatial = g.shape[2:]
-    g = g.reshape((n, groups, o // groups) + spatial)
-    return g.transpose((1, 0) + tuple(range(3, 3 + nd)) + (2,)).reshape(groups, n * math.prod(spatial), o // groups)
+def _weight_matrix(w, groups, last):
+    """(O, C/G, *kernel) -> (G, C/G * prod(kernel), O/G), rows in the columns' order."""
+    o, cg, nd = w.shape[0], w.shape[1], w.ndim - 2
+    w = w.reshape((groups, o // groups) + w.shape[1:])
+    perm = (0,) + tuple(range(3, 3 + nd)) + (2, 1) if last else (0, 2) + tuple(range(3, 3 + nd)) + (1,)
+    return w.transpose(perm).reshape(groups, cg * math.prod(w.shape[3:]), o // groups)
 
 
-def _add_bias(y, bias, channel_axis, dtype):
+def _weight_from_matrix(m, cg, kernel, last):
+    """(G, O/G, C/G * prod(kernel)) in the columns' order -> (O, C/G, *kernel)."""
+    groups, og, nd = m.shape[0], m.shape[1], len(kernel)
+    o = groups * og
+    if not last:
+        return m.reshape((o, cg) + kernel)
+    w = m.reshape((o,) + kernel + (cg,)).transpose((0, 1 + nd) + tuple(range(1, 1 + nd)))
+    return xp_of(m).ascontiguousarray(w)
+
+
+def _out_matrix(g, groups):
+    """(N, O, *out) -> (G, N * prod(out), O/G): no copy for one group and a channels-last ``g``."""
+    n, o, nd = g.shape[0], g.shape[1], g.ndim - 2
+    g = xp_of(g).moveaxis(g, 1, -1).reshape((n,) + g.shape[2:] + (groups, o // groups))
+    g = g.transpose((1 + nd,) + tuple(range(1 + nd)) + (2 + nd,))
+    return g.reshape(groups, n * math.prod(g.shape[2:2 + nd]), o // groups)
+
+
+def _from_out_matrix(y, n, out):
+    """(G, N * prod(out), O/G) -> (N, O, *out), C-contiguous.
+
+    NOTE: one transposing copy of the output; measured (bench_convnet, paired A/B) ~10% faster per step
+    than handing the channels-last view on: NumPy's pooling, ReLU and BatchNorm run faster on NCHW.
+    """
+    groups, og, nd = y.shape[0], y.shape[2], len(out)
+    y = y.reshape((groups, n) + out + (og,)).transpose((1,) + tuple(range(2, 2 + nd)) + (0, 2 + nd))
+    y = y.reshape((n,) + out + (groups * og,))
+    xp = xp_of(y)
+    return xp.ascontiguousarray(xp.moveaxis(y, -1, 1))
+
+
+def _col2im_channels_last(dcols, n, geoms, out_dtype):
+    """Adjoint of channels-last ``_cols``: (G, N * prod(out), prod(kernel) * C/G) -> (N, C, *size).
+
+    NOTE: one strided slice-add per kernel tap into an ``(N, *padded, C)`` buffer (runs of ``C``
+    contiguous elements), summed in fp32 for half dtypes and rounded once: deterministic, no scatter.
+    """
+    xp, nd = xp_of(dcols), len(geoms)
+    groups, cg = dcols.shape[0], dcols.shape[2] // math.prod(g.kernel for g in geoms)
+    out, kernel = tuple(g.out for g in geoms), tuple(g.kernel for g in geoms)
+    view = dcols.reshape((groups, n) + out + kernel + (cg,))
+    view = view.transpose(tuple(range(1, 2 + 2 * nd)) + (0, 2 + 2 * nd))   # (N, *out, *kernel, G, C/G)
+    acc = dtypes.float32 if out_dtype in dtypes.LOW_PRECISION else out_dtype
+    buf = xp.zeros((n,) + tuple(g.padded for g in geoms) + (groups, cg), dtype=acc)
+    for taps in itertools.product(*(range(k) for k in kernel)):
+        target = tuple(slice(k * g.dilation, k * g.dilation + (g.out - 1) * g.stride + 1, g.stride)
+                       for k, g in zip(taps, geoms))
+        buf[(slice(None),) + target] += view[(slice(None),) * (1 + nd) + taps]
+    buf = buf[(slice(None),) + tuple(slice(g.lo, g.lo + g.size) for g in geoms)]
+    buf = buf.reshape(buf.shape[:1 + nd] + (groups * cg,)).astype(out_dtype, copy=False)
+    return xp.ascontiguousarray(xp.moveaxis(buf, -1, 1))  # NOTE: NCHW, as _from_out_matrix
+
+
+def _col2im(dcols, n, geoms, out_dtype, last):
+    """Adjoint of ``_cols``: (G, N * prod(out), K) columns -> (N, C, *size), overlapping windows summed."""
+    if last:
+        return _col2im_channels_last(dcols, n, geoms, out_dtype)
+    nd, groups = len(geoms), dcols.shape[0]
+    out, kernel = tuple(g.out for g in geoms), tuple(g.kernel for g in geoms)
+    cg = dcols.shape[2] // math.prod(kernel)
+    cols = dcols.reshape((groups, n) + out + (cg,) + kernel)
+    perm = (1, 0, 2 + nd) + tuple(range(2, 2 + nd)) + tuple(range(3 + nd, 3 + 2 * nd))
+    cols = cols.transpose(perm).reshape((n, groups * cg) + out + kernel)
+    return fused.col2im(cols, geoms, out_dtype)  # NOTE: the CUDA launcher makes its input contiguous itself
+
+
+def _add_bias(y, bias, dtype):
+    """``y + bias`` over the channel axis 1 (in y's dtype, fp32 for half GEMMs), rounded once to ``dtype``."""
     if bias is not None:
-        shape = [1] * y.ndim
-        shape[channel_axis] = -1
-        y = y + bias.reshape(shape).astype(y.dtype, copy=False)
+        # NOTE: y is always a fresh array here (a GEMM's or col2im's result): the bias goes in in place
+        y += bias.reshape((1, -1) + (1,) * (y.ndim - 2)).astype(y.dtype, copy=False)
     return y.astype(dtype, copy=False)
 
 
-def conv_arrays(x, w, bias, geoms, groups):
-    """``conv(x, w) + bias`` on arrays.
+def conv_arrays(x, w, bias, geoms, groups, keep_cols=False):
+    """``conv(x, w) + bias`` on arrays; with ``keep_cols``, also the im2col columns (for the weight gradient).
 
     Args:
         x: input (N, C, *size).
@@ -72,18 +201,55 @@ def conv_arrays(x, w, bias, geoms, groups):
         bias: (O,) or None.
         geoms: one Geometry per spatial dimension.
         groups: number of groups.
+        keep_cols: return ``(y, cols)`` instead of ``y``.
     """
-    n, o, nd = x.shape[0], w.shape[0], len(geoms)
-    wmat = w.reshape(groups, o // groups, math.prod(w.shape[1:])).transpose(0, 2, 1)
-    y = _gemm(_cols(x, geoms, groups), wmat, fp32_out=bias is not None)
-    out = tuple(g.out for g in geoms)
-    y = y.reshape((groups, n) + out + (o // groups,)).transpose((1, 0, nd + 2) + tuple(range(2, 2 + nd)))
-    y = xp_of(y).ascontiguousarray(y).reshape((n, o) + out)
-    return _add_bias(y, bias, 1, x.dtype)
+    y, cols = _conv_unrounded(x, w, geoms, groups, fp32_out=bias is not None)
+    y = _add_bias(y, bias, x.dtype)
+    return (y, cols) if keep_cols else y
+
+
+def _conv_unrounded(x, w, geoms, groups, fp32_out):
+    """im2col + GEMM: ``(y, cols)`` with ``y`` (N, O, *out) in fp32 for half inputs when ``fp32_out``."""
+    last = channels_last(x)
+    cols = _cols(x, geoms, groups, last)
+    y = _gemm(cols, _weight_matrix(w, groups, last), fp32_out=fp32_out)
+    return _from_out_matrix(y, x.shape[0], tuple(g.out for g in geoms)), cols
+
+
+# NOTE: below this many input channels per group the input gradient goes through col2im: the flipped
+# convolution's GEMM would have too few columns to run well (issue 15's measurements: C >= 16 wins)
+FLIPPED_MIN_CHANNELS = 16
+
+
+def _flipped_geoms(geoms):
+    """The input gradient of a stride-1 conv as a stride-1 conv of ``g``: its geometries, or None.
+
+    NOTE: with stride 1, ``dx = conv(g, flip(w)^T)`` padded by ``d*(k-1) - lo`` before and
+    ``d*(k-1) - hi`` after; None when a stride is not 1 or the padding exceeds ``d*(k-1)``.
+    """
+    flipped = []
+    for g in geoms:
+        lo, hi = g.dilation * (g.kernel - 1) - g.lo, g.size + g.lo - g.out
+        if g.stride != 1 or lo < 0 or hi < 0:
+            return None
+        flipped.append(Geometry(g.kernel, 1, g.dilation, lo, g.out, g.size))
+    return tuple(flipped)
+
+
+def _flipped_weight(w, groups):
+    """(O, C/G, *kernel) -> (C, O/G, *kernel), each kernel reversed in every spatial dimension."""
+    o, cg, nd = w.shape[0], w.shape[1], w.ndim - 2
+    w = w.reshape((groups, o // groups, cg) + w.shape[2:]).swapaxes(1, 2)
+    w = w[(Ellipsis,) + (slice(None, None, -1),) * nd]
+    return xp_of(w).ascontiguousarray(w).reshape((groups * cg, o // groups) + w.shape[3:])
 
 
 def conv_transpose_arrays(g, w, bias, geoms, groups):
     """The adjoint of ``conv_arrays`` in its input: (N, O, *out) -> (N, C, *size), plus bias over C.
+
+    On the channels-last path a stride-1 map with at least ``FLIPPED_MIN_CHANNELS`` channels per
+    group runs as a convolution of ``g`` with the flipped kernel (one im2col + GEMM, no scatter);
+    otherwise one GEMM to columns and ``col2im``.
 
     Args:
         g: array in output space (N, O, *out).
@@ -92,17 +258,18 @@ def conv_transpose_arrays(g, w, bias, geoms, groups):
         geoms: one Geometry per spatial dimension.
         groups: number of groups.
     """
-    n, nd, cg = g.shape[0], len(geoms), w.shape[1]
-    out, kernel = tuple(gm.out for gm in geoms), tuple(gm.kernel for gm in geoms)
-    wmat = w.reshape(groups, w.shape[0] // groups, math.prod(w.shape[1:]))
-    cols = _gemm(_channels_last(g, groups, nd), wmat, fp32_out=True)
-    cols = cols.reshape((groups, n) + out + (cg,) + kernel)
-    perm = (1, 0, 2 + nd) + tuple(range(2, 2 + nd)) + tuple(range(3 + nd, 3 + 2 * nd))
-    cols = cols.transpose(perm).reshape((n, groups * cg) + out + kernel)
-    return _add_bias(col2im(cols, geoms, cols.dtype), bias, 1, g.dtype)
+    last = channels_last(g)
+    flipped = _flipped_geoms(geoms) if last and w.shape[1] >= FLIPPED_MIN_CHANNELS else None
+    if flipped is not None:
+        dx, _ = _conv_unrounded(g, _flipped_weight(w, groups), flipped, groups, fp32_out=True)
+        return _add_bias(dx, bias, g.dtype)
+    # NOTE: the transposed weight matrix made contiguous (it is small): BLAS runs this GEMM faster so
+    wmat_t = xp_of(w).ascontiguousarray(_weight_matrix(w, groups, last).transpose(0, 2, 1))
+    dcols = _gemm(_out_matrix(g, groups), wmat_t, fp32_out=True)
+    return _add_bias(_col2im(dcols, g.shape[0], geoms, dcols.dtype, last), bias, g.dtype)
 
 
-def conv_weight_arrays(x, g, geoms, groups):
+def conv_weight_arrays(x, g, geoms, groups, cols=None):
     """The weight gradient: ``sum over batch and windows of g * window(x)`` -> (O, C/groups, *kernel).
 
     Args:
@@ -110,11 +277,12 @@ def conv_weight_arrays(x, g, geoms, groups):
         g: array in output space (N, O, *out).
         geoms: one Geometry per spatial dimension.
         groups: number of groups.
+        cols: ``x``'s im2col columns when the forward kept them (else they are built here).
     """
-    o, c, nd = g.shape[1], x.shape[1], len(geoms)
-    gmat = _channels_last(g, groups, nd).transpose(0, 2, 1)
-    wg = _gemm(gmat, _cols(x, geoms, groups))
-    return wg.reshape((o, c // groups) + tuple(gm.kernel for gm in geoms))
+    last = channels_last(x)
+    cols = _cols(x, geoms, groups, last) if cols is None else cols
+    wg = _gemm(_out_matrix(g, groups).transpose(0, 2, 1), cols)
+    return _weight_from_matrix(wg, x.shape[1] // groups, tuple(gm.kernel for gm in geoms), last)
 
 
 def _bias_grad(grad):
@@ -132,15 +300,21 @@ class Conv(Function):
         check_same_dtype(ctx.fn.op_name, x, weight, bias)
         ctx.save_for_backward(x, weight)
         ctx.geoms, ctx.groups = geoms, groups
-        return conv_arrays(x.array, weight.array, None if bias is None else bias.array, geoms, groups)
+        y, cols = conv_arrays(x.array, weight.array, None if bias is None else bias.array, geoms, groups,
+                              keep_cols=True)
+        # NOTE: the columns are kept for the weight gradient only when it is wanted (they are
+        # prod(kernel) times the input's size); they are read, never written, so no version check
+        ctx.cols = cols if ctx.needs_input_grad[1] else None
+        return y
 
     @staticmethod
     def backward(ctx, grad):
         x, weight = ctx.saved_tensors
         need = ctx.needs_input_grad
         gx = _apply(TRANSPOSE, grad, weight, None, ctx) if need[0] else None
-        gw = ConvWeight.apply(x, grad, geoms=ctx.geoms, groups=ctx.groups) if need[1] else None
+        gw = ConvWeight.apply(x, grad, geoms=ctx.geoms, groups=ctx.groups, cols=ctx.cols) if need[1] else None
         gb = _bias_grad(grad) if len(need) > 2 and need[2] else None
+        ctx.cols = None
         return gx, gw, gb
 
 
@@ -173,10 +347,10 @@ class ConvWeight(Function):
     op_name = "convolution_backward_weight"
 
     @staticmethod
-    def forward(ctx, x, g, geoms=(), groups=1):
+    def forward(ctx, x, g, geoms=(), groups=1, cols=None):
         ctx.save_for_backward(x, g)
         ctx.geoms, ctx.groups = geoms, groups
-        return conv_weight_arrays(x.array, g.array, geoms, groups)
+        return conv_weight_arrays(x.array, g.array, geoms, groups, cols=cols)
 
     @staticmethod
     def backward(ctx, grad):

@@ -177,6 +177,11 @@ def _expand_batch(t, batch):
 
 
 # ---- determinants -------------------------------------------------------------------------------------------
+def _scaled_inv_t(scale, a):
+    """``scale * A^-T`` per matrix (``scale`` has one value per matrix): the gradient of det and log|det|."""
+    return unsqueeze(unsqueeze(scale, -1), -1) * _mT(inv(a))
+
+
 class Det(Function):
     """The determinant of each square matrix."""
 
@@ -192,8 +197,7 @@ class Det(Function):
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
         # NOTE: d det / dA = det(A) A^-T; singular A (det 0) has no inverse: see docs/differences.md
-        scale = unsqueeze(unsqueeze(grad * ctx.output(0), -1), -1)
-        return scale * _mT(inv(a))
+        return _scaled_inv_t(grad * ctx.output(0), a)
 
 
 def det(A):  # noqa: N803
@@ -222,7 +226,7 @@ class Slogdet(Function):
     @staticmethod
     def backward(ctx, grad_sign, grad_logabs):
         (a,) = ctx.saved_tensors
-        return unsqueeze(unsqueeze(grad_logabs, -1), -1) * _mT(inv(a))
+        return _scaled_inv_t(grad_logabs, a)
 
 
 def slogdet(A):  # noqa: N803

@@ -121,10 +121,7 @@ def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002
     """Zero whole channels: each ``input[n, c]`` (or ``input[c]`` without batch) is dropped with probability ``p``.
 
     Args:
-        input: a floating Tensor of shape (N, C, H, W) or (C, H, W).
-        p: probability of a channel being zeroed, in [0, 1].
-        training: apply dropout (True) or return the input unchanged (False).
-        inplace: write into ``input`` when autograd is not recording it.
+        input, p, training, inplace: as in ``dropout1d``, for (N, C, H, W) or (C, H, W) inputs.
     """
     return _channel_dropout(2, input, p, training, inplace)
 
@@ -133,10 +130,7 @@ def dropout3d(input, p=0.5, training=True, inplace=False):  # noqa: A002
     """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) with probability ``p``.
 
     Args:
-        input: a floating Tensor.
-        p: probability of a channel being zeroed, in [0, 1].
-        training: apply dropout (True) or return the input unchanged (False).
-        inplace: write into ``input`` when autograd is not recording it.
+        input, p, training, inplace: as in ``dropout1d``.
     """
     return _channel_dropout(3, input, p, training, inplace)
 

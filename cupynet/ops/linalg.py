@@ -3,7 +3,8 @@
 NOTE (numerics): half-precision products accumulate in fp32 and round once.
 On the GPU a 2-D float16 ``cupy.matmul`` is cublasGemmEx with fp32 compute
 (tensor cores); CuPy upcasts *batched* float16 matmul to fp32 internally, so a
-batched product whose right side is a plain matrix is reshaped to 2-D first.
+batched product whose right side is a plain matrix is reshaped to 2-D first, and
+other stacks go through ``fused.batched_matmul_half`` (strided-batched GemmEx).
 On the CPU the product is computed in fp32 and rounded, which is the same math.
 ``matmul_arrays`` is the single place where this rule lives; every product in
 this module, in conv.py and in pool.py goes through it (or through
@@ -20,6 +21,7 @@ from .. import dtypes
 from ..autograd.function import Cast, Function
 from ..autograd.state import STATE
 from ..tensor import Tensor
+from . import fused
 from ._linalg_checks import (
     _batch_shapes,
     _check,
@@ -50,6 +52,10 @@ def matmul_arrays(a, b, fp32_out=False):
         return numpy.matmul(a, b)  # NOTE: the common CPU case (float32/float64): nothing to widen or round
     xp = xp_of(a, b)
     low = a.dtype in dtypes.LOW_PRECISION
+    if low and not fp32_out and _strided_batch(a, b) and fused.kernels_enabled(a):
+        # NOTE: one strided-batched GemmEx with half operands and fp32 compute (no fp32 copies);
+        # it rounds once to half, so callers wanting the fp32 result (fp32_out) take xp.matmul
+        return fused.batched_matmul_half(a, b)
     if xp.__name__ == "numpy" and low:
         out = xp.matmul(a.astype(dtypes.float32), b.astype(dtypes.float32))
         return out if fp32_out else out.astype(a.dtype)
@@ -59,6 +65,11 @@ def matmul_arrays(a, b, fp32_out=False):
     else:
         out = xp.matmul(a, b)
     return out.astype(dtypes.float32) if (low and fp32_out) else out
+
+
+def _strided_batch(a, b):
+    """True when ``a @ b`` is a stack ``fused.batched_matmul_half`` takes: equal batch dims, or ``a`` 2-D."""
+    return a.ndim >= 2 and b.ndim > 2 and (a.ndim == 2 or a.shape[:-2] == b.shape[:-2])
 
 
 class Matmul(Function):
@@ -168,8 +179,14 @@ def _linear_backward_arrays(ctx, grad, x, weight):
     rows = _rows(x.shape)
     g2 = grad.array.reshape(rows, out_features)
     need = ctx.needs_input_grad
-    gx = Tensor(matmul_arrays(g2, weight.array).reshape(x.shape)) if need[0] else None
-    gw = Tensor(matmul_arrays(g2.T, x.array.reshape(rows, in_features))) if need[1] else None
+    g, product = g2, matmul_arrays
+    if type(g2) is numpy.ndarray and g2.dtype in dtypes.LOW_PRECISION:
+        # NOTE: a half GEMM on the CPU is an fp32 GEMM rounded once (matmul_arrays): widen the
+        # gradient once for both products and the column sum instead of once each (same values)
+        g = g2.astype(dtypes.float32)
+        product = lambda a, b: numpy.matmul(a, b.astype(dtypes.float32)).astype(g2.dtype)  # noqa: E731
+    gx = Tensor(product(g, weight.array).reshape(x.shape)) if need[0] else None
+    gw = Tensor(product(g.T, x.array.reshape(rows, in_features))) if need[1] else None
     gb = None
     if len(need) > 2 and need[2]:
         acc = dtypes.float32 if g2.dtype in dtypes.LOW_PRECISION else None  # NOTE: fp32 accumulation for halves
@@ -177,7 +194,8 @@ def _linear_backward_arrays(ctx, grad, x, weight):
         if getattr(ctx, "bias_shape", None) == ():  # NOTE: a 0-d bias: the total sum (an array, not a NumPy scalar)
             total = xp_of(g2).asarray(column_sum(g2, axis=None, dtype=acc))
         else:
-            total = column_sum(g2, axis=0, dtype=acc)
+            # NOTE: row after row, as with dtype=acc: the widened copy sums to the same bits
+            total = column_sum(g, axis=0, dtype=None if g is not g2 else acc)
         gb = Tensor(total.astype(g2.dtype, copy=False))
     return gx, gw, gb
 

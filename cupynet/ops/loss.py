@@ -40,6 +40,7 @@ from .. import backend, dtypes
 from ..autograd.function import Function
 from ..autograd.state import is_grad_enabled
 from ..tensor import Tensor
+from . import fused
 from ._util import check_same_device, host_check_range, normalize_dim, require_floating, xp_of
 from .arith import cast, maximum
 from .reduce import sum as sum_
@@ -457,6 +458,10 @@ BCE_BANNED_MESSAGE = (
 )
 
 
+# NOTE: the target dtypes the fused cross-entropy kernel reads (others take the array path)
+_FUSED_TARGETS = (dtypes.int32, dtypes.int64)
+
+
 class CrossEntropy(Function):
     """Fused log-softmax + negative log-likelihood, class indices or class probabilities (fp32 under autocast)."""
 
@@ -465,6 +470,8 @@ class CrossEntropy(Function):
 
     @staticmethod
     def forward(ctx, x, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+        if x.ndim == 2 and target.dtype in _FUSED_TARGETS and fused.kernels_enabled(x.array):
+            return CrossEntropy._fused_forward(ctx, x, target, weight, ignore_index, reduction, label_smoothing)
         (xf,), out_dtype = compute_arrays(x)
         if xf.ndim == 2 and weight is None and not label_smoothing and not dtypes.is_floating(target.dtype):
             return CrossEntropy._plain_forward(ctx, x, xf, target, ignore_index, reduction, out_dtype)
@@ -487,6 +494,46 @@ class CrossEntropy(Function):
             ctx.divisor = xp_of(xf).asarray(w_t.sum()) if reduction == "mean" else None
         ctx.elem_shape = elem.shape
         return reduce_array(elem, reduction, out_dtype, ctx.divisor)
+
+    @staticmethod
+    def _fused_forward(ctx, x, target, weight, ignore_index, reduction, smoothing):
+        """(N, C) logits and class indices on the GPU: one fused kernel (``fused.softmax_xent_forward``).
+
+        NOTE: the kernel reads half logits as fp32 and returns fp32 row losses and the row
+        log-sum-exp, which backward's kernel takes instead of a saved (N, C) softmax. The
+        'mean' divisor (sum of w[t] over rows not ignored) stays on the device: no sync.
+        """
+        t, w = target.array, weight.array if weight is not None else None
+        rows, lse = fused.softmax_xent_forward(x.array, t, ignore_index, smoothing, w)
+        xp = xp_of(rows)
+        ctx.save_for_backward(x, None)
+        ctx.fused_state = (t, w, lse, ignore_index)
+        ctx.cdim, ctx.reduction, ctx.smoothing, ctx.elem_shape, ctx.q = 1, reduction, smoothing, rows.shape, None
+        ctx.divisor = None
+        if reduction == "mean":
+            valid = t != ignore_index
+            picked = w.astype(rows.dtype)[xp.where(valid, t, 0)] if w is not None else 1.0
+            ctx.divisor = xp.where(valid, picked, 0.0).sum(dtype=rows.dtype)
+        return reduce_array(rows, reduction, x.dtype, ctx.divisor)
+
+    @staticmethod
+    def _fused_backward(ctx, grad, x):
+        """First-order gradient of the fused forward: one kernel (``fused.softmax_xent_backward``)."""
+        t, w, lse, ignore_index = ctx.fused_state
+        # NOTE: flat while computing (0-d arithmetic may give a host scalar), then 0-d for 'mean'/'sum' (the
+        # kernel broadcasts it over the rows) or (N,) for 'none'
+        g = grad.array.reshape(-1).astype(lse.dtype, copy=False)
+        if ctx.reduction == "mean":
+            g = g / _grad_divisor(ctx.divisor)
+        g = g.reshape(lse.shape if ctx.reduction == "none" else ())
+        return Tensor(fused.softmax_xent_backward(x.array, t, lse, g, ignore_index, ctx.smoothing, w))
+
+    @staticmethod
+    def _fused_q(ctx, x):
+        """The dense target ``q`` the graph backward needs (double backward after a fused forward)."""
+        t, w, _, ignore_index = ctx.fused_state
+        weight = Tensor(w) if w is not None else None
+        return _index_terms(compute_arrays(x)[0][0], t, weight, ignore_index, ctx.smoothing)[3]
 
     @staticmethod
     def _plain_forward(ctx, x, xf, target, ignore_index, reduction, out_dtype):
@@ -526,6 +573,10 @@ class CrossEntropy(Function):
     @staticmethod
     def backward(ctx, grad):
         x, target = ctx.saved_tensors
+        if getattr(ctx, "fused_state", None) is not None:
+            if not is_grad_enabled():
+                return CrossEntropy._fused_backward(ctx, grad, x), None
+            ctx.q = CrossEntropy._fused_q(ctx, x) if ctx.q is None else ctx.q
         if ctx.q is None and getattr(ctx, "plain", None) is not None:
             if not is_grad_enabled():
                 return CrossEntropy._plain_backward(ctx, grad, x), None

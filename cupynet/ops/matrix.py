@@ -313,11 +313,7 @@ def tril_indices(row, col, offset=0, *, dtype=None, device=None):
     """The (2, N) row and column indices of the lower triangle of a row x col matrix.
 
     Args:
-        row: number of rows.
-        col: number of columns.
-        offset: which diagonal the triangle ends at.
-        dtype: the indices' dtype (int64).
-        device: where to put them.
+        row, col, offset, dtype, device: as in ``triu_indices`` (``offset`` is the diagonal the triangle ends at).
     """
     return _triangle_indices("tril_indices", row, col, offset, dtype, device)
 

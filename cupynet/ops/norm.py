@@ -21,10 +21,13 @@ are differentiable again (double backward, gradient penalties).
 
 from __future__ import annotations
 
+import math
+
 import ml_dtypes
 
 from .. import dtypes
 from ..autograd.function import Function
+from ..autograd.state import STATE
 from ..tensor import Tensor
 from ._util import check_same_device, compute_in_fp32, normalize_dim, require_floating, xp_of
 from .arith import cast, maximum
@@ -55,16 +58,21 @@ def _standardize_array(xf, axes, eps):
     mu = xf.mean(axis=axes, keepdims=True)
     centered = xf - mu
     var = (centered * centered).mean(axis=axes, keepdims=True)
-    return centered / xp.sqrt(var + eps), mu, var
+    centered /= xp.sqrt(var + eps)  # NOTE: in place (centered is fresh): the same values, one array fewer
+    return centered, mu, var
 
 
 def _affine_array(xhat, weight, bias, param_shape, out_dtype):
     """``xhat * weight + bias`` (either may be None) in xhat's dtype, rounded once to ``out_dtype``."""
+    y = xhat
     if weight is not None:
-        xhat = xhat * weight.array.reshape(param_shape).astype(xhat.dtype)
+        y = xhat * weight.array.reshape(param_shape).astype(xhat.dtype)
     if bias is not None:
-        xhat = xhat + bias.array.reshape(param_shape).astype(xhat.dtype)
-    return xhat.astype(out_dtype, copy=False)
+        b = bias.array.reshape(param_shape).astype(xhat.dtype)
+        # NOTE: add in place when y is already a fresh array (xhat itself is kept for backward)
+        y = xp_of(y).add(y, b, out=y) if y is not xhat else y + b
+    # NOTE: never hand out xhat itself: backward reads it, and the output may be modified in place
+    return y.astype(out_dtype, copy=y is xhat)
 
 
 def _standardize_grad(x, grad_xhat, axes, eps):
@@ -92,11 +100,71 @@ def _param_grads(ctx, grad, xhat, weight, param_shape):
     return gw, gb
 
 
+def _keep_for_backward(ctx, xhat, var, eps):
+    """Keep the forward's fp32 ``xhat`` and ``rstd = 1/sqrt(var + eps)`` for the first-order backward."""
+    if any(ctx.needs_input_grad):
+        ctx.xhat, ctx.rstd = xhat, 1.0 / xp_of(var).sqrt(var + eps)
+
+
+def _reduce_to(a, param_shape):
+    """Sum an array of the input's shape down to ``param_shape`` (aligned to the trailing dims)."""
+    lead = a.ndim - len(param_shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(param_shape) if s == 1 and a.shape[lead + i] != 1)
+    return a.sum(axis=axes).reshape(param_shape)
+
+
+def _grad_tensor(a, shape, dtype):
+    return Tensor(a.reshape(shape).astype(dtype, copy=False))
+
+
+def _norm_backward_arrays(ctx, grad, x, weight, stat_shape, axes, param_shape):
+    """First-order backward as one array formula from the forward's ``xhat`` and ``rstd`` (no graph ops).
+
+    NOTE: ``dx = rstd * (g' - mean(g') - xhat * mean(g' * xhat))`` with ``g' = grad * weight``, the
+    statistics' means over ``axes``; ``dweight = sum(grad * xhat)``, ``dbias = sum(grad)`` over the other
+    dims. All in fp32 (fp64 for fp64), each gradient rounded once. Batch norm's parameter dims are the
+    complement of its statistics' axes, so its two means come from the parameter sums (two reductions).
+    The values equal the graph formula's up to fp32 rounding order (tests hold both to torch).
+    """
+    xp, need = xp_of(x), ctx.needs_input_grad
+    gf = compute_in_fp32(grad.array)
+    xhat = ctx.xhat.reshape(x.shape)
+    w = None if weight is None else compute_in_fp32(weight.array).reshape(param_shape)
+    per_channel = ctx.fn is BatchNorm
+    gx_xhat = gf * xhat if per_channel or (len(need) > 1 and need[1] and weight is not None) else None
+    gw = _reduce_to(gx_xhat, param_shape) if gx_xhat is not None else None
+    gb = _reduce_to(gf, param_shape) if per_channel or (len(need) > 2 and need[2]) else None
+    gx = None
+    if need[0]:
+        count = math.prod(stat_shape[a] for a in axes)
+        if per_channel:
+            scale = ctx.rstd if w is None else ctx.rstd * w
+            gx = xhat * (gw / count)
+            xp.subtract(gf, gx, out=gx)
+            gx -= gb / count
+            gx *= scale
+        else:
+            g = (gf * w if w is not None else gf).reshape(stat_shape)
+            xs = xhat.reshape(stat_shape)
+            gx = xs * (g * xs).mean(axis=axes, keepdims=True)
+            xp.subtract(g, gx, out=gx)
+            gx -= g.mean(axis=axes, keepdims=True)
+            gx *= ctx.rstd
+        gx = _grad_tensor(gx, x.shape, x.dtype)
+    ctx.xhat = ctx.rstd = None
+    gw = _grad_tensor(gw, weight.shape, weight.dtype) if weight is not None and need[1] else None
+    gb = _grad_tensor(gb, ctx.bias_shape, ctx.bias_dtype) if len(need) > 2 and need[2] else None
+    return gx, gw, gb
+
+
 def _norm_backward(ctx, grad, x, weight, stat_shape, axes, param_shape):
     """Backward of layer/group/instance norm and training-mode batch norm (statistics from ``x``).
 
     ``x`` is viewed as ``stat_shape`` and standardized over ``axes``; weight/bias broadcast as ``param_shape``.
+    First order (no ``create_graph``) takes the array formula; higher orders the graph formula below.
     """
+    if not STATE.grad_enabled and getattr(ctx, "xhat", None) is not None:
+        return _norm_backward_arrays(ctx, grad, x, weight, stat_shape, axes, param_shape)
     xf, gf = _fp32(x), _fp32(grad)
     grad_xhat = gf * reshape(_fp32(weight), param_shape) if weight is not None else gf
     dx, xhat = _standardize_grad(reshape(xf, stat_shape), reshape(grad_xhat, stat_shape), axes, ctx.eps)
@@ -129,7 +197,8 @@ class LayerNorm(Function):
         ctx.eps, ctx.param_shape = eps, x.shape[x.ndim - ndim_norm:]
         ctx.save_for_backward(x, weight)
         _remember_bias(ctx, bias)
-        xhat, _, _ = _standardize_array(compute_in_fp32(x.array), ctx.axes, eps)
+        xhat, _, var = _standardize_array(compute_in_fp32(x.array), ctx.axes, eps)
+        _keep_for_backward(ctx, xhat, var, eps)
         return _affine_array(xhat, weight, bias, ctx.param_shape, x.dtype)
 
     @staticmethod
@@ -151,7 +220,8 @@ class GroupNorm(Function):
         ctx.eps, ctx.param_shape = eps, _channel_param_shape(x)
         ctx.save_for_backward(x, weight)
         _remember_bias(ctx, bias)
-        xhat, _, _ = _standardize_array(compute_in_fp32(x.array).reshape(ctx.stat_shape), (2,), eps)
+        xhat, _, var = _standardize_array(compute_in_fp32(x.array).reshape(ctx.stat_shape), (2,), eps)
+        _keep_for_backward(ctx, xhat, var, eps)
         return _affine_array(xhat.reshape(x.shape), weight, bias, ctx.param_shape, x.dtype)
 
     @staticmethod
@@ -241,7 +311,9 @@ def _update_running_stats(running_mean, running_var, batch_mean, batch_var, coun
         if buf is None:
             continue
         old = compute_in_fp32(buf.array)
-        new = old * (1.0 - momentum) + stat.reshape(buf.shape).astype(old.dtype) * momentum
+        # NOTE: a Tensor momentum (the layer's 1 / num_batches_tracked) stays on the device: no host read
+        m = momentum.array.astype(old.dtype) if isinstance(momentum, Tensor) else momentum
+        new = old * (1.0 - m) + stat.reshape(buf.shape).astype(old.dtype) * m
         buf.array[...] = new.astype(buf.dtype, copy=False)
         buf._bump_version()
 
@@ -268,6 +340,7 @@ class BatchNorm(Function):
             return _affine_array(xf, weight, bias, ctx.param_shape, x.dtype)
         if training:
             xhat, mu, var = _standardize_array(xf, axes, eps)
+            _keep_for_backward(ctx, xhat, var, eps)
             _update_running_stats(running_mean, running_var, mu, var, x.array.size // x.shape[1], momentum)
         else:
             ctx.mean = running_mean.array.reshape(ctx.param_shape).astype(xf.dtype)
@@ -309,12 +382,20 @@ def _check_batch_args(op, input, weight, bias, momentum, eps, training):
     _check_param(op, "weight", weight, (input.shape[1],), input)
     _check_param(op, "bias", bias, (input.shape[1],), input)
     _check_eps(op, eps)
-    if not isinstance(momentum, (int, float)) or isinstance(momentum, bool) or not 0.0 <= momentum <= 1.0:
+    if isinstance(momentum, Tensor):
+        if momentum.ndim != 0 or not dtypes.is_floating(momentum.dtype):
+            raise ValueError(f"{op}: a Tensor momentum must be a 0-d floating Tensor, got shape "
+                             f"{tuple(momentum.shape)} {momentum.dtype}")
+    elif not isinstance(momentum, (int, float)) or isinstance(momentum, bool) or not 0.0 <= momentum <= 1.0:
         raise ValueError(f"{op}: momentum must be a number in [0, 1], got {momentum!r} (the BatchNorm layer "
                          "passes 1 / num_batches_tracked for a cumulative average)")
     if training and input.array.size // max(input.shape[1], 1) == 1:
         raise ValueError(f"{op}: Expected more than 1 value per channel when training, got input size "
                          f"{tuple(input.shape)}")
+
+
+def _momentum(momentum):
+    return momentum if isinstance(momentum, Tensor) else float(momentum)
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,  # noqa: A002
@@ -332,14 +413,15 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         weight: optional per-channel scale of shape ``(C,)``.
         bias: optional per-channel shift of shape ``(C,)``.
         training: use batch statistics (and update the running ones).
-        momentum: weight of the new batch statistic in the running average.
+        momentum: weight of the new batch statistic in the running average: a number in [0, 1], or a 0-d
+            floating Tensor on the input's device (read there, no host sync; its range is not checked).
         eps: added to the variance for stability.
     """
     _check_batch_args("batch_norm", input, weight, bias, momentum, eps, training)
     _check_running("batch_norm", running_mean, running_var, input.shape[1], training)
     check_same_device("batch_norm", input=input, running_mean=running_mean, running_var=running_var)
     return BatchNorm.apply(input, weight, bias, running_mean=running_mean, running_var=running_var,
-                           training=bool(training), momentum=float(momentum), eps=float(eps))
+                           training=bool(training), momentum=_momentum(momentum), eps=float(eps))
 
 
 def _instance_running_update(input, running_mean, running_var, momentum, eps):

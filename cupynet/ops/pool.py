@@ -12,6 +12,7 @@ window sums and averaging matrices accumulate in fp32 and round once.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy
@@ -19,7 +20,7 @@ import numpy
 from .. import dtypes
 from ..autograd.function import Function
 from ._conv_args import check_input, ntuple
-from ._im2col import Geometry, col2im, output_length, windows
+from ._im2col import Geometry, col2im, output_length, pad_input
 from ._util import compute_in_fp32, xp_of
 from .linalg import matmul_arrays
 from .shape import squeeze, unsqueeze
@@ -28,37 +29,107 @@ __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d"]
 
 
-def _flat_windows(x, geoms, value):
-    win = windows(x, geoms, value)
-    lead = win.shape[:2 + len(geoms)]
-    return win.reshape(lead + (math.prod(win.shape[len(lead):]),))  # NOTE: not -1: an empty batch has no size to infer
+def _tap_slices(geoms):
+    """For each kernel tap (in C order), the strided slice of the padded input that this tap reads in every window."""
+    for taps in itertools.product(*(range(g.kernel) for g in geoms)):
+        yield (Ellipsis,) + tuple(slice(k * g.dilation, k * g.dilation + (g.out - 1) * g.stride + 1, g.stride)
+                                  for k, g in zip(taps, geoms))
+
+
+def _tap_dtype(geoms):
+    """The smallest unsigned dtype that numbers every tap of a window (uint8 up to 256 taps)."""
+    taps = math.prod(g.kernel for g in geoms)
+    return dtypes.uint8 if taps <= 256 else dtypes.int32
+
+
+def _window_max(x, geoms):
+    """Max over each window and the winning tap (its index in the window, C order), as PyTorch picks it.
+
+    NOTE: one strided slice per tap, no window copy, three array ops per tap (compare, masked tap
+    store, running maximum). Among equal maxima the first tap wins (strict ``>``). NaN propagates
+    through ``maximum``; PyTorch's rule (``val > max || isnan(val)``) then points the index at the
+    window's last NaN tap, which a second pass does only when a NaN is present (on NumPy; CuPy always
+    runs it rather than ask the device whether there is one).
+    """
+    xp = xp_of(x)
+    padded = pad_input(x, geoms, -numpy.inf)
+    slices = list(_tap_slices(geoms))
+    best = padded[slices[0]].copy(order="K")  # NOTE: "K": keep the input's memory layout
+    arg = xp.zeros_like(best, dtype=_tap_dtype(geoms))
+    take = xp.empty_like(best, dtype=bool)
+    for tap, index in enumerate(slices[1:], start=1):
+        v = padded[index]
+        xp.greater(v, best, out=take)
+        xp.copyto(arg, tap, where=take)
+        xp.maximum(best, v, out=best)
+    if xp is not numpy or xp.isnan(best).any():
+        for tap, index in enumerate(slices):
+            xp.isnan(padded[index], out=take)
+            xp.copyto(arg, tap, where=take)
+    return best, arg
+
+
+def _padded_index(arg, geoms):
+    """Flat index, into a C-contiguous (N, C, *padded) buffer, of the input element each window's ``arg`` names.
+
+    NOTE: built on the arrays' device from ``arange``s (nothing uploaded): the window start plus the
+    tap's offset inside its window plus the (n, c) plane's start.
+    """
+    xp, nd = xp_of(arg), len(geoms)
+    padded = tuple(g.padded for g in geoms)
+    steps = [math.prod(padded[i + 1:]) for i in range(nd)]
+    taps = xp.zeros((), dtype=dtypes.int64)
+    starts = xp.zeros((), dtype=dtypes.int64)
+    for g, step in zip(geoms, steps):
+        taps = taps[..., None] + xp.arange(g.kernel, dtype=dtypes.int64) * (g.dilation * step)
+        starts = starts[..., None] + xp.arange(g.out, dtype=dtypes.int64) * (g.stride * step)
+    planes = xp.arange(arg.shape[0] * arg.shape[1], dtype=dtypes.int64) * math.prod(padded)
+    index = taps.reshape(-1).take(arg)
+    index += starts
+    index += planes.reshape(arg.shape[:2] + (1,) * nd)
+    return index
 
 
 def _gather(x, geoms, arg):
-    flat = _flat_windows(x, geoms, 0.0)
-    return xp_of(x).take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
+    """The element of each window that ``arg`` names (max pooling with the argmax held fixed)."""
+    xp = xp_of(x)
+    padded = xp.ascontiguousarray(pad_input(x, geoms, 0.0))
+    return padded.reshape(-1).take(_padded_index(arg, geoms))
 
 
 def _scatter(g, geoms, arg, dtype):
+    """Adjoint of ``_gather``: each value of ``g`` added back at the input position ``arg`` names.
+
+    NOTE: windows that cannot overlap (stride >= kernel, the usual pooling) name distinct positions,
+    so one indexed assignment writes them all; overlapping windows add tap by tap, in fp32 for half
+    dtypes (one rounding), without a scatter-add (deterministic).
+    """
     xp = xp_of(g)
-    taps = math.prod(gm.kernel for gm in geoms)
-    onehot = xp.arange(taps) == arg[..., None]
-    cols = (onehot * g[..., None]).reshape(g.shape + tuple(gm.kernel for gm in geoms))
-    return col2im(cols, geoms, dtype)
+    overlap = any(g_.stride < g_.extent for g_ in geoms)
+    acc = dtypes.float32 if overlap and dtype in dtypes.LOW_PRECISION else dtype
+    shape = g.shape[:2] + tuple(gm.padded for gm in geoms)
+    if overlap:
+        buf = xp.zeros(shape, dtype=acc)
+        for tap, index in enumerate(_tap_slices(geoms)):
+            buf[index] += xp.where(arg == tap, g, 0).astype(acc, copy=False)
+    else:
+        buf = xp.zeros(math.prod(shape), dtype=acc)
+        buf[_padded_index(arg, geoms)] = g
+        buf = buf.reshape(shape)
+    crop = tuple(slice(gm.lo, gm.lo + gm.size) for gm in geoms)
+    return buf[(Ellipsis,) + crop].astype(dtype, copy=False)
 
 
 class MaxPool(Function):
-    """Max over each window; also returns the flat input index of each maximum (int64)."""
+    """Max over each window; with ``with_indices`` also the flat input index of each maximum (int64)."""
 
     op_name = "max_pool"
 
     @staticmethod
-    def forward(ctx, x, geoms=()):
-        flat = _flat_windows(x.array, geoms, -numpy.inf)
-        arg = flat.argmax(axis=-1)
+    def forward(ctx, x, geoms=(), with_indices=False):
+        out, arg = _window_max(x.array, geoms)
         ctx.geoms, ctx.arg, ctx.dtype = geoms, arg, x.dtype
-        out = xp_of(x).take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
-        return out, _flat_indices(arg, geoms)
+        return (out, _flat_indices(arg, geoms)) if with_indices else out
 
     @staticmethod
     def backward(ctx, grad, _grad_indices=None):
@@ -98,12 +169,22 @@ class _WindowGather(Function):
 def _flat_indices(arg, geoms):
     """Flat index into each (unpadded) input plane of every window's maximum, as PyTorch returns it."""
     xp = xp_of(arg)
-    taps = xp.unravel_index(arg, tuple(g.kernel for g in geoms))
+    taps = xp.unravel_index(arg.astype(dtypes.int64), tuple(g.kernel for g in geoms))
     nd, flat = len(geoms), 0
     for i, (tap, g) in enumerate(zip(taps, geoms)):
         start = xp.arange(g.out).reshape((g.out,) + (1,) * (nd - 1 - i)) * g.stride - g.lo
         flat = flat * g.size + start + tap * g.dilation
     return flat.astype(dtypes.int64)
+
+
+def _window_sum(x, geoms):
+    """Sum over each window, one strided slice-add per tap (fp32 accumulation for half dtypes)."""
+    padded = pad_input(x, geoms, 0.0)
+    slices = _tap_slices(geoms)
+    total = padded[next(slices)].astype(dtypes.float32 if x.dtype in dtypes.LOW_PRECISION else x.dtype)
+    for index in slices:
+        total += padded[index]
+    return total
 
 
 class AvgPool(Function):
@@ -114,11 +195,7 @@ class AvgPool(Function):
     @staticmethod
     def forward(ctx, x, geoms=(), inv_divisor=None):
         ctx.geoms, ctx.inv_divisor, ctx.dtype = geoms, inv_divisor, x.dtype
-        win = windows(x.array, geoms, 0.0)
-        nd = len(geoms)
-        acc = dtypes.float32 if x.dtype in dtypes.LOW_PRECISION else None
-        total = win.sum(axis=tuple(range(-nd, 0)), dtype=acc)
-        return (total * inv_divisor.astype(total.dtype, copy=False)).astype(x.dtype, copy=False)
+        return (_window_sum(x.array, geoms) * inv_divisor).astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
@@ -194,42 +271,73 @@ def _max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode, retu
     op_name = f"max_pool{nd}d"
     unbatched = check_input(op_name, nd, input)
     geoms = _pool_geoms(op_name, nd, input, kernel_size, stride, padding, dilation, ceil_mode)
-    out, indices = _batched(unbatched, lambda x: MaxPool.apply(x, geoms=geoms), input)
-    return (out, indices) if return_indices else out
+    return _batched(unbatched, lambda x: MaxPool.apply(x, geoms=geoms, with_indices=bool(return_indices)), input)
 
 
-def _divisor(geoms, count_include_pad, divisor_override):
-    """``1/divisor`` per window (host NumPy, float64), PyTorch's rule for padding and ceil_mode windows."""
+def _inv_divisor(xp, geoms, count_include_pad, divisor_override, dtype):
+    """``1/divisor`` per window, PyTorch's rule for padding and ceil_mode windows.
+
+    NOTE (issue 14): nothing is uploaded from host memory. When every window has the same divisor
+    (no padding counted differently, no clipped ceil_mode window, or ``divisor_override``) it is a
+    Python float; otherwise the per-window array is computed on the input's device (``xp.arange``
+    and friends), in float32 (float64 for float64 inputs).
+
+    Args:
+        xp: the input's array module.
+        geoms: one Geometry per spatial dimension.
+        count_include_pad: count padded zeros in the divisor.
+        divisor_override: a non-zero int to use instead, or None.
+        dtype: the input's dtype.
+    """
     if divisor_override is not None:
         if not isinstance(divisor_override, int) or divisor_override == 0:
             raise ValueError(f"avg_pool: divisor_override must be a non-zero int, got {divisor_override!r}")
-        return numpy.full(tuple(g.out for g in geoms), 1.0 / divisor_override)
-    counts = numpy.ones(())
-    for g in geoms:
-        start = numpy.arange(g.out) * g.stride - g.lo
-        end = numpy.minimum(start + g.kernel, g.size + g.lo)
-        if not count_include_pad:
-            start, end = numpy.maximum(start, 0), numpy.minimum(end, g.size)
-        counts = numpy.multiply.outer(counts, end - start)
+        return 1.0 / divisor_override
+    spans = [_window_spans(g, count_include_pad) for g in geoms]
+    if all(lo_hi is None for lo_hi in spans):
+        return 1.0 / math.prod(g.kernel for g in geoms)
+    acc = dtypes.float64 if dtype == dtypes.float64 else dtypes.float32
+    counts = xp.ones((), dtype=acc)
+    for g, lo_hi in zip(geoms, spans):
+        if lo_hi is None:
+            count = xp.full((g.out,), g.kernel, dtype=acc)
+        else:
+            start = xp.arange(g.out, dtype=acc) * g.stride - g.lo
+            end = xp.minimum(start + g.kernel, lo_hi[1])
+            count = end - xp.maximum(start, lo_hi[0])
+        counts = counts[..., None] * count
     return 1.0 / counts
+
+
+def _window_spans(g, count_include_pad):
+    """The range ``(low, high)`` a window is clipped to along ``g``, or None if no window is clipped."""
+    low, high = (0, g.size) if not count_include_pad else (-g.lo, g.size + g.lo)
+    first, last = -g.lo, (g.out - 1) * g.stride - g.lo
+    return None if first >= low and last + g.kernel <= high else (low, high)
 
 
 def _avg_pool(nd, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):  # noqa: A002
     op_name = f"avg_pool{nd}d"
     unbatched = check_input(op_name, nd, input)
     geoms = _pool_geoms(op_name, nd, input, kernel_size, stride, padding, 1, ceil_mode)
-    host = _divisor(geoms, count_include_pad, divisor_override)
-    inv = xp_of(input).asarray(host.astype(numpy.float64 if input.dtype == dtypes.float64 else numpy.float32))
+    inv = _inv_divisor(xp_of(input), geoms, count_include_pad, divisor_override, input.dtype)
     return _batched(unbatched, lambda x: AvgPool.apply(x, geoms=geoms, inv_divisor=inv), input)
 
 
-def _averaging_matrix(size, out):
-    """(out, size) matrix whose row i averages input[floor(i*size/out) : ceil((i+1)*size/out)]."""
-    m = numpy.zeros((out, size))
-    for i in range(out):
-        lo, hi = (i * size) // out, -(-((i + 1) * size) // out)
-        m[i, lo:hi] = 1.0 / (hi - lo)
-    return m
+def _averaging_matrix(xp, size, out):
+    """(out, size) float64 matrix whose row i averages input[floor(i*size/out) : ceil((i+1)*size/out)].
+
+    NOTE (issue 14): computed on the input's device from ``arange``s, nothing uploaded from host memory.
+
+    Args:
+        xp: the input's array module.
+        size: input length.
+        out: output length.
+    """
+    rows = xp.arange(out, dtype=dtypes.int64)[:, None]
+    lo, hi = (rows * size) // out, -(-((rows + 1) * size) // out)
+    cols = xp.arange(size, dtype=dtypes.int64)[None, :]
+    return ((cols >= lo) & (cols < hi)) / (hi - lo).astype(dtypes.float64)
 
 
 def _adaptive_avg_pool(nd, input, output_size):  # noqa: A002
@@ -239,7 +347,7 @@ def _adaptive_avg_pool(nd, input, output_size):  # noqa: A002
         output_size = tuple(s if s is not None else input.shape[-nd + i] for i, s in enumerate(output_size))
     sizes = ntuple(op_name, "output_size", output_size, nd, 1)
     xp = xp_of(input)
-    mats = tuple(xp.asarray(_averaging_matrix(n, o)) for n, o in zip(input.shape[-nd:], sizes))
+    mats = tuple(_averaging_matrix(xp, n, o) for n, o in zip(input.shape[-nd:], sizes))
     return _batched(unbatched, lambda x: AdaptiveAvgPool.apply(x, mats=mats), input)
 
 

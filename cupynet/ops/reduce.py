@@ -30,6 +30,7 @@ from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor
+from . import arith
 from ._util import compute_in_fp32, normalize_dim, require_floating, xp_of
 from .arith import cast
 from .indexing import IndexAddZeros, along_dim_index, cat, flip, getitem, stack, where
@@ -74,6 +75,12 @@ def _acc_dtype(dtype):
     return dtypes.float32 if dtype in dtypes.LOW_PRECISION else None
 
 
+def _accumulate(a, method, axes, keepdim, out_dtype):
+    """``a.array.<method>`` (sum or mean) over ``axes``, accumulating half inputs in fp32, as ``out_dtype``."""
+    out = getattr(a.array, method)(axis=axes, keepdims=keepdim, dtype=_acc_dtype(a.dtype) or out_dtype)
+    return out.astype(out_dtype, copy=False)
+
+
 def _check_reduced_nonempty(op_name, t, axes):
     for ax in axes:
         if t.shape[ax] == 0:
@@ -85,7 +92,6 @@ def _reduced_shape(shape, axes):
     return tuple(s for i, s in enumerate(shape) if i not in axes)
 
 
-
 class Sum(Function):
     """Sum over ``axes``."""
 
@@ -95,15 +101,11 @@ class Sum(Function):
     @staticmethod
     def forward(ctx, a, axes=(), keepdim=False, dtype=None):
         ctx.in_shape, ctx.axes, ctx.keepdim = a.shape, axes, keepdim
-        out_dtype = dtype or (a.dtype if dtypes.is_floating(a.dtype) else dtypes.int64)
-        out = a.array.sum(axis=axes, keepdims=keepdim, dtype=_acc_dtype(a.dtype) or out_dtype)
-        return out.astype(out_dtype, copy=False)
+        return _accumulate(a, "sum", axes, keepdim, _out_dtype(a, dtype))
 
     @staticmethod
     def backward(ctx, grad):
-        if not ctx.keepdim:
-            grad = reshape(grad, _keepdim_shape(ctx.in_shape, ctx.axes))
-        return broadcast_to(grad, ctx.in_shape)
+        return broadcast_to(_keep(grad, ctx.in_shape, ctx.axes, ctx.keepdim), ctx.in_shape)
 
 
 class Mean(Function):
@@ -114,20 +116,12 @@ class Mean(Function):
 
     @staticmethod
     def forward(ctx, a, axes=(), keepdim=False, dtype=None):
-        ctx.in_shape, ctx.axes, ctx.keepdim = a.shape, axes, keepdim
-        count = 1
-        for ax in axes:
-            count *= a.shape[ax]
-        ctx.count = count
-        out_dtype = dtype or a.dtype
-        out = a.array.mean(axis=axes, keepdims=keepdim, dtype=_acc_dtype(a.dtype) or out_dtype)
-        return out.astype(out_dtype, copy=False)
+        ctx.in_shape, ctx.axes, ctx.keepdim, ctx.count = a.shape, axes, keepdim, _count(a.shape, axes)
+        return _accumulate(a, "mean", axes, keepdim, dtype or a.dtype)
 
     @staticmethod
     def backward(ctx, grad):
-        if not ctx.keepdim:
-            grad = reshape(grad, _keepdim_shape(ctx.in_shape, ctx.axes))
-        return broadcast_to(grad / ctx.count, ctx.in_shape)
+        return broadcast_to(_keep(grad, ctx.in_shape, ctx.axes, ctx.keepdim) / ctx.count, ctx.in_shape)
 
 
 def sum(input, dim=None, keepdim=False, dtype=None):  # noqa: A001, A002 - PyTorch's names
@@ -255,11 +249,7 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # n
     """Standard deviation ``sqrt(var)`` over ``dim`` (all when None).
 
     Args:
-        input: a floating Tensor.
-        dim: a dimension, a tuple of them, or None.
-        unbiased: True (default) divides by N - 1, False by N; exclusive with ``correction``.
-        keepdim: keep reduced dimensions with size 1.
-        correction: the number subtracted from N (default 1).
+        input, dim, unbiased, keepdim, correction: as in ``var``.
     """
     return _moment(Std, input, dim, unbiased, keepdim, correction)
 
@@ -298,6 +288,7 @@ class MaxDim(Function):
 
     op_name = "max"
     arg_name = "argmax"
+    elementwise = "maximum"  # NOTE: max(input, other) is the elementwise op, as torch's overload
 
     @classmethod
     def forward(cls, ctx, a, dim=0, keepdim=False):
@@ -320,6 +311,7 @@ class MinDim(MaxDim):
 
     op_name = "min"
     arg_name = "argmin"
+    elementwise = "minimum"
 
 
 _RETURN_TYPES = {name: collections.namedtuple(name, ("values", "indices")) for name in ("max", "min")}
@@ -327,6 +319,8 @@ _RETURN_TYPES = {name: collections.namedtuple(name, ("values", "indices")) for n
 
 def _extreme(dim_cls, all_cls, input, dim, keepdim):  # noqa: A002
     name = dim_cls.op_name
+    if isinstance(dim, Tensor):
+        return getattr(arith, dim_cls.elementwise)(input, dim)
     if dim is None:
         if input.numel() == 0:
             raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
@@ -349,9 +343,6 @@ def max(input, dim=None, keepdim=False):  # noqa: A001, A002 - PyTorch's names
             namedtuple (gradient to the index), or a Tensor for the elementwise maximum.
         keepdim: keep the reduced dimension with size 1.
     """
-    if isinstance(dim, Tensor):
-        from .arith import maximum  # noqa: PLC0415
-        return maximum(input, dim)
     return _extreme(MaxDim, Amax, input, dim, keepdim)
 
 
@@ -359,14 +350,8 @@ def min(input, dim=None, keepdim=False):  # noqa: A001, A002
     """The smallest value (no dim), ``(values, indices)`` along ``dim``, or ``minimum(input, other)``.
 
     Args:
-        input: a Tensor.
-        dim: None for the overall min (gradient split among ties), an int for a ``(values, indices)``
-            namedtuple (gradient to the index), or a Tensor for the elementwise minimum.
-        keepdim: keep the reduced dimension with size 1.
+        input, dim, keepdim: as in ``max``, for the smallest value (a Tensor ``dim`` gives ``minimum``).
     """
-    if isinstance(dim, Tensor):
-        from .arith import minimum  # noqa: PLC0415
-        return minimum(input, dim)
     return _extreme(MinDim, Amin, input, dim, keepdim)
 
 
@@ -392,9 +377,7 @@ def amin(input, dim=(), keepdim=False):  # noqa: A002
     """The smallest values over ``dim`` (all dims when empty); the gradient is split evenly among ties.
 
     Args:
-        input: a Tensor.
-        dim: a dimension or tuple of them; () or None for all.
-        keepdim: keep reduced dimensions with size 1.
+        input, dim, keepdim: as in ``amax``.
     """
     return _amax_like(Amin, input, dim, keepdim)
 
@@ -431,9 +414,7 @@ def argmin(input, dim=None, keepdim=False):  # noqa: A002
     """Index of the smallest value (of the flattened tensor when dim is None); the first one on ties.
 
     Args:
-        input: a Tensor.
-        dim: the dimension to reduce, or None.
-        keepdim: keep the reduced dimension(s) with size 1.
+        input, dim, keepdim: as in ``argmax``.
     """
     return _arg_extreme("argmin", input, dim, keepdim)
 
@@ -503,9 +484,7 @@ def any(input, dim=None, keepdim=False):  # noqa: A001, A002
     """True where some element over ``dim`` (all when None) is nonzero (a bool tensor, no gradient).
 
     Args:
-        input: a Tensor.
-        dim: a dimension, a tuple of them, or None.
-        keepdim: keep reduced dimensions with size 1.
+        input, dim, keepdim: as in ``all``.
     """
     return _logical("any", input, dim, keepdim)
 

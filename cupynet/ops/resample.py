@@ -457,6 +457,15 @@ def _check_factor(op, input, factor, what):  # noqa: A002
     if input.ndim < 3:
         raise RuntimeError(f"{op}: expected input to have at least 3 dimensions, but got input with "
                            f"{input.ndim} dimension(s)")
+    return tuple(input.shape[-3:])
+
+
+def _rearrange(input, split, order, out):  # noqa: A002
+    """Reshape the last three dims (C, H, W) to the five ``split``, permute those by ``order``, reshape to ``out``."""
+    lead = tuple(input.shape[:-3])
+    k = len(lead)
+    x = permute(reshape(input, lead + split), tuple(range(k)) + tuple(k + i for i in order))
+    return reshape(x, lead + out)
 
 
 def pixel_shuffle(input, upscale_factor):  # noqa: A002
@@ -466,33 +475,27 @@ def pixel_shuffle(input, upscale_factor):  # noqa: A002
         input: a Tensor with at least 3 dims.
         upscale_factor: r.
     """
-    _check_factor("pixel_shuffle", input, upscale_factor, "upscale_factor")
-    r, lead, (c, h, w) = upscale_factor, tuple(input.shape[:-3]), tuple(input.shape[-3:])
+    r = upscale_factor
+    c, h, w = _check_factor("pixel_shuffle", input, r, "upscale_factor")
     if c % (r * r):
         raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
                            f"of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
-    k = len(lead)
-    x = reshape(input, lead + (c // (r * r), r, r, h, w))
-    x = permute(x, tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2))
-    return reshape(x, lead + (c // (r * r), h * r, w * r))
+    return _rearrange(input, (c // (r * r), r, r, h, w), (0, 3, 1, 4, 2), (c // (r * r), h * r, w * r))
 
 
 def pixel_unshuffle(input, downscale_factor):  # noqa: A002
     """(*, C, H * r, W * r) -> (*, C * r * r, H, W): space to depth, the inverse of ``pixel_shuffle``.
 
     Args:
-        input: a Tensor with at least 3 dims.
+        input: as in ``pixel_shuffle``.
         downscale_factor: r.
     """
-    _check_factor("pixel_unshuffle", input, downscale_factor, "downscale_factor")
-    r, lead, (c, h, w) = downscale_factor, tuple(input.shape[:-3]), tuple(input.shape[-3:])
+    r = downscale_factor
+    c, h, w = _check_factor("pixel_unshuffle", input, r, "downscale_factor")
     if h % r or w % r:
         raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by downscale_factor, but "
                            f"input.size(-2)={h} and input.size(-1)={w} are not divisible by {r}")
-    k = len(lead)
-    x = reshape(input, lead + (c, h // r, r, w // r, r))
-    x = permute(x, tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3))
-    return reshape(x, lead + (c * r * r, h // r, w // r))
+    return _rearrange(input, (c, h // r, r, w // r, r), (0, 2, 4, 1, 3), (c * r * r, h // r, w // r))
 
 
 # ----------------------------------------------------------------------------- unfold / fold

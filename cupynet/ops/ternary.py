@@ -143,9 +143,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
     """``input + value * tensor1 / tensor2``, broadcast.
 
     Args:
-        input: a Tensor.
-        tensor1: a Tensor.
-        tensor2: a Tensor.
+        input, tensor1, tensor2: as in ``addcmul``.
         value: a number multiplying the quotient.
     """
     _check_three("addcdiv", input, tensor1, tensor2)

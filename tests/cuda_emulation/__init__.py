@@ -375,3 +375,51 @@ def install(monkeypatch) -> EmulatedCupy:
         monkeypatch.setattr(library, "_modules", {})
         monkeypatch.setattr(library, "_kernels", {})
     return emulated
+
+
+# ---- cuBLAS, emulated on host memory (the half-precision batched GEMM's one call) ------------------------
+
+def _read(ptr, dtype, count):
+    buffer = (ctypes.c_char * (count * dtype.itemsize)).from_address(ptr)
+    return numpy.frombuffer(buffer, dtype=dtype, count=count)
+
+
+def fake_gemm_strided_batched_ex(handle, transa, transb, m, n, k, alpha, a_ptr, a_type, lda, stride_a, b_ptr, b_type,
+                                 ldb, stride_b, beta, c_ptr, c_type, ldc, stride_c, batch, compute, algo):
+    """cuBLAS semantics: C_i = op(A_i) op(B_i), column-major with leading dims, i-th matrix at ptr + i * stride."""
+    dtype = {2: numpy.dtype(numpy.float16), 14: numpy.dtype(dtypes.bfloat16)}[a_type]
+    assert a_type == b_type == c_type and compute == 68 and algo == 99
+    f32 = numpy.dtype(numpy.float32)
+    assert _read(alpha, f32, 1)[0] == 1.0 and _read(beta, f32, 1)[0] == 0.0
+
+    def matrix(ptr, ld, rows, cols, op, i, stride):
+        r, c = (rows, cols) if op == 0 else (cols, rows)  # stored shape before op
+        flat = _read(ptr + i * stride * dtype.itemsize, dtype, ld * (c - 1) + r).astype(numpy.float32)
+        stored = numpy.lib.stride_tricks.as_strided(flat, (r, c), (4, 4 * ld))
+        return stored if op == 0 else stored.T
+
+    out_type = dtype
+    for i in range(batch):
+        product = matrix(a_ptr, lda, m, k, transa, i, stride_a) @ matrix(b_ptr, ldb, k, n, transb, i, stride_b)
+        target = (ctypes.c_char * (ldc * n * out_type.itemsize)).from_address(c_ptr + i * stride_c * out_type.itemsize)
+        view = numpy.frombuffer(target, dtype=out_type).reshape(n, ldc).T  # column-major (ldc, n)
+        view[:m, :n] = product.astype(out_type)
+
+
+def install_fake_cublas(monkeypatch, capability=(9, 0)):
+    """Make ``cupy_backends.cuda.libs.cublas`` the host-memory GEMM above, and the GPU an sm_90 (for one test).
+
+    Args:
+        monkeypatch: pytest's monkeypatch fixture.
+        capability: the compute capability ``cupynet.cuda.device`` reports (bf16 GEMM needs 8.0).
+    """
+    cublas = types.SimpleNamespace(CUBLAS_OP_N=0, CUBLAS_OP_T=1, CUBLAS_COMPUTE_32F=68,
+                                   CUBLAS_GEMM_DEFAULT_TENSOR_OP=99, setStream=lambda handle, stream: None,
+                                   gemmStridedBatchedEx=fake_gemm_strided_batched_ex)
+    package = types.SimpleNamespace(cuda=types.SimpleNamespace(libs=types.SimpleNamespace(cublas=cublas)))
+    monkeypatch.setitem(sys.modules, "cupy_backends", package)
+    monkeypatch.setitem(sys.modules, "cupy_backends.cuda", package.cuda)
+    monkeypatch.setitem(sys.modules, "cupy_backends.cuda.libs", package.cuda.libs)
+    monkeypatch.setitem(sys.modules, "cupy_backends.cuda.libs.cublas", cublas)
+    monkeypatch.setattr(device, "get_device_capability", lambda index=0: capability)
+    return cublas

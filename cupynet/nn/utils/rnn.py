@@ -56,6 +56,14 @@ def invert_permutation(permutation):
 _Fields = namedtuple("PackedSequence", ["data", "batch_sizes", "sorted_indices", "unsorted_indices"])
 
 
+def _cast(dtype):
+    """The ``PackedSequence`` method that casts ``data`` to ``dtype`` (``float``, ``double``, ``half``)."""
+    def cast(self):
+        return self.to(dtype)
+    cast.__doc__ = f"``data`` as {numpy.dtype(dtype).name}."
+    return cast
+
+
 class PackedSequence(_Fields):
     """A packed batch of variable-length sequences: what ``pack_padded_sequence`` returns and RNNs accept.
 
@@ -113,17 +121,9 @@ class PackedSequence(_Fields):
         """
         return self._with_data(self.data.cuda(device))
 
-    def float(self):
-        """``data`` as float32."""
-        return self.to(dtypes.float32)
-
-    def double(self):
-        """``data`` as float64."""
-        return self.to(dtypes.float64)
-
-    def half(self):
-        """``data`` as float16."""
-        return self.to(dtypes.float16)
+    float = _cast(dtypes.float32)
+    double = _cast(dtypes.float64)
+    half = _cast(dtypes.float16)
 
     @property
     def is_cuda(self) -> bool:
