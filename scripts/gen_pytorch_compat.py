@@ -34,7 +34,10 @@ def public_names(module) -> list:
     """
     names = getattr(module, "__all__", None)
     if names is None:
-        names = [n for n in dir(module) if not n.startswith("_") and _is_own(module, getattr(module, n, None))]
+        # NOTE: submodules are left out: one shows up as an attribute only once something imported it, so
+        # listing them made the table depend on what ran before (each mapped submodule has its own table)
+        names = [n for n in dir(module) if not n.startswith("_") and _is_own(module, getattr(module, n, None))
+                 and not isinstance(getattr(module, n, None), types.ModuleType)]
     # NOTE: torch.backends.cudnn is an instance of a ModuleType subclass whose settings are class attributes
     settings = set(dir(type(module))) - set(dir(types.ModuleType))
     return sorted(set(names) | {n for n in settings if not n.startswith("_")})

@@ -122,6 +122,12 @@ SAMPLES = {
     "kl_div": lambda: (_op("kl_div"), (_t(3, 4, low=-3.0, high=-0.1), _pos(3, 4)), {"reduction": "batchmean"}),
     "binary_cross_entropy_with_logits": lambda: (_op("binary_cross_entropy_with_logits"),
                                                  (_t(3, 4), _t(3, 4, low=0.0, high=1.0)), {}),
+    # fp32: the losses of issue 13 (h-acts)
+    "triplet_margin_loss": lambda: (_op("triplet_margin_loss"), (_t(3, 4), _t(3, 4), _t(3, 4)), {"swap": True}),
+    "cosine_embedding_loss": lambda: (_op("cosine_embedding_loss"), (_t(5, 4), _t(5, 4), _sign(5)), {"margin": 0.1}),
+    "multi_margin_loss": lambda: (_op("multi_margin_loss"), (_t(4, 5), _labels(4, 5)), {"weight": _pos(5)}),
+    "multilabel_margin_loss": lambda: (_op("multilabel_margin_loss"),
+                                       (_t(2, 4), cn.tensor([[3, 0, -1, 1], [1, 2, 0, 3]])), {}),
     # promote
     "dot": lambda: (_op("dot"), (_t(4), _t(4)), {}),
     "vdot": lambda: (_op("vdot"), (_t(4), _t(4)), {}),

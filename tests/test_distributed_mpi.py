@@ -6,7 +6,10 @@ saved with a reference run here, in this process, by the very same recipe (the w
 - fp32: DDP on 2 ranks vs 1 process on the concatenated batches. The two differ only in the order
   of the batch sums inside each gradient (8 + 8 rows, then the all-reduce, vs 16 rows in one sum), a
   relative error of at most ~GLOBAL_BATCH * eps per step; over STEPS small SGD steps the parameters
-  then agree to STEPS * GLOBAL_BATCH * eps * max|param| (``fp32_tolerance``).
+  then agree to STEPS * GLOBAL_BATCH * eps * max|param| (``fp32_tolerance``) — until a near-tie in a
+  ReLU or max-pool flips one way in one run and the other way in the other (the CNN meets one after
+  ~10 steps). So DDP is compared over all STEPS with one process that averages each rank's gradients
+  (the arithmetic DDP must do), and that run with the concatenated-batch run over the steps before a flip.
 - AMP (float16 autocast): each rank's gradient sums are rounded to float16 before the all-reduce, the
   1-process run rounds the whole sum once; ReLU/max-pool switches turn such roundings into O(1) local
   changes, so no small bound exists against the concatenated run. AMP runs are compared (a) bit for bit
@@ -100,6 +103,9 @@ def _averaged_rank_grads(model, data, order, step, accumulate, amp, scaler, worl
         p.grad = cn.tensor(sum(grads[1:], grads[0]) / world)
 
 
+CNN_PARITY_STEPS = 8  # NOTE: before the CNN's first ReLU/max-pool flip (see the fp32 parity test)
+
+
 def fp32_tolerance(params):
     return w.STEPS * w.GLOBAL_BATCH * numpy.finfo(numpy.float32).eps * max(numpy.abs(v).max() for v in params.values())
 
@@ -121,10 +127,17 @@ def test_ddp_fp32_equals_one_process_on_concatenated_batches(tmp_path, kind, acc
     run_ranks(2, "parity", tmp_path, kind, "fp32", accumulate, tmp_path=tmp_path)
     assert_ranks_identical(tmp_path, 2)
     got, info = rank_result(tmp_path, 0)
-    want = reference(kind, False, accumulate)
-    tol = fp32_tolerance(want)
-    assert max_diff(got, want) <= tol, f"{kind}: {max_diff(got, want):.3g} > {tol:.3g}"
-    assert max_diff(got, reference(kind, False, accumulate, simulate_ranks=2)) <= tol
+    rank_averaged = reference(kind, False, accumulate, simulate_ranks=2)
+    tol = fp32_tolerance(rank_averaged)
+    assert max_diff(got, rank_averaged) <= tol, f"{kind}: {max_diff(got, rank_averaged):.3g} > {tol:.3g}"
+    # NOTE: the rank-averaged and concatenated-batch runs differ only in the batch sums' order until a
+    # near-tie in a ReLU or max-pool flips the other way; the CNN here meets one between steps 10 and 15
+    # (measured: 3e-8 at step 10, 1.2e-4 at step 15), after which no rounding bound holds on any machine.
+    # So the concatenated run is compared over the steps before such a flip can have happened.
+    steps = w.STEPS if kind == "mlp" else CNN_PARITY_STEPS
+    want = reference(kind, False, accumulate, steps=steps)
+    ours = reference(kind, False, accumulate, simulate_ranks=2, steps=steps)
+    assert max_diff(ours, want) <= fp32_tolerance(want), f"{kind}: {max_diff(ours, want):.3g} after {steps} steps"
     # NOTE: bucket_cap_mb=0.004 gives several buckets; all of them were reduced during backward (overlap)
     stats = info["stats"]
     assert info["buckets"] >= 4 and stats["buckets_at_end"] == 0

@@ -975,6 +975,67 @@ for _label, _args in (("square", (3, 3, 0)), ("wide", (3, 5, 1)), ("tall", (4, 2
     case("triu_indices", _label, lambda lib, a=_args: lib.triu_indices(*a))
     case("tril_indices", _label, lambda lib, a=_args: lib.tril_indices(*a))
 
+# --- issue 13 (h-acts): the remaining activations; random ones (rrelu in training, gumbel_softmax) are
+# EXCLUDED below and checked statistically in tests/test_ops_activation_extra.py
+for _name, _kw, _f, _b in (
+        ("selu", {}, 8, 16), ("celu", {"alpha": 0.5}, 8, 16), ("softsign", {}, 4, 8), ("logsigmoid", {}, 8, 16),
+        ("tanhshrink", {}, 8, 16), ("threshold", {"threshold": 0.25, "value": -0.5}, 1, 1),
+        ("softshrink", {"lambd": 0.25}, 2, 1), ("hardshrink", {"lambd": 0.25}, 1, 1), ("rrelu", {}, 2, 2)):
+    _elementwise(_name, _F(_name, **_kw), fwd=_f, bwd=_b)
+for _label, _spec, _dim in (("0d", X(), 0), ("empty", X(0, 3), 1), ("T", X(3, 4, lay="T"), 0),
+                            ("flip", X(3, 4, lay="flip"), -1)):
+    case("softmin", _label, _F("softmin", dim=_dim), _spec, fwd=8, bwd=16)
+# --- issue 13 (h-acts): embedding_bag; offsets [0, 2, 2) cut the flat input into bags with an empty one
+for _mode in ("sum", "mean", "max"):
+    for _label, _specs, _kw in (("2d", (Idx(3, 4, high=5), X(5, 3, lay="T")), {}),
+                                ("offsets", (Idx(6, high=5), X(5, 3, lay="flip")), {"offsets": (0, 2, 2)}),
+                                ("padding", (Idx(2, 5, high=4), X(4, 2, lay="npT")), {"padding_idx": 1}),
+                                ("empty", (Idx(0, high=4), X(4, 2)), {"offsets": (0, 0)})):
+        case("embedding_bag", f"{_label}-{_mode}", lambda lib, i, w, kw=_kw, m=_mode: nnf(lib).embedding_bag(
+            i, w, **{k: lib.tensor(v) if k == "offsets" else v for k, v in kw.items()}, mode=m), *_specs, fwd=4, bwd=8)
+case("embedding_bag", "per-sample-weights", lambda lib, i, w, p: nnf(lib).embedding_bag(
+    i, w, lib.tensor([0, 3]), mode="sum", per_sample_weights=p), Idx(5, high=4), X(4, 3, lay="T"), X(5), fwd=4, bwd=8)
+# --- issue 13 (h-acts): the remaining losses. NOTE: norms and cosines: a sum of squares, a root and a division
+for _label, _specs in (("plain", (X(3, 4, lay="T"), X(3, 4, lay="flip"))), ("bcast", (X(3, 4), X(4))),
+                       ("1d", (X(5), X(5, lay="npflip"))), ("empty", (X(0, 3), X(0, 3)))):
+    case("pairwise_distance", _label, _F("pairwise_distance"), *_specs, fwd=16, bwd=64)
+    case("pairwise_distance", _label + "-p1", _F("pairwise_distance", p=1.0, keepdim=True), *_specs, fwd=16, bwd=64)
+for _label, _specs, _kw in (("plain", (X(3, 4, lay="T"), X(3, 4), X(3, 4, lay="flip")), {}),
+                            ("swap-p1", (X(3, 4), X(3, 4, lay="npT"), X(3, 4)), {"swap": True, "p": 1}),
+                            ("1d", (X(4), X(4), X(4)), {"margin": 2.0}), ("empty", (X(0, 3), X(0, 3), X(0, 3)), {})):
+    _loss("triplet_margin_loss", _label, lambda lib, a, p, n, kw=_kw, **r: nnf(lib).triplet_margin_loss(
+        a, p, n, **kw, **r), *_specs, fwd=16, bwd=64)
+for _label, _specs in (("plain", (X(4, 3, lay="T"), X(4, 3, lay="flip"), Mask(4))), ("0d", (X(3), X(3), Mask())),
+                       ("empty", (X(0, 3), X(0, 3), Mask(0)))):
+    _loss("cosine_embedding_loss", _label, lambda lib, a, b, m, **r: nnf(lib).cosine_embedding_loss(
+        a, b, lib.where(m, 1, -1), margin=0.25, **r), *_specs, fwd=16, bwd=64)
+# NOTE: PyTorch's CPU multi_margin_loss and multilabel_margin_loss reduce an empty batch to uninitialised memory
+# (cupynet: 0, docs/differences.md): their "empty" rows check reduction='none' only
+for _label, _specs, _kw in (("plain", (X(4, 3, lay="T"), Idx(4, high=3)), {}), ("1d", (X(5), Idx(high=5)), {}),
+                            ("p2-weight", (X(4, 3, lay="flip"), Idx(4, high=3), X(3, dom="pos", grad=False)),
+                             {"p": 2, "margin": 0.5}), ("empty", (X(0, 3), Idx(0, high=3)), {})):
+    for _r in ("none",) if _label == "empty" else _REDUCTIONS:
+        case("multi_margin_loss", f"{_label}-{_r}", lambda lib, x, t, *w, kw=_kw, r=_r: nnf(lib).multi_margin_loss(
+            x, t, weight=w[0] if w else None, reduction=r, **kw), *_specs, fwd=16, bwd=32)
+for _label, _specs in (("plain", (X(4, 3, lay="T"), Idx(4, 3, high=3))), ("1d", (X(5), Idx(5, high=5))),
+                       ("empty", (X(0, 3), Idx(0, 3, high=3)))):
+    # NOTE: the target ends at its first -1; shift the drawn indices so that some rows stop early
+    for _r in ("none",) if _label == "empty" else _REDUCTIONS:
+        case("multilabel_margin_loss", f"{_label}-{_r}", lambda lib, x, t, r=_r: nnf(lib).multilabel_margin_loss(
+            x, t - (t == 2).long() * 3, reduction=r), *_specs, fwd=16, bwd=32)
+for _label, _specs in (("plain", (X(4, 3, lay="T"), X(4, 3, dom="prob", grad=False))),
+                       ("weight", (X(4, 3), X(4, 3, dom="prob", lay="flip"), X(3, dom="pos", grad=False))),
+                       ("1d", (X(5), X(5, dom="prob"))), ("empty", (X(0, 3), X(0, 3, dom="prob")))):
+    _loss("multilabel_soft_margin_loss", _label, lambda lib, x, t, *w, **r: nnf(lib).multilabel_soft_margin_loss(
+        x, t, weight=w[0] if w else None, **r), *_specs)
+for _label, _specs, _kw in (("plain", (X(4, 3, lay="T"), X(4, 3), X(4, 3, dom="pos")), {}),
+                            ("homo", (X(4, 3), X(4, 3, lay="flip"), X(4, dom="pos")), {"full": True}),
+                            ("one", (X(4, 3), X(4, 3), X(4, 1, dom="pos")), {"eps": 0.6}),
+                            ("empty", (X(0, 3), X(0, 3), X(0, 3, dom="pos")), {})):
+    _loss("gaussian_nll_loss", _label, lambda lib, x, t, v, kw=_kw, **r: nnf(lib).gaussian_nll_loss(
+        x, t, v, **kw, **r), *_specs)
+
+
 def _params():
     return [pytest.param(c, d, id=f"{c.name}-{c.label}-{d}") for c in CASES for d in c.dtypes]
 
@@ -996,6 +1057,11 @@ EXCLUDED = {
     "normal_": "random values, as randn_like (tests/test_inplace_views.py checks the range and that p changes)",
     "uniform_": "random values, as randn_like (tests/test_inplace_views.py checks the range and that p changes)",
     "empty_like": "PyTorch's values are uninitialised memory: nothing to compare",
+    **{name: "random values, as randn_like: statistics, dtypes, zero gradients and errors in tests/test_ops_sampling.py"
+       for name in ("normal", "bernoulli", "poisson", "bernoulli_", "exponential_", "geometric_", "cauchy_",
+                    "log_normal_", "random_")},
+    "gumbel_softmax": "random Gumbel noise (another stream than torch's); one-hot/sum-to-1/straight-through and the "
+                      "argmax distribution in tests/test_ops_activation_extra.py",
 }
 CREATION_FROM_TENSOR = ("zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like")
 

@@ -124,3 +124,35 @@ __all__ += [  # issue 13
     "MaxPool1d", "MaxPool3d", "AvgPool1d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool3d", "Dropout1d",
     "Dropout2d", "Dropout3d",
 ]
+
+# issue 13: the remaining activation layers and losses, EmbeddingBag (torch.nn.modules.sparse)
+from .activation import (  # noqa: E402 - one grouped block, kept apart from the imports above
+    CELU,
+    SELU,
+    Hardshrink,
+    LogSigmoid,
+    RReLU,
+    Softmax2d,
+    Softmin,
+    Softshrink,
+    Softsign,
+    Tanhshrink,
+    Threshold,
+)
+from .loss import (  # noqa: E402
+    CosineEmbeddingLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
+    MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
+    PairwiseDistance,
+    TripletMarginLoss,
+)
+from .sparse import EmbeddingBag  # noqa: E402
+
+__all__ += [
+    "SELU", "CELU", "Softsign", "LogSigmoid", "Tanhshrink", "Threshold", "Softshrink", "Hardshrink", "RReLU",
+    "Softmin", "Softmax2d", "PairwiseDistance", "TripletMarginLoss", "CosineEmbeddingLoss", "MultiLabelSoftMarginLoss",
+    "GaussianNLLLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "HingeEmbeddingLoss", "EmbeddingBag",
+]

@@ -7,6 +7,7 @@ record in-place ops on graph tensors.
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import warnings
 
@@ -185,3 +186,98 @@ class Dropout(Module):
     def extra_repr(self) -> str:
         """``p=.., inplace=..``."""
         return f"p={self.p}, inplace={self.inplace}"
+
+
+# ---- issue 13: the remaining activations --------------------------------------------------------
+__all__ += ["SELU", "CELU", "Softsign", "LogSigmoid", "Tanhshrink", "Threshold", "Softshrink", "Hardshrink", "RReLU",
+            "Softmin", "Softmax2d"]
+_OPTION_DOCS.update({
+    "value": "the value that replaces inputs at or below the threshold.",
+    "lambd": "the half-width (>= 0) of the band around 0 that is zeroed.",
+})
+
+
+def _check_lambd(self, lambd):
+    if lambd < 0:
+        raise RuntimeError(f"{type(self).__name__}: lambda must be greater or equal to 0, but found to be {lambd}.")
+
+
+def _check_bounds(self, lower, upper, inplace):
+    if lower > upper:
+        raise ValueError(f"RReLU: Lower bound should be less than or equal to the upper bound, got lower={lower} "
+                         f"and upper={upper}")
+
+
+SELU = _layer("SELU", "selu", "scale * (max(0, x) + min(0, alpha * (exp(x) - 1))), alpha = 1.6733, scale = 1.0507.")
+CELU = _layer("CELU", "celu", "max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).", (("alpha", 1.0),) + _INPLACE)
+Softsign = _layer("Softsign", "softsign", "x / (1 + |x|).", signature=())
+LogSigmoid = _layer("LogSigmoid", "logsigmoid", "log(1 / (1 + exp(-x))), computed stably.", signature=())
+Tanhshrink = _layer("Tanhshrink", "tanhshrink", "x - tanh(x).", signature=())
+Threshold = _layer("Threshold", "threshold", "x where x > threshold, value elsewhere.",
+                   (("threshold", inspect.Parameter.empty), ("value", inspect.Parameter.empty)) + _INPLACE)
+Threshold.__doc__ = Threshold.__doc__.replace(_OPTION_DOCS["threshold"], "inputs at or below it become value.")
+Softshrink = _layer("Softshrink", "softshrink", "x - lambd * sign(x) where |x| > lambd, 0 elsewhere.",
+                    (("lambd", 0.5),), check=_check_lambd)
+Hardshrink = _layer("Hardshrink", "hardshrink", "x where |x| > lambd, 0 elsewhere.", (("lambd", 0.5),),
+                    check=_check_lambd)
+
+
+def _lambd_repr(self) -> str:
+    """The bare ``lambd``, as PyTorch's repr shows it (``Softshrink(0.5)``)."""
+    return str(self.lambd)
+
+
+Softshrink.extra_repr = Hardshrink.extra_repr = _lambd_repr
+
+
+class RReLU(Module):
+    """Randomized leaky relu: slopes from U(lower, upper) for negative inputs in training, their mean in eval.
+
+    Args:
+        lower: the smallest random slope.
+        upper: the largest random slope.
+        inplace: accepted for compatibility (computed out of place when autograd records the input).
+    """
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
+        super().__init__()
+        _check_bounds(self, lower, upper, inplace)
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):  # noqa: A002
+        """Apply (random slopes only in training mode).
+
+        Args:
+            input: a Tensor.
+        """
+        check_input(self, input)
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        """``lower=.., upper=..`` (and ``inplace=True`` when set), as PyTorch."""
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
+
+
+class Softmin(_AlongDim):
+    """softmax(-x) along ``dim``.
+
+    Args:
+        dim: the dimension to normalise (None picks PyTorch's legacy default, with a warning).
+    """
+
+    _function = "softmin"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels (dim -3) of a (C, H, W) or (N, C, H, W) input."""
+
+    def forward(self, input):  # noqa: A002
+        """Apply.
+
+        Args:
+            input: a 3-D or 4-D Tensor.
+        """
+        check_input(self, input)
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D instead")
+        return F.softmax(input, -3)

@@ -150,3 +150,35 @@ PoissonNLLLoss = _loss("PoissonNLLLoss", "poisson_nll_loss", "Poisson negative l
                         ("reduce", None), ("reduction", "mean")))
 CosineSimilarity = _loss("CosineSimilarity", "cosine_similarity", "x1 . x2 / max(|x1| |x2|, eps) along dim.",
                          (("dim", 1), ("eps", 1e-8)), ("x1", "x2"), base=FunctionalLayer)
+
+
+# ---- issue 13: the remaining losses -------------------------------------------------------------------------
+__all__ += ["PairwiseDistance", "TripletMarginLoss", "CosineEmbeddingLoss", "MultiLabelSoftMarginLoss",
+            "GaussianNLLLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "HingeEmbeddingLoss"]
+_OPTION_DOCS.update({
+    "p": "the norm's order (PairwiseDistance, TripletMarginLoss) or the hinge's power, 1 or 2 (MultiMarginLoss).",
+    "keepdim": "keep the last dimension with size 1.",
+    "swap": "use min(d(anchor, negative), d(positive, negative)) as the negative distance.",
+})
+PairwiseDistance = _loss("PairwiseDistance", "pairwise_distance", "The p-norm of x1 - x2 + eps along the last dim.",
+                         (("p", 2.0), ("eps", 1e-6), ("keepdim", False)), ("x1", "x2"), base=FunctionalLayer)
+TripletMarginLoss = _loss("TripletMarginLoss", "triplet_margin_loss",
+                          "max(d(anchor, positive) - d(anchor, negative) + margin, 0), pairwise p-norm distances.",
+                          (("margin", 1.0), ("p", 2.0), ("eps", 1e-6), ("swap", False)) + _REDUCE,
+                          ("anchor", "positive", "negative"))
+CosineEmbeddingLoss = _loss("CosineEmbeddingLoss", "cosine_embedding_loss",
+                            "1 - cos(x1, x2) for target 1, max(0, cos(x1, x2) - margin) for target -1.",
+                            (("margin", 0.0),) + _REDUCE, ("input1", "input2", "target"))
+MultiLabelSoftMarginLoss = _loss("MultiLabelSoftMarginLoss", "multilabel_soft_margin_loss",
+                                 "One-versus-all logistic loss averaged over the classes.",
+                                 (("weight", None),) + _REDUCE)
+GaussianNLLLoss = _loss("GaussianNLLLoss", "gaussian_nll_loss",
+                        "0.5 * (log(var) + (input - target)^2 / var), var clamped to eps.",
+                        (("full", False), ("eps", 1e-6), ("reduction", "mean")), ("input", "target", "var"))
+MultiMarginLoss = _loss("MultiMarginLoss", "multi_margin_loss",
+                        "sum over j != y of max(0, margin - x[y] + x[j])^p / C (multi-class hinge).",
+                        (("p", 1), ("margin", 1.0), ("weight", None)) + _REDUCE)
+MultiLabelMarginLoss = _loss("MultiLabelMarginLoss", "multilabel_margin_loss",
+                             "Every target class (listed until the first -1) should score 1 above the others.")
+HingeEmbeddingLoss = _loss("HingeEmbeddingLoss", "hinge_embedding_loss",
+                           "input for target 1, max(0, margin - input) for target -1.", (("margin", 1.0),) + _REDUCE)

@@ -22,10 +22,12 @@ returned tensor, as ``x = relu(x, inplace=True)`` does.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy
 
 from .. import dtypes
+from .. import random as rng
 from ..autograd.function import Function
 from ..autograd.state import STATE
 from ..tensor import Tensor
@@ -41,10 +43,13 @@ from ._util import (
 from .indexing import cat, chunk
 from .reduce import sum as reduce_sum
 from .shape import reshape, sum_to
-from .unary import _Pointwise, clamp, erf, exp, tanh
+from .unary import _Pointwise, abs, clamp, erf, exp, tanh  # noqa: A004 - cupynet's abs
 
 __all__ = ["relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "mish", "sigmoid", "hardtanh", "hardsigmoid",
-           "hardswish", "softplus", "softmax", "log_softmax", "prelu", "glu"]
+           "hardswish", "softplus", "softmax", "log_softmax", "prelu", "glu",
+           # issue 13
+           "selu", "celu", "softsign", "logsigmoid", "tanhshrink", "threshold", "hardshrink", "softshrink", "rrelu",
+           "softmin", "gumbel_softmax"]
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -236,24 +241,26 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
 
 
 class Elu(Function):
-    """``x`` for x > 0, ``alpha * (exp(x) - 1)`` otherwise."""
+    """``scale * x`` for x > 0, ``scale * alpha * (exp(input_scale * x) - 1)`` otherwise (elu, selu, celu)."""
 
     op_name = "elu"
 
     @staticmethod
-    def forward(ctx, a, alpha=1.0):
+    def forward(ctx, a, alpha=1.0, scale=1.0, input_scale=1.0):
         ctx.save_for_backward(a)
-        ctx.alpha = alpha
+        ctx.alpha, ctx.scale, ctx.input_scale = alpha, scale, input_scale
         xp, x = xp_of(a), compute_in_fp32(a.array)
         with numpy.errstate(all="ignore"):
-            return round_from_fp32(xp.where(x > 0, x, alpha * xp.expm1(xp.minimum(x, 0.0))), a.dtype)
+            y = xp.where(x > 0, x, alpha * xp.expm1(xp.minimum(x, 0.0) * input_scale))
+            return round_from_fp32(y * scale if scale != 1.0 else y, a.dtype)
 
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
         positive = _float(x > 0, x)
         # NOTE: exp of min(x, 0): exp of a large positive x overflows, and 0 * inf would be nan
-        return grad * (positive + (1.0 - positive) * (ctx.alpha * exp(clamp(x, max=0.0))))
+        negative = (ctx.alpha * ctx.input_scale) * exp(clamp(x, max=0.0) * ctx.input_scale)
+        return grad * ((positive + (1.0 - positive) * negative) * ctx.scale)
 
 
 def elu(input, alpha=1.0, inplace=False):  # noqa: A002
@@ -668,6 +675,328 @@ def glu(input, dim=-1):  # noqa: A002
         raise RuntimeError(f"glu: Halving dimension must be even, but dimension {axis} is size "
                            f"{input.shape[axis]}")
     return Glu.apply(input, dim=axis)
+
+
+# ---- issue 13: selu, celu, softsign, logsigmoid, tanhshrink, threshold, the shrinks, rrelu, softmin, gumbel ----
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input, inplace=False):  # noqa: A002 - PyTorch's argument names
+    """Scaled exponential linear unit (self-normalising constants of Klambauer et al.).
+
+    ``out = scale * (max(0, input) + min(0, alpha * (exp(input) - 1)))`` with ``alpha = 1.6733``,
+    ``scale = 1.0507``.
+
+    Args:
+        input: a floating Tensor.
+        inplace: write into ``input`` unless autograd records it.
+    """
+    _check("selu", input)
+    return _maybe_inplace(input, inplace, lambda: Elu.apply(input, alpha=_SELU_ALPHA, scale=_SELU_SCALE))
+
+
+def celu(input, alpha=1.0, inplace=False):  # noqa: A002 - PyTorch's argument names
+    """Continuously differentiable exponential linear unit.
+
+    ``out = max(0, input) + min(0, alpha * (exp(input / alpha) - 1))``.
+
+    Args:
+        input: a floating Tensor.
+        alpha: the negative part's scale (non-zero).
+        inplace: write into ``input`` unless autograd records it.
+    """
+    _check("celu", input)
+    _check_number("celu", "alpha", alpha)
+    if alpha == 0:
+        raise RuntimeError("celu: ZeroDivisionError: alpha must be non-zero (it divides the input)")
+    return _maybe_inplace(input, inplace, lambda: Elu.apply(input, alpha=float(alpha),
+                                                            input_scale=1.0 / float(alpha)))
+
+
+class Softsign(_Pointwise):
+    """``x / (1 + |x|)``; d/dx = 1 / (1 + |x|)^2."""
+
+    op_name, saves_input = "softsign", True
+
+    @staticmethod
+    def kernel(xp, x):
+        return x / (1.0 + xp.abs(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        d = 1.0 + abs(x)
+        return grad / (d * d)
+
+
+def softsign(input):  # noqa: A002 - PyTorch's argument name
+    """``input / (1 + |input|)``.
+
+    Args:
+        input: a Tensor (integer and bool tensors are promoted to the default float dtype, as in PyTorch).
+    """
+    _check_tensor("softsign", input)
+    return Softsign.apply(input)
+
+
+class Logsigmoid(_Pointwise):
+    """``log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|))``; d/dx = sigmoid(-x)."""
+
+    op_name, saves_input = "logsigmoid", True
+
+    @staticmethod
+    def kernel(xp, x):
+        # NOTE: never log of a rounded-to-zero sigmoid: logsigmoid(-100) = -100, not -inf
+        return xp.minimum(x, 0.0) - xp.log1p(xp.exp(-xp.abs(x)))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * sigmoid(-x)
+
+
+def logsigmoid(input):  # noqa: A002 - PyTorch's argument name
+    """``log(1 / (1 + exp(-input)))``, without overflow or underflow.
+
+    Args:
+        input: a floating Tensor.
+    """
+    _check("logsigmoid", input)
+    return Logsigmoid.apply(input)
+
+
+class Tanhshrink(_Pointwise):
+    """``x - tanh(x)``; d/dx = tanh(x)^2."""
+
+    op_name, saves_input = "tanhshrink", True
+
+    @staticmethod
+    def kernel(xp, x):
+        return x - xp.tanh(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        t = tanh(x)
+        return grad * (t * t)
+
+
+def tanhshrink(input):  # noqa: A002 - PyTorch's argument name
+    """``input - tanh(input)``.
+
+    Args:
+        input: a Tensor (integer and bool tensors are promoted to the default float dtype).
+    """
+    _check_tensor("tanhshrink", input)
+    return Tanhshrink.apply(input)
+
+
+class _Masked(Function):
+    """A piecewise op ``where(keep(x), pass(x), fill)`` with gradient 1 where ``keep`` (not an op itself)."""
+
+    @staticmethod
+    def keep(xp, x, option):
+        """The mask of elements whose value passes (slope 1).
+
+        Args:
+            xp: numpy or cupy.
+            x: the input array.
+            option: the op's number (threshold or lambd).
+        """
+        raise NotImplementedError
+
+    @staticmethod
+    def passed(xp, x, option):
+        """The value where ``keep`` holds.
+
+        Args:
+            xp: numpy or cupy.
+            x: the input array.
+            option: the op's number.
+        """
+        return x
+
+    @classmethod
+    def forward(cls, ctx, a, option=0.5, value=0.0):
+        ctx.save_for_backward(a)
+        ctx.option = option
+        xp, x = xp_of(a), compute_in_fp32(a.array)
+        with numpy.errstate(all="ignore"):
+            y = xp.where(cls.keep(xp, x, option), cls.passed(xp, x, option), value)
+        if not dtypes.is_floating(a.dtype):
+            return y.astype(a.dtype)  # NOTE: threshold on integers computes in their dtype, as PyTorch
+        return round_from_fp32(y, a.dtype)
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        (x,) = ctx.saved_tensors
+        keep = Tensor(cls.keep(xp_of(x), x.array, ctx.option))
+        return grad * keep.to(grad.dtype)
+
+
+class Threshold(_Masked):
+    """``x`` where ``x > threshold``, else ``value``; gradient 1 where ``x > threshold``."""
+
+    op_name = "threshold"
+
+    @staticmethod
+    def keep(xp, x, option):
+        return x > option
+
+
+class Hardshrink(_Masked):
+    """``x`` where ``|x| > lambd``, else 0."""
+
+    op_name = "hardshrink"
+
+    @staticmethod
+    def keep(xp, x, option):
+        return xp.abs(x) > option
+
+
+class Softshrink(_Masked):
+    """``x - lambd * sign(x)`` where ``|x| > lambd``, else 0."""
+
+    op_name = "softshrink"
+
+    @staticmethod
+    def keep(xp, x, option):
+        return xp.abs(x) > option
+
+    @staticmethod
+    def passed(xp, x, option):
+        return x - option * xp.sign(x)
+
+
+def threshold(input, threshold, value, inplace=False):  # noqa: A002 - PyTorch's argument names
+    """``input`` where ``input > threshold``, ``value`` elsewhere.
+
+    Args:
+        input: a Tensor (integers compute in their own dtype, as in PyTorch; bool is refused).
+        threshold: the number to compare against.
+        value: the replacement.
+        inplace: write into ``input`` unless autograd records it.
+    """
+    _check_not_bool("threshold", input, "threshold")
+    _check_number("threshold", "threshold", threshold)
+    _check_number("threshold", "value", value)
+    return _maybe_inplace(input, inplace, lambda: Threshold.apply(input, option=threshold, value=value))
+
+
+def _check_lambd(op_name, input, lambd):  # noqa: A002
+    _check(op_name, input)
+    _check_number(op_name, "lambd", lambd)
+    if lambd < 0:
+        raise RuntimeError(f"{op_name}: lambda must be greater or equal to 0, but found to be {lambd}.")
+
+
+def hardshrink(input, lambd=0.5):  # noqa: A002 - PyTorch's argument names
+    """``input`` where ``|input| > lambd``, 0 elsewhere.
+
+    Args:
+        input: a floating Tensor.
+        lambd: the half-width (>= 0) of the zeroed band.
+    """
+    _check_lambd("hardshrink", input, lambd)
+    return Hardshrink.apply(input, option=float(lambd))
+
+
+def softshrink(input, lambd=0.5):  # noqa: A002 - PyTorch's argument names
+    """``input`` moved ``lambd`` toward 0, and 0 where ``|input| <= lambd``.
+
+    Args:
+        input: a floating Tensor.
+        lambd: the half-width (>= 0) of the zeroed band.
+    """
+    _check_lambd("softshrink", input, lambd)
+    return Softshrink.apply(input, option=float(lambd))
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, generator=None):  # noqa: A002
+    """Randomized leaky relu: negative inputs are scaled by a slope drawn from U(lower, upper) in training.
+
+    In evaluation (``training=False``) the slope is the fixed ``(lower + upper) / 2``: leaky_relu.
+    In training each non-positive element draws its own slope from the input device's generator
+    (values differ from PyTorch's: a different random stream); the gradient there is that slope.
+
+    Args:
+        input: a floating Tensor.
+        lower: the smallest slope.
+        upper: the largest slope (>= lower).
+        training: draw random slopes (True) or use their mean (False).
+        inplace: write into ``input`` unless autograd records it.
+        generator: a ``cupynet.Generator`` to draw from (cupynet's addition; PyTorch's F.rrelu has none).
+    """
+    _check("rrelu", input)
+    _check_number("rrelu", "lower", lower)
+    _check_number("rrelu", "upper", upper)
+    if lower > upper:
+        raise ValueError(f"rrelu: Lower bound should be less than or equal to the upper bound, got lower={lower} "
+                         f"and upper={upper}")
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2.0, inplace=inplace)
+    gen = rng.resolve_generator(generator, input.device, "rrelu")
+    draw = gen.random(tuple(input.shape), dtype="float64" if input.dtype == numpy.float64 else "float32")
+    slopes = lower + (upper - lower) * draw
+    noise = Tensor(xp_of(input).where(input.array <= 0, slopes, 1.0).astype(input.dtype))
+    return _maybe_inplace(input, inplace, lambda: input * noise)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002 - PyTorch's argument names
+    """``softmax(-input)`` along ``dim``.
+
+    Args:
+        input: a floating Tensor (any Tensor when ``dtype`` is given).
+        dim: the dimension the values sum to 1 along (None: PyTorch's legacy choice, with a warning).
+        _stacklevel: accepted for PyTorch compatibility.
+        dtype: cast the input to this dtype first.
+    """
+    _check_tensor("softmin", input)
+    if dim is None:
+        warnings.warn("Implicit dimension choice for softmin has been deprecated. Change the call to include "
+                      "dim=X as an argument.", stacklevel=2)
+        dim = 0 if input.ndim in (0, 1, 3) else 1
+    if dtype is not None:
+        input = input.to(dtypes.as_dtype(dtype))  # noqa: A001
+    return softmax(-input, dim)
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1, generator=None):
+    """Sample from the Gumbel-softmax distribution; ``hard=True`` returns one-hot samples, soft gradients.
+
+    ``y = softmax((logits + g) / tau)`` with ``g = -log(E)``, ``E ~ Exponential(1)`` drawn from the
+    device's generator (samples differ from PyTorch's: another stream). With ``hard`` the result is
+    the one-hot of ``argmax(y)`` whose gradient is that of ``y`` (straight-through).
+
+    Args:
+        logits: a floating Tensor of unnormalised log-probabilities.
+        tau: the temperature (> 0).
+        hard: return one-hot samples.
+        eps: deprecated by PyTorch, no effect (a warning when changed).
+        dim: the class dimension.
+        generator: a ``cupynet.Generator`` to draw from (cupynet's addition).
+    """
+    _check("gumbel_softmax", logits, "logits")
+    _check_number("gumbel_softmax", "tau", tau)
+    if tau <= 0:
+        raise ValueError(f"gumbel_softmax: tau must be > 0, got {tau}")
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    axis = normalize_dim("gumbel_softmax", dim, logits.ndim)
+    gen = rng.resolve_generator(generator, logits.device, "gumbel_softmax")
+    xp, wide = xp_of(logits), "float64" if logits.dtype == numpy.float64 else "float32"
+    gumbels = Tensor((-xp.log(gen.standard_exponential(tuple(logits.shape), dtype=wide))).astype(logits.dtype))
+    soft = softmax((logits + gumbels) / tau, axis)
+    if not hard:
+        return soft
+    if logits.ndim == 0:
+        hot = xp.ones_like(soft.array)
+    else:
+        winner = xp.expand_dims(soft.array.argmax(axis=axis), axis)  # NOTE: the first of tied maxima
+        classes = xp.arange(logits.shape[axis]).reshape([-1 if d == axis else 1 for d in range(logits.ndim)])
+        hot = (classes == winner).astype(soft.dtype)
+    return Tensor(hot) - soft.detach() + soft
 
 
 METHODS = {"relu": relu, "sigmoid": sigmoid, "softmax": softmax, "log_softmax": log_softmax, "prelu": prelu}

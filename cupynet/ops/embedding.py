@@ -20,8 +20,12 @@ from .. import dtypes
 from ..autograd.function import Function
 from ..tensor import Tensor
 from ._util import check_same_device, compute_in_fp32, host_check_range, xp_of
+from .arith import cast
+from .indexing import gather
+from .reduce import sum as reduce_sum
+from .shape import reshape, squeeze, unsqueeze
 
-__all__ = ["embedding", "one_hot"]
+__all__ = ["embedding", "one_hot", "embedding_bag"]
 
 
 def scatter_add_rows(xp, out, rows, values):
@@ -159,6 +163,132 @@ def one_hot(tensor, num_classes=-1):
     elif values.size and int(values.max()) >= num_classes:
         raise ValueError(f"one_hot: Class values must be smaller than num_classes ({num_classes}).")
     return Tensor((values[..., None] == xp.arange(num_classes)).astype(numpy.int64))
+
+
+# ---- issue 13: embedding_bag ----------------------------------------------------------------------------------
+_BAG_MODES = ("sum", "mean", "max")
+
+
+def _bag_table(input, offsets, include_last_offset):  # noqa: A002
+    """The bags as a dense ``(B, longest)`` table of positions into the flat input, and the mask of real slots.
+
+    NOTE: bags are contiguous runs of the input, so a slot table indexes them without a Python loop; its
+    size is B times the longest bag (a batch of very uneven bags pads the short ones).
+    """
+    xp = xp_of(input)
+    if input.ndim == 2:
+        rows, width = input.shape
+        return xp.arange(rows * width).reshape(rows, width), xp.ones((rows, width), dtype=bool)
+    length, starts = input.shape[0], offsets.array.astype(numpy.int64, copy=False)
+    ends = starts[1:] if include_last_offset else xp.concatenate([starts[1:], xp.asarray([length])])
+    starts = starts[:-1] if include_last_offset else starts
+    sizes = ends - starts
+    longest = int(sizes.max()) if sizes.size else 0
+    slot = xp.arange(longest)
+    valid = slot[None, :] < sizes[:, None]
+    return xp.where(valid, starts[:, None] + slot[None, :], 0), valid
+
+
+def _check_bag_args(input, offsets, mode, per_sample_weights, include_last_offset):  # noqa: A002
+    if mode not in _BAG_MODES:
+        raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
+    if not isinstance(input, Tensor) or input.ndim not in (1, 2):
+        got = f"dimension {input.ndim}" if isinstance(input, Tensor) else type(input).__name__
+        raise ValueError(f"embedding_bag: input has to be 1D or 2D Tensor, but got Tensor of {got}")
+    if input.ndim == 2 and offsets is not None:
+        raise ValueError("embedding_bag: if input is 2D, then offsets has to be None, as input is treated is a "
+                         "mini-batch of fixed length sequences. However, found offsets of type Tensor")
+    if input.ndim == 1:
+        _check_offsets(input, offsets, include_last_offset)
+    if per_sample_weights is not None:
+        if mode != "sum":
+            raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                      f"supported for mode='sum' (got mode='{mode}').")
+        if not isinstance(per_sample_weights, Tensor) or tuple(per_sample_weights.shape) != tuple(input.shape):
+            got = tuple(per_sample_weights.shape) if isinstance(per_sample_weights, Tensor) else per_sample_weights
+            raise ValueError(f"embedding_bag: If per_sample_weights ({got}) is not None, then it must have the same "
+                             f"shape as the input ({tuple(input.shape)})")
+
+
+def _check_offsets(input, offsets, include_last_offset):  # noqa: A002
+    if not isinstance(offsets, Tensor) or offsets.ndim != 1 or offsets.dtype.kind not in "iu":
+        got = f"{offsets.ndim}-D {offsets.dtype}" if isinstance(offsets, Tensor) else type(offsets).__name__
+        raise ValueError(f"embedding_bag: offsets has to be a 1D integer Tensor when input is 1D, got {got}")
+    values = offsets.array
+    if include_last_offset and values.size == 0:
+        raise ValueError("embedding_bag: include_last_offset needs at least one offset (the end of the input)")
+    if values.size and int(values[0]) != 0:
+        raise ValueError(f"embedding_bag: offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to "
+                         f"start from position 0. However, got {int(values[0])}")
+    if values.size and (bool((values[1:] < values[:-1]).any()) or int(values[-1]) > input.shape[0]):
+        raise ValueError(f"embedding_bag: offsets must be non-decreasing and at most the input's length "
+                         f"({input.shape[0]}), got {values.tolist()}")
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,  # noqa: A002
+                  mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """Sums, means or maxima of bags of embeddings, without materialising each looked-up row per bag.
+
+    A 2-D ``input`` (B, N) is B bags of N indices; a 1-D ``input`` is cut into bags at ``offsets``
+    (the start of each bag; with ``include_last_offset`` the last entry is the input's end). Entries
+    equal to ``padding_idx`` are left out of their bag (and of its count for ``'mean'``); an empty bag
+    gives zeros. Built from ``embedding``, gathers and reductions, so every gradient (weight,
+    ``per_sample_weights``) and its second derivative follow from those ops.
+
+    Args:
+        input: integer indices, (B, N) or (L,).
+        weight: the ``(num_embeddings, embedding_dim)`` table.
+        offsets: a 1-D integer Tensor of bag starts (1-D input only).
+        max_norm: rows looked up with a larger ``norm_type``-norm are renormalized to it in place.
+        norm_type: the p of the norm for ``max_norm``.
+        scale_grad_by_freq: not supported (must be False).
+        mode: ``'sum'``, ``'mean'`` or ``'max'``.
+        sparse: sparse gradients; not supported (must be False).
+        per_sample_weights: a floating Tensor of the input's shape weighting each entry (``'sum'`` only).
+        include_last_offset: ``offsets`` has one more entry, the end of the last bag.
+        padding_idx: an index left out of every bag (negative counts from the end).
+    """
+    _check_bag_args(input, offsets, mode, per_sample_weights, include_last_offset)
+    if scale_grad_by_freq:
+        raise NotImplementedError("embedding_bag: scale_grad_by_freq is not supported (use False)")
+    _check_embedding_args(input, weight, padding_idx, max_norm, sparse)
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += weight.shape[0]
+    flat = input.array.reshape(-1).astype(numpy.int64, copy=False)
+    if max_norm is not None:
+        _renorm_rows_(weight, flat, float(max_norm), float(norm_type))
+    xp = xp_of(weight)
+    positions, valid = _bag_table(input, offsets, include_last_offset)
+    picked = flat[positions] if flat.size else xp.zeros(positions.shape, dtype=numpy.int64)
+    if padding_idx is not None:
+        valid = valid & (picked != padding_idx)
+    rows = Embedding.apply(weight, indices=picked, padding_idx=padding_idx)  # (B, longest, D)
+    mask = Tensor(valid[..., None].astype(weight.dtype))
+    if mode == "max":
+        total = _bag_max(rows, valid, weight.dtype)
+    elif per_sample_weights is not None:
+        scale = reshape(per_sample_weights, (-1,))[Tensor(positions)] * Tensor(valid.astype(weight.dtype))
+        total = reduce_sum(rows * unsqueeze(scale, -1), dim=1)
+    else:
+        total = reduce_sum(rows * mask, dim=1)
+    if mode == "mean":
+        counts = valid.sum(axis=1, keepdims=True)
+        total = total * Tensor(xp.where(counts > 0, 1.0 / xp.maximum(counts, 1), 0.0).astype(total.dtype))
+    # NOTE: under autocast the sum runs in fp32 (its policy); embedding_bag is unlisted in PyTorch, so its
+    # result keeps the weight's dtype: one rounding at the end
+    return total if total.dtype == weight.dtype else cast(total, weight.dtype)
+
+
+def _bag_max(rows, valid, dtype):
+    """Per bag and feature, the largest looked-up value (its row gets the gradient); 0 for an empty bag."""
+    xp = xp_of(rows)
+    if rows.shape[1] == 0:
+        return reduce_sum(rows, dim=1)  # NOTE: zeros that are still part of the graph, as PyTorch's
+    lowest = xp.asarray(-xp.inf if dtypes.is_floating(dtype) else 0, dtype=dtype)
+    held = xp.where(valid[..., None], rows.array, lowest)
+    winner = Tensor(held.argmax(axis=1)[:, None, :])  # NOTE: the first of tied maxima, as a gather index
+    best = squeeze(gather(rows, 1, winner), 1)
+    return best * Tensor(valid.any(axis=1, keepdims=True).astype(dtype))
 
 
 METHODS = {}

@@ -37,20 +37,29 @@ import warnings
 import numpy
 
 from .. import backend, dtypes
+from ..autograd.engine import grad as engine_grad
 from ..autograd.function import Function
+from ..autograd.grad_mode import enable_grad
 from ..autograd.state import is_grad_enabled
 from ..tensor import Tensor
 from . import fused
 from ._util import check_same_device, host_check_range, normalize_dim, require_floating, xp_of
-from .arith import cast, maximum
+from .activation import logsigmoid
+from .arith import cast, maximum, minimum
+from .indexing import gather, where
+from .reduce import mean as mean_
+from .reduce import norm as norm_
 from .reduce import sum as sum_
 from .shape import broadcast_to, reshape, unsqueeze
-from .unary import exp, log
+from .unary import clamp, exp, log
 
 __all__ = [
     "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "kl_div", "poisson_nll_loss", "hinge_embedding_loss",
     "margin_ranking_loss", "soft_margin_loss", "cosine_similarity",
+    # issue 13
+    "pairwise_distance", "triplet_margin_loss", "cosine_embedding_loss", "multi_margin_loss", "multilabel_margin_loss",
+    "multilabel_soft_margin_loss", "gaussian_nll_loss",
 ]
 
 
@@ -1325,6 +1334,389 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     check_number("cosine_similarity", "eps", eps, 0.0)
     dim = normalize_dim("cosine_similarity", dim, max(len(shape), 1))
     return CosineSimilarity.apply(broadcast_to(x1, shape), broadcast_to(x2, shape), dim=dim, eps=float(eps))
+
+
+# ---- issue 13: distance, triplet, embedding, multi-class/multi-label margin and Gaussian losses ---------------
+class _ExpressionLoss(Function):
+    """A loss on PyTorch's autocast fp32 list written as one expression of cupynet ops (not an op itself).
+
+    ``forward`` evaluates ``expression`` on the inputs in fp32 (float64 stays float64) with the graph
+    off and rounds the result once to the input's dtype; ``backward`` evaluates it again with the graph
+    on and differentiates it with cupynet's autograd (recording, ``create_graph``, when grad mode is on,
+    so second derivatives work). NOTE: the price is one more forward of the expression during backward;
+    these losses are a few elementwise passes over (N, C) next to a model's matmuls.
+    """
+
+    amp_policy = "fp32"
+
+    @staticmethod
+    def expression(*tensors, **options):
+        """The loss as cupynet ops.
+
+        Args:
+            *tensors: the inputs (floating ones in fp32 or float64).
+            **options: the loss's options (reduction, margin, ...).
+        """
+        raise NotImplementedError
+
+    @classmethod
+    def forward(cls, ctx, *tensors, **options):
+        """Evaluate the expression without a graph.
+
+        Args:
+            ctx: the node.
+            *tensors: the inputs.
+            **options: passed to ``expression``.
+        """
+        ctx.save_for_backward(*tensors)
+        ctx.options = options
+        return cls.expression(*(fp32(t) for t in tensors), **options).array.astype(tensors[0].dtype, copy=False)
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        """Differentiate the expression, evaluated again with the graph on.
+
+        Args:
+            ctx: the node.
+            grad: the output's gradient.
+        """
+        create_graph = is_grad_enabled()
+        leaves = []
+        for t, needed in zip(ctx.saved_tensors, ctx.needs_input_grad):
+            if needed:  # NOTE: an alias keeps t's graph for create_graph; a fresh leaf otherwise
+                leaves.append(t.view_as(t) if create_graph else t.detach().requires_grad_(True))
+            else:
+                leaves.append(t.detach())
+        with enable_grad():
+            out = cls.expression(*(fp32(t) for t in leaves), **ctx.options)
+        wanted = [t for t, needed in zip(leaves, ctx.needs_input_grad) if needed]
+        found = iter(engine_grad(out, wanted, fp32(grad), create_graph=create_graph, allow_unused=True))
+        return tuple(next(found) if needed else None for needed in ctx.needs_input_grad)
+
+
+def _reduce(loss, reduction, empty_mean=math.nan):
+    """``loss`` reduced by 'none', 'mean' or 'sum' (cupynet ops, differentiable).
+
+    Args:
+        loss: per-sample losses.
+        reduction: 'none', 'mean' or 'sum'.
+        empty_mean: the mean of no losses (nan; PyTorch's multi-class margin losses give 0).
+    """
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return sum_(loss)
+    # NOTE: 0 * empty_mean: the mean of nothing without NumPy's "Mean of empty slice" warning
+    return sum_(loss) * empty_mean if loss.array.size == 0 else mean_(loss)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """The p-norm of ``x1 - x2 + eps`` along the last dimension (inputs broadcast together).
+
+    Composite, as in PyTorch: under autocast its norm runs in fp32.
+
+    Args:
+        x1: a floating Tensor (..., D).
+        x2: a floating Tensor broadcastable with ``x1``.
+        p: the norm's order (> 0, or inf).
+        eps: added to the difference so that the norm's gradient stays finite at x1 == x2.
+        keepdim: keep the last dimension with size 1.
+    """
+    check_tensor("pairwise_distance", "x1", x1)
+    check_tensor("pairwise_distance", "x2", x2)
+    check_number("pairwise_distance", "p", p, 0.0)
+    check_number("pairwise_distance", "eps", eps)
+    shape = broadcast_shape("pairwise_distance", (("x1", tuple(x1.shape)), ("x2", tuple(x2.shape))))
+    dim = -1 if shape else None
+    return norm_(x1 - x2 + eps, p, dim=dim, keepdim=keepdim)
+
+
+class TripletMarginLoss(_ExpressionLoss):
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with pairwise p-norm distances (fp32 under autocast)."""
+
+    op_name = "triplet_margin_loss"
+
+    @staticmethod
+    def expression(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, reduction="mean"):
+        d_pos = pairwise_distance(anchor, positive, p, eps)
+        d_neg = pairwise_distance(anchor, negative, p, eps)
+        if swap:  # NOTE: the harder negative of the two (Balntas et al.'s distance swap)
+            d_neg = minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+        return _reduce(clamp(margin + d_pos - d_neg, min=0.0), reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    """Triplet loss: the anchor should be nearer the positive than the negative by ``margin``.
+
+    Args:
+        anchor: a floating Tensor (N, D) or (D,).
+        positive: a floating Tensor of the same number of dimensions.
+        negative: a floating Tensor of the same number of dimensions.
+        margin: the wanted gap between the distances.
+        p: the norm's order of the pairwise distance.
+        eps: added to differences (see ``pairwise_distance``).
+        swap: use min(d(a, n), d(p, n)) as the negative distance.
+        size_average: deprecated in PyTorch; must be None.
+        reduce: deprecated in PyTorch; must be None.
+        reduction: 'none', 'mean' or 'sum'.
+    """
+    no_legacy("triplet_margin_loss", size_average, reduce)
+    named = (("anchor", anchor), ("positive", positive), ("negative", negative))
+    for name, t in named:
+        check_tensor("triplet_margin_loss", name, t)
+    check_number("triplet_margin_loss", "margin", margin)
+    check_number("triplet_margin_loss", "p", p, 0.0)
+    check_number("triplet_margin_loss", "eps", eps)
+    check_reduction("triplet_margin_loss", reduction)
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(f"triplet_margin_loss: The anchor, positive, and negative tensors are expected to have the "
+                           f"same number of dimensions, but got: anchor {anchor.ndim}D, positive {positive.ndim}D, "
+                           f"and negative {negative.ndim}D inputs")
+    broadcast_shape("triplet_margin_loss", tuple((name, tuple(t.shape)) for name, t in named))
+    return TripletMarginLoss.apply(anchor, positive, negative, margin=float(margin), p=float(p), eps=float(eps),
+                                   swap=bool(swap), reduction=reduction)
+
+
+class CosineEmbeddingLoss(_ExpressionLoss):
+    """``1 - cos(x1, x2)`` where target is 1, ``max(0, cos(x1, x2) - margin)`` where -1 (fp32 under autocast)."""
+
+    op_name = "cosine_embedding_loss"
+
+    @staticmethod
+    def expression(x1, x2, target, margin=0.0, reduction="mean"):
+        dim = target.ndim
+        # NOTE: 1e-12 added to each squared norm, as PyTorch: a zero vector gives cos = 0, not nan
+        sq1, sq2 = sum_(x1 * x1, dim=dim) + 1e-12, sum_(x2 * x2, dim=dim) + 1e-12
+        cos = sum_(x1 * x2, dim=dim) / (sq1 * sq2) ** 0.5
+        zero = cos * 0.0
+        loss = where(target == 1, 1.0 - cos, zero) + where(target == -1, clamp(cos - margin, min=0.0), zero)
+        return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,  # noqa: A002
+                          reduction="mean"):
+    """Embedding loss from the cosine similarity: pull pairs with target 1 together, push -1 pairs apart.
+
+    Args:
+        input1: a floating Tensor (N, D), or (D,) with a 0-d target.
+        input2: a floating Tensor of the same shape.
+        target: 1 or -1 per pair, (N,) or 0-d (no gradient).
+        margin: negative pairs cost nothing below this cosine (in [-1, 1]; 0 to 0.5 is typical).
+        size_average: deprecated in PyTorch; must be None.
+        reduce: deprecated in PyTorch; must be None.
+        reduction: 'none', 'mean' or 'sum'.
+    """
+    no_legacy("cosine_embedding_loss", size_average, reduce)
+    check_tensor("cosine_embedding_loss", "input1", input1)
+    check_tensor("cosine_embedding_loss", "input2", input2)
+    check_tensor("cosine_embedding_loss", "target", target, floating=False)
+    check_number("cosine_embedding_loss", "margin", margin)
+    check_reduction("cosine_embedding_loss", reduction)
+    if target.ndim > 1:
+        raise RuntimeError("cosine_embedding_loss: 0D or 1D target tensor expected, multi-target not supported")
+    want = target.ndim + 1
+    if input1.ndim != want or input2.ndim != want:
+        raise RuntimeError(f"cosine_embedding_loss: {target.ndim}D target tensor expects {want}D input tensors, but "
+                           f"found inputs with sizes {list(input1.shape)} and {list(input2.shape)}.")
+    if tuple(input1.shape) != tuple(input2.shape) or tuple(input1.shape[:-1]) != tuple(target.shape):
+        raise RuntimeError(f"cosine_embedding_loss: input1 {list(input1.shape)}, input2 {list(input2.shape)} and "
+                           f"target {list(target.shape)} do not match: expected (N, D), (N, D) and (N,)")
+    return CosineEmbeddingLoss.apply(input1, input2, target.detach(), margin=float(margin), reduction=reduction)
+
+
+def _class_rows(op, input, target, size_average, reduce, reduction):  # noqa: A002
+    """Check a (C,) / (N, C) input, its class-index target and the reduction; the (N, C) input and the target."""
+    no_legacy(op, size_average, reduce)
+    check_tensor(op, "input", input)
+    check_tensor(op, "target", target, floating=False)
+    check_reduction(op, reduction)
+    if input.ndim not in (1, 2) or input.shape[-1] == 0:
+        raise RuntimeError(f"{op}: Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    if dtypes.is_floating(target.dtype) or target.dtype == numpy.bool_:
+        raise RuntimeError(f"{op}: expected target of an integer dtype (class indices), got {target.dtype}")
+    rows = 1 if input.ndim == 1 else input.shape[0]
+    return reshape(input, (rows, input.shape[-1])), target
+
+
+def _out_shape(input, reduction):  # noqa: A002
+    return () if input.ndim == 1 or reduction != "none" else (input.shape[0],)
+
+
+class MultiMarginLoss(_ExpressionLoss):
+    """``sum_{j != y} w[y] * max(0, margin - x[y] + x[j])^p / C`` per sample (fp32 under autocast)."""
+
+    op_name = "multi_margin_loss"
+
+    @staticmethod
+    def expression(x, target, weight=None, p=1, margin=1.0, reduction="mean", shape=()):
+        index = unsqueeze(target, 1)
+        z = clamp(margin - gather(x, 1, index) + x, min=0.0)
+        z = z * z if p == 2 else z
+        if weight is not None:
+            z = z * unsqueeze(weight[target], 1)
+        other = Tensor(xp_of(x.array).arange(x.shape[1]) != index.array).to(x.dtype)  # NOTE: j != y
+        loss = sum_(z * other, dim=1) / x.shape[1]
+        return _reduce(reshape(loss, shape) if reduction == "none" else loss, reduction, empty_mean=0.0)
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,  # noqa: A002
+                      reduction="mean"):
+    """Multi-class hinge loss: every other class should score ``margin`` below the target class.
+
+    Args:
+        input: a floating Tensor of scores (N, C) or (C,).
+        target: class indices (N,) or 0-d, of an integer dtype (no gradient).
+        p: 1 or 2 (the hinge, or its square).
+        margin: the wanted gap.
+        weight: per-class weights (C,) applied by target class, or None.
+        size_average: deprecated in PyTorch; must be None.
+        reduce: deprecated in PyTorch; must be None.
+        reduction: 'none', 'mean' or 'sum'.
+    """
+    check_number("multi_margin_loss", "margin", margin)
+    if p not in (1, 2) or isinstance(p, bool):
+        raise ValueError(f"multi_margin_loss: only p == 1 and p == 2 supported, got {p!r}")
+    x, target = _class_rows("multi_margin_loss", input, target, size_average, reduce, reduction)
+    if target.array.size != x.shape[0] or target.ndim > 1:
+        raise RuntimeError(f"multi_margin_loss: inconsistent target size: {list(target.shape)} for input of size: "
+                           f"{list(input.shape)}")
+    host_check_range("multi_margin_loss", target.array, 0, x.shape[1] - 1,
+                     f"target out of range: class indices in [0, {x.shape[1]})")
+    if weight is not None:
+        check_tensor("multi_margin_loss", "weight", weight)
+        if weight.ndim != 1 or weight.shape[0] != x.shape[1]:
+            raise RuntimeError(f"multi_margin_loss: inconsistent weight size, expected {x.shape[1]} but got "
+                               f"{list(weight.shape)}")
+    args = (x, reshape(target.detach(), (x.shape[0],))) + ((weight,) if weight is not None else ())
+    return MultiMarginLoss.apply(*args, p=int(p), margin=float(margin), reduction=reduction,
+                                 shape=_out_shape(input, reduction))
+
+
+class MultiLabelMarginLoss(_ExpressionLoss):
+    """``sum_{j in targets, k not in targets} max(0, 1 - (x[j] - x[k])) / C`` per sample (fp32 under autocast)."""
+
+    op_name = "multilabel_margin_loss"
+
+    @staticmethod
+    def expression(x, slots, valid, is_target, reduction="mean", shape=()):
+        # NOTE: (N, slot, class): every listed target against every class that is not a target
+        x_t = unsqueeze(gather(x, 1, slots), 2)
+        hinge = clamp(1.0 - x_t + unsqueeze(x, 1), min=0.0)
+        pairs = unsqueeze(valid, 2) * unsqueeze(1.0 - is_target, 1)
+        loss = sum_(hinge * pairs, dim=(1, 2)) / x.shape[1]
+        return _reduce(reshape(loss, shape) if reduction == "none" else loss, reduction, empty_mean=0.0)
+
+
+def _label_slots(target, n_classes):
+    """Targets as gather indices, the mask of slots before the first -1, and the (N, C) mask of target classes."""
+    xp, t = xp_of(target), target.array
+    valid = xp.cumprod(t >= 0, axis=1).astype(bool)  # NOTE: the first -1 ends a row's list of targets
+    slots = xp.where(valid, t, 0)
+    is_target = xp.zeros(t.shape, dtype=bool)
+    rows = xp.broadcast_to(xp.arange(t.shape[0])[:, None], t.shape)
+    is_target[rows[valid], slots[valid]] = True
+    return Tensor(slots), Tensor(valid), Tensor(is_target)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
+    """Multi-label hinge loss: every target class should score 1 above every non-target class.
+
+    Args:
+        input: a floating Tensor of scores (N, C) or (C,).
+        target: the same shape, integer class indices per row, ended by the first -1 (no gradient).
+        size_average: deprecated in PyTorch; must be None.
+        reduce: deprecated in PyTorch; must be None.
+        reduction: 'none', 'mean' or 'sum'.
+    """
+    x, target = _class_rows("multilabel_margin_loss", input, target, size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise RuntimeError(f"multilabel_margin_loss: inconsistent target size: {list(target.shape)} for input of "
+                           f"size: {list(input.shape)}")
+    host_check_range("multilabel_margin_loss", target.array, -1, x.shape[1] - 1,
+                     f"target out of range: class indices in [0, {x.shape[1]}) or -1")
+    slots, valid, is_target = _label_slots(reshape(target.detach(), tuple(x.shape)), x.shape[1])
+    return MultiLabelMarginLoss.apply(x, slots, valid.to(x.dtype), is_target.to(x.dtype), reduction=reduction,
+                                      shape=_out_shape(input, reduction))
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
+                                reduction="mean"):
+    """One-versus-all logistic loss over the classes, averaged over the classes (composite, as in PyTorch).
+
+    ``-(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))`` (times ``weight``), summed
+    over the last dimension and divided by the number of classes.
+
+    Args:
+        input: a floating Tensor (N, C) (or (C,)).
+        target: a floating Tensor of the same shape with values in [0, 1].
+        weight: per-class weights broadcast to the input, or None.
+        size_average: deprecated in PyTorch; must be None.
+        reduce: deprecated in PyTorch; must be None.
+        reduction: 'none', 'mean' or 'sum'.
+    """
+    no_legacy("multilabel_soft_margin_loss", size_average, reduce)
+    check_tensor("multilabel_soft_margin_loss", "input", input)
+    check_tensor("multilabel_soft_margin_loss", "target", target)
+    check_reduction("multilabel_soft_margin_loss", reduction)
+    if input.ndim == 0:
+        raise RuntimeError("multilabel_soft_margin_loss: expected an input with a class dimension, got a 0-d one")
+    broadcast_shape("multilabel_soft_margin_loss", (("input", tuple(input.shape)), ("target", tuple(target.shape))))
+    loss = -(target * logsigmoid(input) + (1.0 - target) * logsigmoid(-input))
+    if weight is not None:
+        check_tensor("multilabel_soft_margin_loss", "weight", weight)
+        loss = loss * weight
+    return _reduce(sum_(loss, dim=input.ndim - 1) / input.shape[-1], reduction)
+
+
+def _gaussian_var(input, var):  # noqa: A002
+    """``var`` shaped to broadcast with ``input`` (homoscedastic: one dimension short or one of size 1)."""
+    if tuple(var.shape) == tuple(input.shape):
+        return var
+    if tuple(input.shape[:-1]) == tuple(var.shape):
+        return unsqueeze(var, -1)
+    mismatched = [v for i, v in zip(input.shape, var.shape) if i != v]
+    if input.ndim == var.ndim and mismatched == [1]:
+        return var
+    raise ValueError(f"gaussian_nll_loss: var is of incorrect size: {list(var.shape)} for input of size "
+                     f"{list(input.shape)}")
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):  # noqa: A002
+    """Gaussian negative log-likelihood ``0.5 * (log(var) + (input - target)^2 / var)`` (composite, as PyTorch).
+
+    NOTE: as PyTorch, ``var`` is clamped to ``eps`` for the value only: its gradient is taken at the
+    clamped value and passes to ``var`` as if the clamp were not there.
+
+    Args:
+        input: the predicted means, a floating Tensor.
+        target: the observations (broadcast with ``input``).
+        var: the predicted variances (>= 0): the input's shape, one dimension short, or one dimension of size 1;
+            or a float.
+        full: add the constant ``0.5 * log(2 pi)``.
+        eps: the smallest variance used.
+        reduction: 'none', 'mean' or 'sum'.
+    """
+    check_tensor("gaussian_nll_loss", "input", input)
+    check_tensor("gaussian_nll_loss", "target", target)
+    if isinstance(var, numbers.Real) and not isinstance(var, bool):
+        if var < 0:
+            raise ValueError("gaussian_nll_loss: var has negative entry/entries")
+        var = Tensor(xp_of(input).full(tuple(input.shape), float(var), dtype=input.dtype))
+    check_tensor("gaussian_nll_loss", "var", var)
+    if bool((var.array < 0).any()):
+        raise ValueError("gaussian_nll_loss: var has negative entry/entries")
+    var = _gaussian_var(input, var)
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"gaussian_nll_loss: {reduction} is not valid")
+    check_number("gaussian_nll_loss", "eps", eps, 0.0)
+    held = var.detach()
+    var = var + (clamp(held, min=float(eps)) - held)  # NOTE: the clamp changes the value, not the gradient
+    loss = 0.5 * (log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2.0 * math.pi)
+    return _reduce(loss, reduction)
 
 
 METHODS = {}  # NOTE: losses are functions only, not Tensor methods

@@ -131,11 +131,7 @@ class Checkpoint:
             os.unlink(path)
 
     def list(self):
-        """(step, path) of the checkpoint files in the directory, oldest first (temp files ignored).
-
-        Args:
-            None.
-        """
+        """(step, path) of the checkpoint files in the directory, oldest first (temp files ignored)."""
         if not os.path.isdir(self.directory):
             return []
         found = []
@@ -146,11 +142,7 @@ class Checkpoint:
         return sorted(found)
 
     def latest(self):
-        """The path of the newest checkpoint, or None.
-
-        Args:
-            None.
-        """
+        """The path of the newest checkpoint, or None."""
         files = self.list()
         return files[-1][1] if files else None
 

@@ -27,9 +27,6 @@ def blas_pools() -> list:
     """The BLAS thread pools of this process: ``[{"internal_api": "openblas", "num_threads": 2, ...}]``.
 
     Returns [] when threadpoolctl is not installed (or no BLAS is loaded).
-
-    Args:
-        None.
     """
     try:
         from threadpoolctl import threadpool_info
