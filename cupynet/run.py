@@ -38,8 +38,8 @@ import sys
 import traceback
 import types
 
-__all__ = ["TORCH_MODULES", "EXIT_MISSING", "TorchAttributeMissing", "TorchModuleMissing", "TorchAlias",
-           "TorchFinder", "torch_modules", "has_module", "run_script", "main"]
+__all__ = ["TORCH_MODULES", "TORCH_EMPTY_MODULES", "EXIT_MISSING", "TorchAttributeMissing", "TorchModuleMissing",
+           "TorchAlias", "TorchFinder", "torch_modules", "has_module", "run_script", "main"]
 
 EXIT_MISSING = 3
 
@@ -53,6 +53,7 @@ TORCH_MODULES = {
     "torch.nn.parameter": "cupynet.nn.parameter",
     "torch.nn.utils": "cupynet.nn.utils",
     "torch.nn.utils.rnn": "cupynet.nn.utils.rnn",
+    "torch.nn.parallel": "cupynet.nn.parallel",
     "torch.optim": "cupynet.optim",
     "torch.optim.lr_scheduler": "cupynet.optim.lr_scheduler",
     "torch.optim.optimizer": "cupynet.optim.optimizer",
@@ -60,6 +61,7 @@ TORCH_MODULES = {
     "torch.utils.data": "cupynet.utils.data",
     "torch.utils.data.dataloader": "cupynet.data.dataloader",
     "torch.utils.data.dataset": "cupynet.data.dataset",
+    "torch.utils.data.distributed": "cupynet.data.distributed",
     "torch.utils.checkpoint": "cupynet.utils.checkpoint",
     "torch.amp": "cupynet.amp",
     "torch.cuda": "cupynet.cuda",
@@ -82,6 +84,12 @@ TORCH_MODULES = {
     "torchvision.utils": "cupynet.vision.utils",
     "torchvision.models": "cupynet.vision.models",
 }
+
+# NOTE: torch modules that scripts import at the top but use only on an optional path (word_language_model's
+# `import torch.onnx`, used by --onnx-export alone). cupynet has no counterpart; the import gives an empty
+# module, so the script starts, and the first name read from it is reported missing as usual
+# (`cupynet has no torch.onnx.export yet`).
+TORCH_EMPTY_MODULES = ("torch.onnx",)
 
 # NOTE: the top-level names the finder answers: torch, and the companion packages the table maps
 MAPPED_ROOTS = tuple(sorted({name.split(".")[0] for name in TORCH_MODULES}))
@@ -143,7 +151,7 @@ class TorchAlias(types.ModuleType):
     def __getattr__(self, name):
         target = object.__getattribute__(self, "_cupynet_target")
         full = f"{self.__name__}.{name}"
-        if full in TORCH_MODULES:
+        if full in TORCH_MODULES or full in TORCH_EMPTY_MODULES:
             return importlib.import_module(full)
         try:
             return getattr(target, name)
@@ -201,11 +209,14 @@ class TorchFinder(importlib.abc.MetaPathFinder):
         """
         if not _is_mapped(fullname):
             return None
-        cupynet_name = TORCH_MODULES.get(fullname)
-        if cupynet_name is None or not has_module(cupynet_name):
-            raise TorchModuleMissing(fullname)
-        spec = importlib.machinery.ModuleSpec(fullname, _AliasLoader(importlib.import_module(cupynet_name)),
-                                              is_package=True)
+        if fullname in TORCH_EMPTY_MODULES:
+            target = types.ModuleType(f"cupynet (no {fullname})", f"cupynet has no counterpart of {fullname}.")
+        else:
+            cupynet_name = TORCH_MODULES.get(fullname)
+            if cupynet_name is None or not has_module(cupynet_name):
+                raise TorchModuleMissing(fullname)
+            target = importlib.import_module(cupynet_name)
+        spec = importlib.machinery.ModuleSpec(fullname, _AliasLoader(target), is_package=True)
         spec.submodule_search_locations = []  # NOTE: empty: nothing on disk is ever imported as torch.*
         return spec
 

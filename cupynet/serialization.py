@@ -26,6 +26,7 @@ any moment leaves either the old file or the new one, plus at worst a
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import math
 import os
@@ -127,32 +128,53 @@ def _host_array(array):
     return host
 
 
-def save(obj, path):
-    """Save tensors, arrays, numbers, strings and None in nested dicts/lists/tuples to ``path`` atomically.
+def save(obj, f, pickle_module=None, pickle_protocol=None, *, _use_new_zipfile_serialization=True):
+    """Save tensors, arrays, numbers, strings and None in nested dicts/lists/tuples to ``f``.
 
-    The file gets the permissions ``open(path, "w")`` would give it (0666 less the umask), or the
-    replaced file's permissions; temp files left by killed saves to ``path`` are removed.
+    A path is written atomically and gets the permissions ``open(path, "w")`` would give it (0666 less the
+    umask), or the replaced file's permissions; temp files left by killed saves to it are removed. A binary
+    file object (``open(p, "wb")``, ``io.BytesIO``) is written from its current position, as ``torch.save``
+    does; atomicity is then the caller's.
 
     Args:
-        obj: the object (state dicts of models, optimizers, schedulers, scalers, ...).
-        path: the file to write (replaced atomically if it exists).
+        obj: the object (state dicts of models, optimizers, schedulers, scalers, NumPy arrays, ...).
+        f: the file to write (a path, replaced atomically if it exists, or a writable binary file object).
+        pickle_module: accepted for ``torch.save`` compatibility; must be None (checkpoints are never pickled).
+        pickle_protocol: likewise; ignored.
+        _use_new_zipfile_serialization: likewise; must be True (the format is a ZIP archive).
     """
+    if pickle_module is not None or not _use_new_zipfile_serialization:
+        raise ValueError("save: cupynet checkpoints are a pickle-free ZIP format; pickle_module and "
+                         "_use_new_zipfile_serialization=False are not supported")
     encoder = _Encoder()
     tree = encoder.encode(obj)
+    where = f if _is_file_object(f) else os.fspath(f)
 
-    def write(f):
+    def write(out):
         entries = []
-        with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
             for i, array in enumerate(encoder.arrays):
                 entries.append(_write_array(zf, i, array))
-                stall_point(f"array:{i + 1}", path)
+                stall_point(f"array:{i + 1}", where)
             # NOTE: the manifest goes last, so it can carry the CRC-32 that zipfile
             # computed while streaming each array (one pass over the data, no copy).
             manifest = {"format": "cupynet", "version": FORMAT_VERSION, "tree": tree, "arrays": entries,
                         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
             zf.writestr("manifest.json", json.dumps(manifest))
 
-    atomic_write(path, write)
+    if _is_file_object(f):
+        if not callable(getattr(f, "write", None)) or isinstance(f, io.TextIOBase):
+            raise TypeError(f"save: the file object {f!r} is not a writable binary file (open it with 'wb')")
+        write(f)
+        if callable(getattr(f, "flush", None)):
+            f.flush()
+    else:
+        atomic_write(where, write)
+
+
+def _is_file_object(f):
+    """True for file-like objects (anything with read or write), False for paths (str, bytes, os.PathLike)."""
+    return not isinstance(f, (str, bytes, os.PathLike)) and (hasattr(f, "write") or hasattr(f, "read"))
 
 
 def _write_array(zf, index, array):
@@ -200,34 +222,100 @@ def _parse_json(raw, where, what):
 
 
 # ---- reading --------------------------------------------------------------------------------------
-def load(path, map_location=None):
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None):
     """Load an object saved by ``save``; nothing in the file is executed.
 
     Any defect of the file raises ``CheckpointError`` naming the file and the defect; memory use is
     bounded by a small multiple of the file's size.
 
     Args:
-        path: the checkpoint file.
+        f: the checkpoint: a path, or a readable binary file object (``open(p, "rb")``, ``io.BytesIO``), read
+            from its current position; one that cannot seek is read into memory first.
         map_location: ``"cpu"``, ``"cuda"``, a Device, or None to restore each array to the device it was
             saved from (a clear error if that device is not available here).
+        pickle_module: accepted for ``torch.load`` compatibility; must be None (nothing is unpickled).
+        weights_only: accepted for ``torch.load`` compatibility: cupynet always loads data only, so True,
+            False and None all mean the same.
+        mmap: accepted for ``torch.load`` compatibility; must be None or False.
     """
-    path = os.fspath(path)
+    if pickle_module is not None or mmap:
+        raise ValueError("load: cupynet checkpoints are never unpickled or memory-mapped; pickle_module and mmap "
+                         "are not supported")
+    if _is_file_object(f):
+        return _load_file(_seekable(f), _file_name(f), map_location)
+    path = os.fspath(f)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"load: {path} does not exist or is not a file")
-    with open(path, "rb") as f:
-        head = f.read(4)
-        size = os.fstat(f.fileno()).st_size
+    with open(path, "rb") as opened:
+        return _load_file(opened, path, map_location)
+
+
+def _file_name(f):
+    name = getattr(f, "name", None)
+    return name if isinstance(name, str) else f"<{type(f).__name__}>"
+
+
+def _seekable(f):
+    """``f`` itself when it can seek, else its remaining bytes in a BytesIO."""
+    if not callable(getattr(f, "read", None)) or isinstance(f, io.TextIOBase) or \
+            (callable(getattr(f, "readable", None)) and not f.readable()):
+        raise TypeError(f"load: the file object {f!r} is not a readable binary file (open it with 'rb')")
+    if callable(getattr(f, "seekable", None)) and f.seekable():
+        return f
+    return io.BytesIO(f.read())
+
+
+class _Window(io.RawIOBase):
+    """The bytes of ``f`` from its current position on, seen as a file that starts at 0 (what ZIP offsets mean).
+
+    Args:
+        f: a seekable binary file object.
+    """
+
+    def __init__(self, f):
+        super().__init__()
+        self.f, self.start = f, f.tell()
+        self.size = f.seek(0, os.SEEK_END) - self.start
+        f.seek(self.start)
+
+    def seekable(self):
+        return True
+
+    def readable(self):
+        return True
+
+    def tell(self):
+        return self.f.tell() - self.start
+
+    def seek(self, offset, whence=os.SEEK_SET):
+        base = {os.SEEK_SET: self.start, os.SEEK_CUR: self.f.tell(), os.SEEK_END: self.start + self.size}[whence]
+        return self.f.seek(max(base + offset, self.start)) - self.start
+
+    def readinto(self, buffer):
+        if hasattr(self.f, "readinto"):
+            return self.f.readinto(buffer)
+        data = self.f.read(len(buffer))  # NOTE: a file-like object with read() only
+        memoryview(buffer).cast("B")[:len(data)] = data
+        return len(data)
+
+
+def _load_file(f, path, map_location):
+    """Load from the seekable binary file ``f`` (named ``path`` in errors), from its current position."""
+    f = _Window(f)
+    size = f.size
+    head = f.read(4)
+    f.seek(0)
     if head != b"PK\x03\x04":
         raise CheckpointError(f"load: {path} is not a cupynet checkpoint ({_describe_head(head)}); "
                               "cupynet never unpickles files")
     with _zip_errors(path):
-        zf = zipfile.ZipFile(path)
+        zf = zipfile.ZipFile(f)
     with zf:
         infos = _check_archive(zf, path, size)
         manifest = _read_manifest(zf, infos, path)
         specs = [_check_array_entry(path, entry, i, infos) for i, entry in enumerate(manifest["arrays"])]
-    with open(path, "rb") as f:
-        arrays = [_read_array(f, path, size, spec) for spec in specs]
+    arrays = [_read_array(f, path, size, spec) for spec in specs]
+    f.seek(size)  # NOTE: the archive runs to the end of the file (its directory is at the end); leave f there
     target = backend.device(map_location) if map_location is not None else None
     return _Decoder(path, arrays, target).decode_root(manifest["tree"])
 

@@ -8,6 +8,7 @@ no compiler and runs every model eagerly. docs/pytorch_compat.md lists them.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 
@@ -15,10 +16,10 @@ import numpy
 
 __all__ = ["set_float32_matmul_precision", "get_float32_matmul_precision", "use_deterministic_algorithms",
            "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
-           "set_num_threads", "get_num_threads", "set_printoptions", "compile"]
+           "set_num_threads", "get_num_threads", "set_printoptions", "print_options", "compile"]
 
 _MATMUL_PRECISIONS = ("highest", "high", "medium")
-_PROFILES = {"default": {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80},
+_PROFILES = {"default": {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80},  # torch's defaults
              "short": {"precision": 2, "threshold": 1000, "edgeitems": 2, "linewidth": 80},
              "full": {"precision": 4, "threshold": numpy.inf, "edgeitems": 3, "linewidth": 80}}
 
@@ -31,6 +32,7 @@ class _Settings:
         self.matmul_precision = "highest"
         self.deterministic = (False, False)
         self.num_threads = None
+        self.print_options = dict(_PROFILES["default"], sci_mode=None)
 
 
 _SETTINGS = _Settings()
@@ -115,15 +117,21 @@ def get_num_threads() -> int:
 
 
 def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
-    """Set how tensors print (NumPy's print options, which cupynet's ``repr`` uses; so NumPy arrays follow too).
+    """Set how tensors print (``Tensor.__repr__`` / ``str``), as ``torch.set_printoptions``; NumPy's own options
+    are left alone.
+
+    As in PyTorch, the options not given keep their values, except ``sci_mode``, which every call sets (None
+    when not given).
 
     Args:
         precision: digits after the point (default 4).
         threshold: number of elements above which the print is summarised (default 1000).
         edgeitems: items shown at each edge of a summarised dimension (default 3).
         linewidth: characters per line (default 80).
-        profile: ``"default"``, ``"short"`` or ``"full"``: a preset of the four above.
-        sci_mode: True for scientific notation always, False never, None: NumPy's choice.
+        profile: ``"default"``, ``"short"`` or ``"full"``: a preset of the four above, applied first.
+        sci_mode: True for scientific notation always, False never, None: chosen from the values (as PyTorch:
+            when the largest magnitude is at least 1e8, the smallest non-zero one below 1e-4, or their ratio
+            above 1000).
     """
     options = {}
     if profile is not None:
@@ -133,14 +141,21 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
     for name, value in (("precision", precision), ("threshold", threshold), ("edgeitems", edgeitems),
                         ("linewidth", linewidth)):
         if value is not None:
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0 or \
+                    (isinstance(value, float) and value != math.inf):
                 raise ValueError(f"set_printoptions: {name} must be a non-negative integer, got {value!r}")
             options[name] = value
     if sci_mode is not None:
         _check_bool(sci_mode, "set_printoptions", "sci_mode")
-        options["suppress"] = not sci_mode
-        options["floatmode"] = "maxprec"
-    numpy.set_printoptions(**options)
+    with _SETTINGS.lock:
+        _SETTINGS.print_options.update(options, sci_mode=sci_mode)
+
+
+def print_options() -> dict:
+    """The print options tensors use now (a copy): ``precision``, ``threshold``, ``edgeitems``, ``linewidth``,
+    ``sci_mode``."""
+    with _SETTINGS.lock:
+        return dict(_SETTINGS.print_options)
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,  # noqa: A001

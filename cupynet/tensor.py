@@ -24,7 +24,7 @@ import weakref
 
 import numpy
 
-from . import backend, dtypes
+from . import backend, dtypes, settings
 
 __all__ = ["Tensor"]
 
@@ -250,9 +250,6 @@ class Tensor:
         return self.array.shape[0]
 
     def __repr__(self):
-        body = numpy.array2string(backend.to_numpy(self.array).astype(numpy.float64)
-                                  if self.dtype == dtypes.bfloat16 else backend.to_numpy(self.array),
-                                  separator=", ", prefix="tensor(", threshold=200)
         extras = []
         if self.dtype not in (dtypes.float32, dtypes.int64, dtypes.bool_):
             extras.append(f"dtype=cupynet.{self.dtype}")
@@ -262,7 +259,7 @@ class Tensor:
             extras.append(f"grad_fn=<{self.grad_fn.name()}>")
         elif self._requires_grad:
             extras.append("requires_grad=True")
-        return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+        return "tensor(" + _values_text(self.array) + "".join(", " + e for e in extras) + ")"
 
     def __format__(self, spec):
         # NOTE: as PyTorch: a 0-d tensor formats as its Python scalar (f"{loss:.4f}"); any other tensor only
@@ -589,3 +586,47 @@ def remember_view(view):
     if len(refs) >= _PRUNE_AT and not len(refs) & (len(refs) - 1):
         refs[:] = [r for r in refs if r() is not None]
     refs.append(weakref.ref(view))
+
+
+# ---- printing ----------------------------------------------------------------------------------------
+def _values_text(array):
+    """The values part of ``repr(tensor)``, laid out as PyTorch does under ``settings.set_printoptions``."""
+    options = settings.print_options()
+    host = backend.to_numpy(array)
+    if host.dtype == dtypes.bfloat16:
+        host = host.astype(numpy.float64)  # NOTE: exact; NumPy's printer does not know ml_dtypes' bfloat16
+    style = {"precision": options["precision"], "threshold": options["threshold"],
+             # NOTE: NumPy keeps a column for the closing bracket of nested rows, which PyTorch's rows may use
+             "edgeitems": options["edgeitems"], "max_line_width": options["linewidth"] + (host.ndim > 1)}
+    if host.dtype.kind == "f":
+        style.update(_float_style(_shown(host, options), options))
+    text = numpy.array2string(host, separator=", ", prefix="tensor(", **style)
+    return text.replace(", ...,", ",  ...,")  # NOTE: PyTorch's summary marker inside a row is " ..."
+
+
+def _shown(host, options):
+    """The values a summarised print shows (the first and last ``edgeitems`` along each axis), or all of them."""
+    if host.size <= options["threshold"]:
+        return host
+    edge = options["edgeitems"]
+    for axis, n in enumerate(host.shape):
+        if n > 2 * edge:
+            host = numpy.take(host, numpy.r_[0:edge, n - edge:n], axis=axis)
+    return host
+
+
+def _float_style(shown, options):
+    """NumPy's float layout for PyTorch's rule: integral values print as ``1.``; others with ``precision`` digits;
+    scientific notation when the finite non-zero magnitudes reach 1e8, go below 1e-4 or span more than 1000x
+    (NumPy's automatic choice is that rule), or always/never as ``sci_mode`` says."""
+    finite = numpy.abs(shown[numpy.isfinite(shown)])
+    nonzero = finite[finite != 0]
+    integral = bool(numpy.all(finite == numpy.floor(finite)))
+    spread = nonzero.size and (nonzero.max() >= 1e8 or nonzero.max() / nonzero.min() > 1000)
+    if options["sci_mode"] is True and nonzero.size:
+        precision = options["precision"]
+        width = max(len(f"{x:.{precision}e}") for x in shown.reshape(-1).tolist())
+        return {"formatter": {"float_kind": lambda x: f"{x:.{precision}e}".rjust(width)}}
+    if options["sci_mode"] is False:
+        return {"suppress_small": True, "floatmode": "maxprec" if integral else "fixed"}
+    return {"floatmode": "maxprec" if integral and not spread else "fixed"}

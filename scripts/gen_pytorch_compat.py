@@ -91,6 +91,10 @@ def render_tables(torch_modules: dict) -> str:
     """
     import torch  # noqa: PLC0415 - the oracle; only the generator and its test need it
 
+    # NOTE: every module first: importing a submodule sets it as its parent's attribute (cupynet.nn.parallel),
+    # so the tables must not depend on what happened to be imported before
+    for name in [*torch_modules, *torch_modules.values()]:
+        _import(name)
     summary, tables = [], []
     for torch_name, cupynet_name in sorted(torch_modules.items()):
         theirs, ours = _import(torch_name), _import(cupynet_name)

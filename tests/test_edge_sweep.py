@@ -965,6 +965,10 @@ for _label, _specs in (("plain", (X(3, 4), Idx(5, high=3), X(5, 4, lay="flip")))
     case("index_fill", _label, lambda lib, a, i, s: lib.index_fill(a, 0, i, -0.5), *_specs[:2])
     case("index_copy", _label, lambda lib, a, i, s: lib.index_copy(a, 0, i.unique()[:1], s[:1] if i.numel() else s),
          *_specs)
+for _label, _specs in (("plain", (X(3, 4), Mask(3, 4), X(12, lay="flip"))), ("T", (X(4, 3, lay="T"), Mask(4, 3),
+                                                                                   X(2, 6))),
+                       ("broadcast", (X(3, 4), Mask(4), X(12))), ("empty", (X(0, 3), Mask(0, 3), X(0)))):
+    case("masked_scatter", _label, lambda lib, a, m, s: lib.masked_scatter(a, m, s), *_specs)
 for _label, _spec in (("plain", Idx(6, high=4)), ("empty", Idx(0, high=1))):
     case("bincount", _label, lambda lib, i: lib.bincount(i, minlength=5), _spec)
 for _label, _args in (("square", (3, 3, 0)), ("wide", (3, 5, 1)), ("tall", (4, 2, -1))):

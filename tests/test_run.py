@@ -87,6 +87,18 @@ def test_a_missing_name_is_one_line_and_exit_status_3(tmp_path, capsys, body, na
     assert err == f"cupynet has no {name} yet ({path}:{line})\n"
 
 
+def test_an_empty_module_imports_and_its_first_name_is_reported_missing(tmp_path, capsys):
+    path = script(tmp_path, """
+        import torch
+        import torch.onnx
+        print(torch.onnx.__name__, hasattr(torch.onnx, "export"))
+        torch.onnx.export(None, None, "m.onnx")
+    """)
+    rc, out, err = run_here(capsys, path)
+    assert out.split() == ["torch.onnx", "False"]
+    assert rc == run.EXIT_MISSING and err == f"cupynet has no torch.onnx.export yet ({path}:5)\n"
+
+
 def test_missing_names_stay_an_attribute_error_and_an_import_error_for_user_code(tmp_path, capsys):
     path = script(tmp_path, """
         import torch

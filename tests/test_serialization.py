@@ -1,5 +1,6 @@
 """cupynet.save / load and safetensors: round trips, atomicity under SIGKILL, hostile and damaged files."""
 
+import io
 import json
 import os
 import pickle
@@ -614,3 +615,104 @@ def test_memory_of_a_good_load_is_one_copy(tmp_path):
     save_safetensors(result, tmp_path / "big.safetensors")
     (result, peak), size = peak_memory(lambda: load_safetensors(tmp_path / "big.safetensors")), size
     assert result["b"].dtype == cn.float16 and peak < 1.2 * size + 2 ** 20, (peak, size)
+
+
+# ---- file objects and torch.save / torch.load's signature (issue 13) ---------------------------------
+def test_file_objects_round_trip_as_torch_save_and_load_take_them(tmp_path):
+    # NOTE: pytorch/examples time_sequence_prediction: torch.save(numpy_array, open(p, "wb")); torch.load(p)
+    data = np.sin(np.arange(12.0)).reshape(3, 4).astype(np.float64)
+    with open(tmp_path / "traindata.pt", "wb") as f:
+        save(data, f)
+        assert not f.closed
+    np.testing.assert_array_equal(load(tmp_path / "traindata.pt"), data)
+    with open(tmp_path / "traindata.pt", "rb") as f:
+        got = load(f)
+        assert f.tell() == os.path.getsize(tmp_path / "traindata.pt") and not f.closed
+    np.testing.assert_array_equal(got, data)
+
+
+def test_a_checkpoint_after_other_bytes_of_a_stream_loads_from_the_current_position():
+    obj = sample()
+    buffer = io.BytesIO()
+    buffer.write(b"header bytes of the caller")
+    start = buffer.tell()
+    save(obj, buffer)
+    buffer.seek(start)
+    got = load(buffer)
+    assert bits(got["model"]["0.weight"]) == bits(obj["model"]["0.weight"]) and got["bf16"].dtype == cn.bfloat16
+    assert buffer.tell() == len(buffer.getvalue())
+
+
+def test_a_stream_that_cannot_seek_is_read_whole(tmp_path):
+    class Pipe(io.RawIOBase):
+        def __init__(self, data):
+            self.inner = io.BytesIO(data)
+
+        def readable(self):
+            return True
+
+        def readinto(self, b):
+            return self.inner.readinto(b)
+
+    save({"w": cn.arange(5)}, tmp_path / "c.ckpt")
+    pipe = Pipe((tmp_path / "c.ckpt").read_bytes())
+    assert not pipe.seekable()
+    np.testing.assert_array_equal(load(pipe)["w"].numpy(), np.arange(5))
+
+
+def test_torch_keywords_are_accepted_and_pickle_ones_refused(tmp_path):
+    path = tmp_path / "c.ckpt"
+    save({"a": cn.ones(2)}, path, pickle_protocol=2)
+    for weights_only in (None, True, False):
+        assert load(path, map_location="cpu", weights_only=weights_only)["a"].shape == (2,)
+    with pytest.raises(ValueError, match="never unpickled"):
+        load(path, pickle_module=pickle)
+    with pytest.raises(ValueError, match="memory-mapped"):
+        load(path, mmap=True)
+    with pytest.raises(ValueError, match="pickle-free"):
+        save({"a": 1}, tmp_path / "d.ckpt", pickle_module=pickle)
+    assert not (tmp_path / "d.ckpt").exists()
+
+
+def test_bad_file_objects_and_pickles_through_file_objects(tmp_path):
+    with open(tmp_path / "w.bin", "wb") as f, pytest.raises(TypeError, match="not a readable binary.*'rb'"):
+        load(f)
+    with pytest.raises(TypeError, match="not a writable binary file.*open it with 'wb'"):
+        save({"a": 1}, _ReadOnly())
+    with open(tmp_path / "t.txt", "w") as f, pytest.raises(TypeError, match="not a writable binary file"):
+        save({"a": 1}, f)
+    save({"a": 1}, tmp_path / "t.ckpt")
+    with open(tmp_path / "t.ckpt") as f, pytest.raises(TypeError, match="not a readable binary file"):
+        load(f)
+    with pytest.raises(CheckpointError, match=r"<BytesIO> is not a cupynet checkpoint.*looks like a Python pickle"):
+        load(io.BytesIO(pickle.dumps({"a": 1})))
+    with pytest.raises(CheckpointError, match="it is empty"):
+        load(io.BytesIO())
+
+
+class _ReadOnly:
+    """A file-like object with read only (save must refuse it)."""
+
+    def read(self, n=-1):
+        return b""
+
+
+def test_a_file_like_object_with_read_and_seek_only_loads(tmp_path):
+    class Plain:  # NOTE: no readinto, no readable(): what a hand-written wrapper offers
+        def __init__(self, data):
+            self.inner = io.BytesIO(data)
+
+        def read(self, n=-1):
+            return self.inner.read(n)
+
+        def seek(self, offset, whence=0):
+            return self.inner.seek(offset, whence)
+
+        def tell(self):
+            return self.inner.tell()
+
+        def seekable(self):
+            return True
+
+    save({"w": cn.arange(4)}, tmp_path / "c.ckpt")
+    np.testing.assert_array_equal(load(Plain((tmp_path / "c.ckpt").read_bytes()))["w"].numpy(), np.arange(4))

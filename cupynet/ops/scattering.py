@@ -1,8 +1,9 @@
-"""Writing at an index, out of place: scatter, scatter_reduce, index_add, index_copy, index_fill.
+"""Writing at an index: scatter, scatter_reduce, index_add, index_copy, index_fill, masked_scatter.
 
 (``scatter_add`` lives in indexing.py beside ``gather``.) Each op returns a new
-tensor; the in-place Tensor methods (``scatter_``, ``index_add_``, ...) belong to the
-in-place machinery (ops/inplace.py).
+tensor; its in-place twin (``scatter_``, ``index_add_``, ``masked_scatter_``, ...) runs the
+same op and writes the result back through the in-place machinery (``write_in_place``,
+ops/inplace.py): a plain write outside a graph, history rebased inside one, as PyTorch.
 
 Every op here turns its arguments into one canonical advanced index (the same
 one ``gather`` reads with, ``along_dim_index``), so the backward is made of reads
@@ -18,6 +19,7 @@ as PyTorch does.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy
@@ -29,15 +31,20 @@ from ._util import compute_in_fp32, normalize_dim, xp_of
 from .indexing import (
     GetItem,
     IndexAddZeros,
+    _broadcast_shape,
+    _check_condition,
     _check_index_device,
     along_dim_index,
     check_gather_shapes,
     check_index_tensor,
     masked_fill,
+    scatter_add,
 )
 from .indexing import index_add as add_at_index
+from .inplace import write_in_place
+from .shape import broadcast_to
 
-__all__ = ["scatter", "scatter_reduce", "index_add", "index_copy", "index_fill"]
+__all__ = ["scatter", "scatter_reduce", "index_add", "index_copy", "index_fill", "masked_scatter"]
 
 _REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
 
@@ -155,10 +162,12 @@ def _reduce_arrays(a, src, index, reduce, include_self):
             info = numpy.iinfo(a.dtype) if a.dtype.kind != "b" else None
             identity = (info.min if identity < 0 else info.max) if info else identity > 0
         acc[written] = identity
+    # NOTE: the index's shape is its arrays' broadcast shape: index[0] alone is (n, 1, ...) when dim is not 0
+    shape = numpy.broadcast_shapes(*(i.shape for i in index))
     counts = xp.zeros(a.shape, dtype=acc.dtype) + (1 if include_self else (~written))
-    add_at_index(counts, index, xp.ones(index[0].shape, dtype=acc.dtype))
+    add_at_index(counts, index, xp.ones(shape, dtype=acc.dtype))
     _ufunc_at("sum" if reduce == "mean" else reduce, acc, index, src.array.astype(acc.dtype)[tuple(
-        slice(0, s) for s in index[0].shape)])
+        slice(0, s) for s in shape)])
     if reduce == "mean":
         acc = acc / counts if a.dtype.kind == "f" or a.dtype == dtypes.bfloat16 else acc // counts
     return acc.astype(a.dtype, copy=False), counts
@@ -383,5 +392,164 @@ def index_fill(input, dim, index, value):  # noqa: A002
     return IndexFill.apply(input, None, index=index_tuple, value=value)
 
 
+# ---- masked_scatter ------------------------------------------------------------------------------------
+class MaskedScatter(Function):
+    """``input`` with the first elements of ``source`` (row-major) written where ``mask`` is True."""
+
+    op_name = "masked_scatter"
+    amp_policy = None  # NOTE: on none of torch's autocast lists: runs in its inputs' (equal) dtype
+
+    @staticmethod
+    def forward(ctx, a, source, mask=None):
+        count = int(mask.sum())
+        ctx.mask, ctx.count, ctx.source_shape = Tensor(mask), count, source.shape
+        out = a.array.copy()
+        out[mask] = source.array.reshape(-1)[:count]
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad_a = masked_fill(grad, ctx.mask, 0.0) if ctx.needs_input_grad[0] else None
+        grad_source = None
+        if ctx.needs_input_grad[1]:
+            read = GetItem.apply(grad, index=ctx.mask.array)  # NOTE: the masked positions, row-major, as written
+            size = math.prod(ctx.source_shape)
+            grad_source = IndexAddZeros.apply(read, index=(slice(0, ctx.count),), shape=(size,))
+            grad_source = grad_source.reshape(ctx.source_shape)
+        return grad_a, grad_source
+
+
+def masked_scatter(input, mask, source):  # noqa: A002
+    """A copy of ``input`` with ``source``'s elements, in row-major order, written where ``mask`` is True.
+
+    Args:
+        input: a Tensor.
+        mask: a bool Tensor broadcastable with input (the result has the broadcast shape).
+        source: a Tensor of input's dtype with at least as many elements as ``mask`` has True values.
+    """
+    _check_condition("masked_scatter", mask, "mask")
+    if not isinstance(source, Tensor):
+        raise TypeError(f"masked_scatter(): argument 'source' must be Tensor, not {type(source).__name__}")
+    if source.dtype != input.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got {input.dtype} and "
+                           f"{source.dtype}")
+    shape = tuple(_broadcast_shape("masked_scatter", [("input", input.shape), ("mask", mask.shape)]))
+    xp = xp_of(input)
+    full_mask = xp.broadcast_to(mask.array, shape)
+    if int(full_mask.sum()) > source.numel():
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    if tuple(input.shape) != shape:
+        input = broadcast_to(input, shape)  # noqa: A001 - the broadcast input
+    return MaskedScatter.apply(input, source, mask=full_mask)
+
+
+# ---- the in-place twins --------------------------------------------------------------------------------
+def _in_place(name, input, other, compute):  # noqa: A002
+    """Write ``compute(input)`` (an out-of-place op of this family) into ``input``, through write_in_place."""
+    def write():
+        xp_of(input).copyto(input.array, compute(input).array)
+    return write_in_place(name, input, other, compute, write)
+
+
+def _keeps_shape(name, input, mask):  # noqa: A002
+    shape = _broadcast_shape(name, [("input", input.shape), ("mask", mask.shape)])
+    if tuple(shape) != tuple(input.shape):
+        raise RuntimeError(f"{name}: mask of shape {tuple(mask.shape)} does not broadcast to the shape "
+                           f"{tuple(input.shape)} of the tensor being updated")
+
+
+def scatter_(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A002
+    """In-place ``scatter``: ``src`` (or ``value``) written at ``index`` along ``dim``.
+
+    Args:
+        input: the Tensor to update.
+        dim: the dimension to scatter along.
+        index: an int64 Tensor with input's number of dimensions.
+        src: the values (a Tensor of input's dtype), or a number (then it is ``value``).
+        value: a number written at every indexed position (instead of src).
+        reduce: None, "add" or "multiply".
+    """
+    return _in_place("scatter_", input, src, lambda t: scatter(t, dim, index, src, value=value, reduce=reduce))
+
+
+def scatter_add_(input, dim, index, src):  # noqa: A002
+    """In-place ``scatter_add``: ``src`` added at ``index`` along ``dim`` (repeats accumulate).
+
+    Args:
+        input: the Tensor to update.
+        dim: the dimension to scatter along.
+        index: an integer Tensor, no larger than src.
+        src: the values to add (input's dtype).
+    """
+    return _in_place("scatter_add_", input, src, lambda t: scatter_add(t, dim, index, src))
+
+
+def scatter_reduce_(input, dim, index, src, reduce, *, include_self=True):  # noqa: A002
+    """In-place ``scatter_reduce``: ``src`` reduced into ``input`` at ``index`` along ``dim``.
+
+    Args:
+        input: the Tensor to update.
+        dim: the dimension to scatter along.
+        index: an int64 Tensor.
+        src: the values (input's dtype).
+        reduce: "sum", "prod", "mean", "amax" or "amin".
+        include_self: whether input's own values take part in the reduction.
+    """
+    return _in_place("scatter_reduce_", input, src,
+                     lambda t: scatter_reduce(t, dim, index, src, reduce, include_self=include_self))
+
+
+def index_add_(input, dim, index, source, *, alpha=1):  # noqa: A002
+    """In-place ``index_add``: ``alpha * source`` added at positions ``index`` along ``dim``.
+
+    Args:
+        input: the Tensor to update.
+        dim: the dimension.
+        index: a 1-D int Tensor.
+        source: the values, shaped as input except ``source.size(dim) == len(index)``.
+        alpha: a number multiplying source.
+    """
+    return _in_place("index_add_", input, source, lambda t: index_add(t, dim, index, source, alpha=alpha))
+
+
+def index_copy_(input, dim, index, source):  # noqa: A002
+    """In-place ``index_copy``: the slices of ``source`` written at positions ``index`` along ``dim``.
+
+    Args:
+        input: the Tensor to update.
+        dim: the dimension.
+        index: a 1-D int Tensor.
+        source: the values, shaped as input except ``source.size(dim) == len(index)``.
+    """
+    return _in_place("index_copy_", input, source, lambda t: index_copy(t, dim, index, source))
+
+
+def index_fill_(input, dim, index, value):  # noqa: A002
+    """In-place ``index_fill``: ``value`` written at positions ``index`` along ``dim``.
+
+    Args:
+        input: the Tensor to update.
+        dim: the dimension.
+        index: a 1-D int Tensor.
+        value: a number (or a 0-d Tensor).
+    """
+    return _in_place("index_fill_", input, None, lambda t: index_fill(t, dim, index, value))
+
+
+def masked_scatter_(input, mask, source):  # noqa: A002
+    """In-place ``masked_scatter``: ``source``'s elements written where ``mask`` is True.
+
+    Args:
+        input: the Tensor to update.
+        mask: a bool Tensor broadcastable to input's shape.
+        source: a Tensor of input's dtype with at least as many elements as mask has True values.
+    """
+    _check_condition("masked_scatter_", mask, "mask")
+    _keeps_shape("masked_scatter_", input, mask)
+    return _in_place("masked_scatter_", input, source, lambda t: masked_scatter(t, mask, source))
+
+
 METHODS = {"scatter": scatter, "scatter_reduce": scatter_reduce, "index_add": index_add, "index_copy": index_copy,
-           "index_fill": index_fill}
+           "index_fill": index_fill, "masked_scatter": masked_scatter, "scatter_": scatter_,
+           "scatter_add_": scatter_add_, "scatter_reduce_": scatter_reduce_, "index_add_": index_add_,
+           "index_copy_": index_copy_, "index_fill_": index_fill_, "masked_scatter_": masked_scatter_}
