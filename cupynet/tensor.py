@@ -244,6 +244,149 @@ class Tensor:
         """True when the data is a CuPy array."""
         return not isinstance(self.array, numpy.ndarray)
 
+    # NOTE: torch's small metadata questions and factories, each one line over the array (issue 13)
+    @property
+    def is_cpu(self) -> bool:
+        """True when the data is a NumPy array."""
+        return isinstance(self.array, numpy.ndarray)
+
+    is_xpu = is_mps = is_meta = False  # NOTE: devices cupynet never has (scripts test them)
+
+    def nelement(self) -> int:
+        """Number of elements (``numel``)."""
+        return int(self.array.size)
+
+    def ndimension(self) -> int:
+        """Number of dimensions (``dim``)."""
+        return self.array.ndim
+
+    def element_size(self) -> int:
+        """Bytes per element."""
+        return self.array.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of all elements."""
+        return int(self.array.nbytes)
+
+    def is_floating_point(self) -> bool:
+        """True for float16, bfloat16, float32 and float64."""
+        return dtypes.is_floating(self.dtype)
+
+    def is_contiguous(self) -> bool:
+        """True when the elements are laid out in row-major order without gaps."""
+        return bool(self.array.flags.c_contiguous)
+
+    def stride(self, dim=None):
+        """Steps between elements, in elements (not bytes), per dimension or for one.
+
+        Args:
+            dim: a dimension, or None for all.
+        """
+        steps = tuple(s // self.array.itemsize for s in self.array.strides)
+        return steps if dim is None else steps[dim]
+
+    def data_ptr(self) -> int:
+        """The address of the first element."""
+        return int(self.array.ctypes.data if self.is_cpu else self.array.data.ptr)
+
+    def get_device(self) -> int:
+        """-1 on the CPU, else the GPU's index."""
+        return -1 if self.is_cpu else int(self.device.index or 0)
+
+    def _new(self, factory, size, fill, dtype, device, requires_grad):
+        from .creation import full  # noqa: PLC0415 - creation sits above tensor
+        shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)
+        value = factory if fill is None else fill
+        return full(shape, value, dtype=dtype or self.dtype, device=device or self.device,
+                    requires_grad=requires_grad)
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        """Zeros of ``size`` with this tensor's dtype and device (unless given).
+
+        Args:
+            *size: the shape (ints, or one tuple).
+            dtype: another dtype.
+            device: another device.
+            requires_grad: make it a leaf that records gradients.
+        """
+        return self._new(0, size, None, dtype, device, requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        """Ones of ``size`` with this tensor's dtype and device (unless given); arguments as ``new_zeros``.
+
+        Args:
+            *size: the shape.
+            dtype: another dtype.
+            device: another device.
+            requires_grad: make it a leaf that records gradients.
+        """
+        return self._new(1, size, None, dtype, device, requires_grad)
+
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+        """``fill_value`` everywhere, with this tensor's dtype and device (unless given).
+
+        Args:
+            size: the shape.
+            fill_value: the value.
+            dtype: another dtype.
+            device: another device.
+            requires_grad: make it a leaf that records gradients.
+        """
+        return self._new(None, (size,), fill_value, dtype, device, requires_grad)
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+        """A tensor of ``size`` (zeros here: cupynet has no uninitialised memory); arguments as ``new_zeros``.
+
+        Args:
+            *size: the shape.
+            dtype: another dtype.
+            device: another device.
+            requires_grad: make it a leaf that records gradients.
+        """
+        return self._new(0, size, None, dtype, device, requires_grad)
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        """A new leaf holding a copy of ``data``, with this tensor's dtype and device (unless given).
+
+        Args:
+            data: nested lists, a number, an array or a Tensor.
+            dtype: another dtype.
+            device: another device.
+            requires_grad: make it a leaf that records gradients.
+        """
+        from .creation import tensor  # noqa: PLC0415 - creation sits above tensor
+        values = data.detach().array if isinstance(data, Tensor) else data
+        return tensor(values, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+    def type_as(self, other):
+        """This tensor in ``other``'s dtype.
+
+        Args:
+            other: a Tensor.
+        """
+        return self.to(other.dtype)
+
+    def reshape_as(self, other):
+        """This tensor in ``other``'s shape.
+
+        Args:
+            other: a Tensor.
+        """
+        return self.reshape(other.shape)
+
+    def share_memory_(self):
+        """Returns self: cupynet's DataLoader workers send batches, not shared tensors (no-op, documented)."""
+        return self
+
+    def pin_memory(self):
+        """Returns self: page-locked host memory is not used (``DataLoader(pin_memory=True)`` is accepted too)."""
+        return self
+
+    def is_pinned(self) -> bool:
+        """False: cupynet never pins host memory."""
+        return False
+
     def __len__(self):
         if self.array.ndim == 0:
             raise TypeError("len() of a 0-d tensor")

@@ -416,6 +416,10 @@ for _label, _spec, _shape in (("0d", X(), (1,)), ("0d-0d", X(), ()), ("0d-neg", 
 case("transpose", "empty", _fn("transpose", dim0=0, dim1=1), X(0, 3))
 case("transpose", "T", _fn("transpose", dim0=0, dim1=-1), X(2, 3, 4, lay="T"))
 case("swapaxes", "flip", lambda lib, x: lib.swapaxes(x, 0, 1), X(3, 4, lay="flip"))
+case("narrow", "T", lambda lib, x: lib.narrow(x, 1, 1, 2), X(3, 4, lay="T"))
+case("narrow", "empty", lambda lib, x: lib.narrow(x, 0, 0, 0), X(0, 3))
+case("t", "0d", lambda lib, x: lib.t(x), X())
+case("t", "npT", lambda lib, x: lib.t(x), X(2, 3, lay="npT"))
 case("swapaxes", "empty", lambda lib, x: lib.swapaxes(x, 0, 1), X(3, 0))
 for _label, _spec in (("0d", X()), ("empty", X(0, 3)), ("T", X(3, 4, lay="T")), ("npT", X(2, 3, lay="npT"))):
     case("broadcast_to", _label, lambda lib, x: lib.broadcast_to(x, (2,) + x.shape), _spec)

@@ -12,7 +12,7 @@ from ..tensor import mark_view
 from ._util import normalize_dim, xp_of
 
 __all__ = ["reshape", "view", "transpose", "permute", "broadcast_to", "expand", "expand_as", "sum_to",
-           "squeeze", "unsqueeze", "flatten", "unflatten", "movedim", "swapaxes"]
+           "squeeze", "unsqueeze", "flatten", "unflatten", "movedim", "swapaxes", "narrow", "t"]
 
 
 def _resolve_shape(op_name, numel, shape):
@@ -192,6 +192,36 @@ def transpose(input, dim0, dim1):  # noqa: A002
 
 
 swapaxes = transpose
+
+
+def t(input):  # noqa: A002
+    """The transpose of a matrix (``input.T``); a 0-d or 1-D tensor comes back as it is (PyTorch's ``t``).
+
+    Args:
+        input: a Tensor of at most 2 dimensions.
+    """
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+    return transpose(input, 0, 1) if input.ndim == 2 else input
+
+
+def narrow(input, dim, start, length):  # noqa: A002
+    """The slice ``start:start + length`` of dimension ``dim``, a view (PyTorch's ``narrow``).
+
+    Args:
+        input: a Tensor with at least one dimension.
+        dim: the dimension.
+        start: the first index (negative counts from the end).
+        length: how many elements.
+    """
+    if input.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = normalize_dim("narrow", dim, input.ndim)
+    size = input.shape[d]
+    begin = start + size if start < 0 else start
+    if not 0 <= begin <= size or length < 0 or begin + length > size:
+        raise IndexError(f"narrow(): start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return input[(slice(None),) * d + (slice(begin, begin + length),)]
 
 
 def movedim(input, source, destination):  # noqa: A002
