@@ -174,3 +174,16 @@ def test_random_samplers():
         list(data.RandomSampler(range(3), generator="seed"))
     with pytest.raises(ValueError, match="drop_last should be a boolean value"):
         data.BatchSampler(range(3), 2, drop_last=None)
+
+
+def test_random_sampler_with_replacement_draws_lazily_from_a_huge_num_samples():
+    # NOTE: minGPT's trainer asks for RandomSampler(replacement=True, num_samples=int(1e10))
+    from cupynet.data import RandomSampler
+
+    sampler = RandomSampler(list(range(7)), replacement=True, num_samples=int(1e10), generator=3)
+    first = [index for index, _ in zip(iter(sampler), range(100_000))]
+    assert len(sampler) == int(1e10) and len(first) == 100_000 and set(first) == set(range(7))
+    small = list(RandomSampler(list(range(7)), replacement=True, num_samples=50, generator=3))
+    assert small == first[:50]  # NOTE: the same stream whatever the size
+    wrapped = list(RandomSampler(list(range(4)), num_samples=10, generator=5))
+    assert len(wrapped) == 10 and sorted(wrapped[:4]) == sorted(wrapped[4:8]) == [0, 1, 2, 3]

@@ -79,6 +79,9 @@ class SequentialSampler(Sampler):
         return len(self.data_source)
 
 
+_CHUNK = 1 << 16  # NOTE: draws per chunk; one chunk up to this size gives the same indices as one call
+
+
 class RandomSampler(Sampler):
     """A random permutation (or, with ``replacement``, independent draws) of the dataset's indices.
 
@@ -104,10 +107,17 @@ class RandomSampler(Sampler):
 
     def __iter__(self):
         n, rng = len(self.data_source), numpy_generator(self.generator)
-        if self.replacement:
-            return iter(rng.integers(0, n, size=self.num_samples).tolist())
-        full = [rng.permutation(n).tolist() for _ in range(-(-self.num_samples // n))]
-        return iter([i for perm in full for i in perm][:self.num_samples])
+        # NOTE: drawn a chunk at a time, so num_samples may be huge (minGPT asks for 1e10 with replacement)
+        chunks = self._draws(rng, n) if self.replacement else self._permutations(rng, n)
+        return (i for chunk in chunks for i in chunk)
+
+    def _draws(self, rng, n):
+        for start in range(0, self.num_samples, _CHUNK):
+            yield rng.integers(0, n, size=min(_CHUNK, self.num_samples - start)).tolist()
+
+    def _permutations(self, rng, n):
+        for start in range(0, self.num_samples, n):
+            yield rng.permutation(n).tolist()[:self.num_samples - start]
 
     def __len__(self):
         return self.num_samples
