@@ -295,11 +295,15 @@ class Tensor:
         return -1 if self.is_cpu else int(self.device.index or 0)
 
     def _new(self, factory, size, fill, dtype, device, requires_grad):
-        from .creation import full  # noqa: PLC0415 - creation sits above tensor
         shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)
-        value = factory if fill is None else fill
-        return full(shape, value, dtype=dtype or self.dtype, device=device or self.device,
-                    requires_grad=requires_grad)
+        return self._leaf_like(numpy.full(shape, factory if fill is None else fill), dtype, device, requires_grad)
+
+    def _leaf_like(self, values, dtype, device, requires_grad):
+        """A new leaf from host ``values`` in ``dtype`` (default this tensor's) on ``device`` (default its)."""
+        # NOTE: built here from the array module, not through cupynet.creation (a layer above tensor)
+        target = dtypes.as_dtype(dtype) if dtype is not None else self.dtype
+        made = Tensor(numpy.asarray(values).astype(target)).to(device if device is not None else self.device)
+        return made.requires_grad_(True) if requires_grad else made
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
         """Zeros of ``size`` with this tensor's dtype and device (unless given).
@@ -355,9 +359,8 @@ class Tensor:
             device: another device.
             requires_grad: make it a leaf that records gradients.
         """
-        from .creation import tensor  # noqa: PLC0415 - creation sits above tensor
-        values = data.detach().array if isinstance(data, Tensor) else data
-        return tensor(values, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+        values = backend.to_numpy(data.detach().array) if isinstance(data, Tensor) else data
+        return self._leaf_like(values, dtype, device, requires_grad)
 
     def type_as(self, other):
         """This tensor in ``other``'s dtype.
