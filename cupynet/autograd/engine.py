@@ -22,7 +22,7 @@ from ..backend import get_array_module
 from ..tensor import Tensor
 from .state import STATE
 
-__all__ = ["backward", "grad", "queue_callback"]
+__all__ = ["backward", "grad", "queue_callback", "leaf_edges"]
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False):
@@ -82,6 +82,36 @@ def queue_callback(callback):
     if STATE.final_callbacks is None:
         raise RuntimeError("queue_callback: no backward pass is running in this thread")
     STATE.final_callbacks.append(callback)
+
+
+def leaf_edges(roots):
+    """The leaf Tensors the graph behind ``roots`` reaches, one per edge into it (a leaf reached twice comes twice).
+
+    A root that is itself a leaf requiring grad counts as one edge. DDP counts the gradients each
+    parameter will receive from this; activation checkpointing finds the parameters a function read.
+
+    Args:
+        roots: an iterable of Tensors.
+    """
+    seen, stack = set(), []
+    for t in roots:
+        if t.grad_fn is not None:
+            stack.append(t.grad_fn)
+        elif t.requires_grad:
+            yield t
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for edge in node.next_edges:
+            if edge is None:
+                continue
+            target, nr = edge
+            if nr is None:
+                yield target
+            else:
+                stack.append(target)
 
 
 def _capture_key(t):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from ..amp.custom import custom_bwd
 from ..autograd import enable_grad, grad, is_grad_enabled
+from ..autograd.engine import leaf_edges
 from ..autograd.function import Function
 from ..random import restore_rng, snapshot_rng
 from ..tensor import Tensor
@@ -29,23 +30,7 @@ __all__ = ["checkpoint", "checkpoint_sequential"]
 def _leaves_reached(outputs, exclude):
     """Leaf Tensors requiring grad that the graph of ``outputs`` reaches, except those in ``exclude``."""
     excluded = {id(t) for t in exclude}
-    leaves, seen, stack = {}, set(), [o.grad_fn for o in outputs if o.grad_fn is not None]
-    for o in outputs:
-        if o.grad_fn is None and o.requires_grad and id(o) not in excluded:
-            leaves[id(o)] = o
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        for edge in node.next_edges:
-            if edge is None:
-                continue
-            target, nr = edge
-            if nr is not None:
-                stack.append(target)
-            elif id(target) not in excluded:
-                leaves[id(target)] = target
+    leaves = {id(leaf): leaf for leaf in leaf_edges(outputs) if id(leaf) not in excluded}
     return list(leaves.values())
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 
-from cupynet.autograd.engine import queue_callback
+from cupynet.autograd.engine import leaf_edges, queue_callback
 from cupynet.backend import get_array_module
 from cupynet.distributed.collectives import reduce_array_
 from cupynet.distributed.process_group import default_backend
@@ -73,25 +73,9 @@ def count_leaf_edges(outputs) -> dict:
     Args:
         outputs: a Tensor or a (nested) list, tuple or dict of them.
     """
-    counts, seen, stack = {}, set(), []
-    for t in _tensors(outputs):
-        if t.grad_fn is not None:
-            stack.append(t.grad_fn)
-        elif t.requires_grad:
-            counts[id(t)] = counts.get(id(t), 0) + 1
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        for edge in node.next_edges:
-            if edge is None:
-                continue
-            target, nr = edge
-            if nr is None:
-                counts[id(target)] = counts.get(id(target), 0) + 1
-            else:
-                stack.append(target)
+    counts = {}
+    for leaf in leaf_edges(_tensors(outputs)):
+        counts[id(leaf)] = counts.get(id(leaf), 0) + 1
     return counts
 
 
