@@ -296,6 +296,10 @@ class Tensor:
 
     def _new(self, factory, size, fill, dtype, device, requires_grad):
         shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)
+        for pos, n in enumerate(shape):
+            if isinstance(n, bool) or not isinstance(n, (int, numpy.integer)) or n < 0:
+                raise TypeError(f"new_*(): argument 'size' must be a tuple of non-negative ints, but found {n!r} "
+                                f"at pos {pos}")
         return self._leaf_like(numpy.full(shape, factory if fill is None else fill), dtype, device, requires_grad)
 
     def _leaf_like(self, values, dtype, device, requires_grad):

@@ -140,3 +140,9 @@ def test_vectorize_is_refused_clearly():
         cf.jacobian(lambda x: x, cn.ones(2), vectorize=True)
     with pytest.raises(NotImplementedError, match="strategy 'forward-mode' is not supported"):
         cf.jacobian(lambda x: x, cn.ones(2), strategy="forward-mode")
+
+
+@pytest.mark.parametrize("name", ["jacobian", "hessian", "vjp", "jvp", "hvp", "vhp"])
+def test_a_function_that_is_not_callable_is_named(name):
+    with pytest.raises(TypeError, match=f"{name}: func must be a callable taking the inputs, got int"):
+        getattr(cn.autograd.functional, name)(3, cn.ones(1))

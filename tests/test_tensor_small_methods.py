@@ -65,3 +65,9 @@ def test_t_and_bad_inputs_as_torch():
         x.narrow(1, 3, 2)
     with pytest.raises(RuntimeError, match="cannot be applied to a 0-dim tensor"):
         cn.tensor(1.0).narrow(0, 0, 1)
+
+
+@pytest.mark.parametrize("size", [("a",), (2, -1), ((2, 1.5),)])
+def test_new_factories_refuse_a_bad_size_naming_it(size):
+    with pytest.raises(TypeError, match="argument 'size' must be a tuple of non-negative ints"):
+        cn.ones(2).new_zeros(*size)

@@ -48,6 +48,8 @@ def _prepare(inputs, create_graph):
 
 
 def _call(func, inputs, fn_name):
+    if not callable(func):
+        raise TypeError(f"{fn_name}: func must be a callable taking the inputs, got {type(func).__name__}")
     with enable_grad():
         return _as_tuple(func(*inputs), "outputs", fn_name)
 
