@@ -1,6 +1,6 @@
 """cupynet: a small, readable deep-learning framework on CuPy (NumPy without a GPU) built around AMP."""
 
-from . import amp, autograd, backend, cuda, data, dtypes, linalg, models, nn, ops, optim, random
+from . import amp, autograd, backend, cuda, data, dtypes, host_memory, linalg, models, nn, ops, optim, random
 from .amp import autocast
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import Device, default_device, device
@@ -71,3 +71,6 @@ from .settings import (  # noqa: E402
     set_printoptions,
     use_deterministic_algorithms,
 )
+
+# NOTE: freed NumPy memory stays mapped for the next training step (no page faults): host_memory.py
+host_memory.tune()

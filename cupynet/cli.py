@@ -143,6 +143,7 @@ def _info() -> dict:
     report["fp16_supported"], report["bf16_supported"] = _precision_support()
     from cupynet.cuda.headers import headers_report
     report["kernel_headers"] = headers_report()
+    report["host_malloc"] = cupynet.host_memory.state()
     return report
 
 
