@@ -209,24 +209,53 @@ def test_channels_first_columns_of_the_cupy_path_match_torch_on_numpy(monkeypatc
 
 
 @pytest.mark.parametrize("kw", [dict(padding=1), dict(padding=(2, 0), dilation=2), dict(padding="same", groups=2),
-                                dict(padding=0)])
-def test_input_gradient_as_a_flipped_convolution_matches_torch(kw):
-    # NOTE: 16+ input channels per group and stride 1 take the flipped-kernel path for the input gradient
-    assert conv.FLIPPED_MIN_CHANNELS <= 16
+                                dict(padding=0), dict(stride=2, padding=1),
+                                dict(stride=(2, 3), dilation=(1, 2), groups=4)])
+def test_input_gradient_by_tap_matches_torch(kw):
+    # NOTE: the NumPy input gradient (one GEMM per kernel tap, _transpose_by_tap) for 16 channels per group
     groups = kw.get("groups", 1)
-    check_op([(2, 16 * groups, 5, 6), (4, 16, 3, 3), (4,)], lambda x, w, b: ops.conv2d(x, w, b, **kw),
+    check_op([(2, 16 * groups, 7, 8), (4 * groups, 16, 3, 3), (4 * groups,)], lambda x, w, b: ops.conv2d(x, w, b, **kw),
              lambda x, w, b: F.conv2d(x, w, b, **kw), gradgrad=False)
     check_op([(2, 4, 5, 6), (4, 16, 3, 3), (16,)], lambda x, w, b: ops.conv_transpose2d(x, w, b),
              lambda x, w, b: F.conv_transpose2d(x, w, b), gradgrad=False)
 
 
-def test_flipped_and_col2im_input_gradients_agree(monkeypatch):
+@pytest.mark.parametrize("nd,kernel,stride,dilation,padding,groups", [
+    (1, (4,), (3,), (2,), (3,), 1), (2, (3, 2), (1, 2), (2, 1), (1, 0), 2),
+    (3, (2, 3, 2), (2, 1, 1), (1, 1, 2), (1, 1, 0), 3)])
+def test_transpose_by_tap_is_the_adjoint_of_conv(nd, kernel, stride, dilation, padding, groups):
+    # NOTE: <conv(x, w), g> == <x, conv_transpose(g, w)> for every x and g: the identity that makes the
+    # per-tap scatter the input gradient. float64 sums of ~1e3 products: agreement to ~1e-13 relative.
     from cupynet.ops._conv_args import check_conv
-    rng = np.random.default_rng(3)
-    x, w = rng.standard_normal((2, 32, 7, 6)), rng.standard_normal((8, 16, 3, 2))
-    geoms, _ = check_conv("conv2d", 2, cn.tensor(x), cn.tensor(w), None, 1, (1, 0), (1, 2), 2)
-    assert conv._flipped_geoms(geoms) is not None
-    g = rng.standard_normal((2, 8) + tuple(gm.out for gm in geoms))
-    flipped = conv.conv_transpose_arrays(g, w, None, geoms, 2)
-    monkeypatch.setattr(conv, "FLIPPED_MIN_CHANNELS", 10 ** 9)
-    np.testing.assert_allclose(flipped, conv.conv_transpose_arrays(g, w, None, geoms, 2), rtol=1e-12, atol=1e-12)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3 * groups) + (7, 6, 5)[:nd])
+    w = rng.standard_normal((2 * groups, 3) + kernel)
+    geoms, _ = check_conv(f"conv{nd}d", nd, cn.tensor(x), cn.tensor(w), None, stride, padding, dilation, groups)
+    g = rng.standard_normal((2, 2 * groups) + tuple(gm.out for gm in geoms))
+    y = conv.conv_arrays(x, w, None, geoms, groups)
+    dx = conv.conv_transpose_arrays(g, w, None, geoms, groups)
+    assert dx.shape == x.shape and dx.flags.c_contiguous
+    lhs, rhs = float(np.sum(y * g)), float(np.sum(x * dx))
+    assert abs(lhs - rhs) <= 1e-12 * max(1.0, float(np.sum(np.abs(y * g))))
+
+
+@pytest.mark.parametrize("nd,kernel,stride,dilation,padding,groups", [
+    (1, (4,), (3,), (2,), (3,), 1), (2, (3, 3), (1, 1), (1, 1), (1, 1), 1), (2, (3, 2), (1, 2), (2, 1), (1, 0), 2),
+    (3, (2, 3, 2), (2, 1, 1), (1, 1, 2), (1, 1, 0), 3)])
+def test_both_numpy_column_orders_agree(monkeypatch, nd, kernel, stride, dilation, padding, groups):
+    # NOTE: channels-last columns and by-tap (channels-first) columns hold the same products, summed in
+    # another order: float64 results agree to a few ulps of the largest partial sum
+    from cupynet.ops._conv_args import check_conv
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((3, 2 * groups) + (9, 8, 7)[:nd])
+    w = rng.standard_normal((2 * groups, 2) + kernel)
+    geoms, _ = check_conv(f"conv{nd}d", nd, cn.tensor(x), cn.tensor(w), None, stride, padding, dilation, groups)
+    g = rng.standard_normal((3, 2 * groups) + tuple(gm.out for gm in geoms))
+    results = {}
+    for last in (True, False):
+        monkeypatch.setattr(conv, "_columns_channels_last", lambda *a, last=last: last)
+        y, cols = conv.conv_arrays(x, w, None, geoms, groups, keep_cols=True)
+        results[last] = (y, conv.conv_weight_arrays(x, g, geoms, groups, cols=cols),
+                         conv.conv_weight_arrays(x, g, geoms, groups))
+    for a, b in zip(results[True], results[False]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
