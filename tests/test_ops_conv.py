@@ -243,8 +243,8 @@ def test_transpose_by_tap_is_the_adjoint_of_conv(nd, kernel, stride, dilation, p
     (1, (4,), (3,), (2,), (3,), 1), (2, (3, 3), (1, 1), (1, 1), (1, 1), 1), (2, (3, 2), (1, 2), (2, 1), (1, 0), 2),
     (3, (2, 3, 2), (2, 1, 1), (1, 1, 2), (1, 1, 0), 3)])
 def test_both_numpy_column_orders_agree(monkeypatch, nd, kernel, stride, dilation, padding, groups):
-    # NOTE: channels-last columns and by-tap (channels-first) columns hold the same products, summed in
-    # another order: float64 results agree to a few ulps of the largest partial sum
+    # NOTE: channels-last columns and per-sample by-tap columns hold the same products, summed in another
+    # order: float64 results agree to a few ulps of the largest partial sum
     from cupynet.ops._conv_args import check_conv
     rng = np.random.default_rng(11)
     x = rng.standard_normal((3, 2 * groups) + (9, 8, 7)[:nd])
@@ -252,10 +252,11 @@ def test_both_numpy_column_orders_agree(monkeypatch, nd, kernel, stride, dilatio
     geoms, _ = check_conv(f"conv{nd}d", nd, cn.tensor(x), cn.tensor(w), None, stride, padding, dilation, groups)
     g = rng.standard_normal((3, 2 * groups) + tuple(gm.out for gm in geoms))
     results = {}
-    for last in (True, False):
-        monkeypatch.setattr(conv, "_columns_channels_last", lambda *a, last=last: last)
+    for per_sample in (True, False):
+        monkeypatch.setattr(conv, "_per_sample_columns", lambda *a, per_sample=per_sample: per_sample)
         y, cols = conv.conv_arrays(x, w, None, geoms, groups, keep_cols=True)
-        results[last] = (y, conv.conv_weight_arrays(x, g, geoms, groups, cols=cols),
+        assert cols.ndim == (4 if per_sample else 3)
+        results[per_sample] = (y, conv.conv_weight_arrays(x, g, geoms, groups, cols=cols),
                          conv.conv_weight_arrays(x, g, geoms, groups))
     for a, b in zip(results[True], results[False]):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)

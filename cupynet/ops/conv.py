@@ -59,19 +59,20 @@ def channels_last(x):
     return not fused.kernels_enabled(x)
 
 
-def _columns_channels_last(x, geoms, groups):
-    """The column order for ``x``: True for channels last ``(*kernel, C/G)``, False for ``(C/G, *kernel)``.
+def _per_sample_columns(x, geoms, groups):
+    """True when ``x``'s im2col runs per sample, by kernel tap: NumPy, and the taps' runs are the longer.
 
-    NOTE (issue 15): on NumPy the one copy that builds the columns moves contiguous runs of
-    ``kernel[-1] * C/G`` elements channels last, or of ``out[-1]`` elements channels first by tap
-    (stride 1 in the last dimension); the longer runs win (first layers with 1-3 channels: by tap,
-    4-8x faster to build). CuPy's fused kernels are channels first.
+    NOTE (issue 15): the one copy that builds the columns moves contiguous runs of ``kernel[-1] * C/G``
+    elements channels last, or of ``out[-1]`` elements per sample and tap (stride 1 in the last
+    dimension); the longer runs win. First layers (1-3 channels) go per sample: their columns build
+    4-8x faster, and the per-sample GEMMs write NCHW directly (no output transpose, which costs more
+    than the GEMM itself at 16 output channels). CuPy's fused kernels take the matrix path.
     """
     if not channels_last(x):
         return False
     last = geoms[-1]
-    by_tap_run = last.out if last.stride == 1 else 1
-    return x.shape[1] // groups * last.kernel >= by_tap_run
+    run = last.out if last.stride == 1 else 1
+    return x.shape[1] // groups * last.kernel < run
 
 
 def padded_channels_last(x, geoms, value=0.0):
@@ -114,11 +115,11 @@ def windows_channels_last(buf, geoms, groups=1):
 def _cols(x, geoms, groups, last):
     """im2col: ``x`` (N, C, *size) -> (G, N * prod(out), C/G * prod(kernel)), one copy.
 
-    Channels-last columns ``(*kernel, C/G)`` when ``last``, else channels-first ``(C/G, *kernel)``:
-    the fused kernel on CuPy, ``_cols_by_tap`` on NumPy.
+    Channels-last columns ``(*kernel, C/G)`` when ``last``, else channels-first ``(C/G, *kernel)``
+    (the fused kernel on CuPy).
     """
     if not last:
-        return fused.im2col(x, geoms, groups) if fused.kernels_enabled(x) else _cols_by_tap(x, geoms, groups)
+        return fused.im2col(x, geoms, groups)
     nd = len(geoms)
     win = windows_channels_last(padded_channels_last(x, geoms), geoms, groups)
     win = win.transpose((1 + 2 * nd, 0) + tuple(range(1, 1 + 2 * nd)) + (2 + 2 * nd,))
@@ -127,22 +128,19 @@ def _cols(x, geoms, groups, last):
     return win.reshape(groups, rows, x.shape[1] // groups * math.prod(g.kernel for g in geoms))
 
 
-def _cols_by_tap(x, geoms, groups):
-    """Channels-first columns on NumPy: a ``(G, C/G, *kernel, N, *out)`` array, one strided copy per
-    tap, returned as its ``(G, N * prod(out), C/G * prod(kernel))`` transposed view (BLAS reads it
-    transposed, no second copy)."""
-    xp, nd = xp_of(x), len(geoms)
+def _sample_cols(x, geoms, groups):
+    """Per-sample columns on NumPy: (N, C, *size) -> (N, G, C/G * prod(kernel), prod(out)), one strided copy
+    per kernel tap (rows in the weight's own ``(C/G, *kernel)`` order)."""
+    xp = xp_of(x)
     n, c = x.shape[0], x.shape[1]
     kernel, out = tuple(g.kernel for g in geoms), tuple(g.out for g in geoms)
-    padded = pad_input(x, geoms, 0.0).reshape((n, groups, c // groups) + tuple(g.padded for g in geoms))
-    cols = xp.empty((groups, c // groups) + kernel + (n,) + out, dtype=x.dtype)
+    padded = pad_input(x, geoms, 0.0)
+    cols = xp.empty((n, c) + kernel + out, dtype=x.dtype)
     for tap in itertools.product(*(range(k) for k in kernel)):
         source = tuple(slice(k * g.dilation, k * g.dilation + (g.out - 1) * g.stride + 1, g.stride)
                        for k, g in zip(tap, geoms))
-        cols[(slice(None), slice(None)) + tap] = padded[(Ellipsis,) + source].transpose(
-            (1, 2, 0) + tuple(range(3, 3 + nd)))
-    rows, depth = n * math.prod(out), c // groups * math.prod(kernel)
-    return cols.reshape(groups, depth, rows).transpose(0, 2, 1)
+        cols[(slice(None), slice(None)) + tap] = padded[(Ellipsis,) + source]
+    return cols.reshape(n, groups, c // groups * math.prod(kernel), math.prod(out))
 
 
 def _weight_matrix(w, groups, last):
@@ -221,10 +219,16 @@ def conv_arrays(x, w, bias, geoms, groups, keep_cols=False):
 
 def _conv_unrounded(x, w, geoms, groups, fp32_out):
     """im2col + GEMM: ``(y, cols)`` with ``y`` (N, O, *out) in fp32 for half inputs when ``fp32_out``."""
-    last = _columns_channels_last(x, geoms, groups)
+    out = tuple(g.out for g in geoms)
+    if _per_sample_columns(x, geoms, groups):
+        cols = _sample_cols(x, geoms, groups)
+        wmat = w.reshape(groups, w.shape[0] // groups, cols.shape[2])          # (G, O/G, C/G * prod(kernel))
+        y = matmul_arrays(wmat, cols, fp32_out=fp32_out)                       # (N, G, O/G, prod(out)): NCHW
+        return y.reshape((x.shape[0], w.shape[0]) + out), cols
+    last = channels_last(x)
     cols = _cols(x, geoms, groups, last)
     y = _gemm(cols, _weight_matrix(w, groups, last), fp32_out=fp32_out)
-    return _from_out_matrix(y, x.shape[0], tuple(g.out for g in geoms)), cols
+    return _from_out_matrix(y, x.shape[0], out), cols
 
 
 def _transpose_by_tap(g, w, geoms, groups):
@@ -289,16 +293,17 @@ def conv_weight_arrays(x, g, geoms, groups, cols=None):
         groups: number of groups.
         cols: ``x``'s im2col columns when the forward kept them (else they are built here).
     """
-    last = _columns_channels_last(x, geoms, groups)
+    kernel = tuple(gm.kernel for gm in geoms)
+    if (cols is None and _per_sample_columns(x, geoms, groups)) or (cols is not None and cols.ndim == 4):
+        cols = _sample_cols(x, geoms, groups) if cols is None else cols
+        n, o = g.shape[0], g.shape[1]
+        per_sample = matmul_arrays(g.reshape(n, groups, o // groups, cols.shape[3]), cols.swapaxes(2, 3),
+                                   fp32_out=True)                              # (N, G, O/G, C/G * prod(kernel))
+        return per_sample.sum(axis=0).astype(g.dtype, copy=False).reshape((o, x.shape[1] // groups) + kernel)
+    last = channels_last(x)
     cols = _cols(x, geoms, groups, last) if cols is None else cols
-    rows = _out_matrix(g, groups)
-    if cols.strides[-1] > cols.strides[-2]:
-        # NOTE: by-tap columns are a transposed view: (cols^T @ g)^T reads both operands contiguously
-        # (measured 2x faster than g^T @ cols there; the other way round for channels-last columns)
-        wg = _gemm(cols.transpose(0, 2, 1), rows).transpose(0, 2, 1)
-    else:
-        wg = _gemm(rows.transpose(0, 2, 1), cols)
-    return _weight_from_matrix(wg, x.shape[1] // groups, tuple(gm.kernel for gm in geoms), last)
+    wg = _gemm(_out_matrix(g, groups).transpose(0, 2, 1), cols)
+    return _weight_from_matrix(wg, x.shape[1] // groups, kernel, last)
 
 
 def _bias_grad(grad):
