@@ -58,7 +58,8 @@ from .nn.parameter import Parameter
 from .tensor import Tensor
 
 __all__ = ["save", "load", "CheckpointError", "WeightsOnlyError", "FORMAT_VERSION", "atomic_write", "TEMP_MARKER",
-           "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
+           "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
+           "get_unsafe_globals_in_checkpoint"]
 
 FORMAT_VERSION = 2
 _READABLE_VERSIONS = (1, 2)  # NOTE: version 2 added objects, global references, shared nodes, OrderedDict, set
@@ -492,6 +493,20 @@ def _load_file(f, path, map_location, allowed):
         map_location: as ``load`` takes it.
         allowed: {name: object} of the globals the file may name, or None to import whatever it names.
     """
+    f, size, manifest, specs = _open_checked(f, path)
+    arrays = [_read_array(f, path, size, spec) for spec in specs]
+    f.seek(size)  # NOTE: the archive runs to the end of the file (its directory is at the end); leave f there
+    target = backend.device(map_location) if map_location is not None else None
+    return _Decoder(path, arrays, target, allowed).decode_root(manifest["tree"])
+
+
+def _open_checked(f, path):
+    """The file seen from its current position, its size, its manifest and the checked array entries.
+
+    Args:
+        f: a seekable binary file.
+        path: its name, for errors.
+    """
     f = _Window(f)
     size = f.size
     head = f.read(4)
@@ -505,10 +520,38 @@ def _load_file(f, path, map_location, allowed):
         infos = _check_archive(zf, path, size)
         manifest = _read_manifest(zf, infos, path)
         specs = [_check_array_entry(path, entry, i, infos) for i, entry in enumerate(manifest["arrays"])]
-    arrays = [_read_array(f, path, size, spec) for spec in specs]
-    f.seek(size)  # NOTE: the archive runs to the end of the file (its directory is at the end); leave f there
-    target = backend.device(map_location) if map_location is not None else None
-    return _Decoder(path, arrays, target, allowed).decode_root(manifest["tree"])
+    return f, size, manifest, specs
+
+
+def get_unsafe_globals_in_checkpoint(f) -> list:
+    """The classes and functions a checkpoint names that the allow-list does not have (sorted ``module.qualname``).
+
+    Reads the manifest only: nothing is imported or built. What ``load(f)`` would refuse with
+    ``WeightsOnlyError``, all at once.
+
+    Args:
+        f: a path, or a readable binary file object (read from its current position, left there).
+    """
+    if _is_file_object(f):
+        start = f.tell() if callable(getattr(f, "tell", None)) else None
+        manifest = _open_checked(_seekable(f), _file_name(f))[2]
+        if start is not None:
+            f.seek(start)
+    else:
+        with open(os.fspath(f), "rb") as opened:
+            manifest = _open_checked(opened, os.fspath(f))[2]
+    allowed, found, stack = _allowed_globals(), set(), [manifest["tree"]]
+    while stack:  # NOTE: a stack, not recursion: the JSON parser already bounded the nesting
+        node = stack.pop()
+        if isinstance(node, dict):
+            for tag in ("__object__", "__global__"):
+                name = node.get(tag)
+                if isinstance(name, list) and len(name) == 2 and all(isinstance(v, str) for v in name):
+                    found.add(".".join(name))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return sorted(found - set(allowed))
 
 
 @contextlib.contextmanager

@@ -18,6 +18,7 @@ import pytest
 
 import cupynet as cn
 import cupynet.nn.functional as F
+from cupynet import serialization
 from cupynet.serialization import (
     CheckpointError,
     WeightsOnlyError,
@@ -391,3 +392,21 @@ def test_a_class_of_the_script_loads_in_another_process(tmp_path):
 
     saved = run("save")
     assert run("load") == ["refused: True", *saved]
+
+
+def test_get_unsafe_globals_in_checkpoint_lists_what_load_would_refuse(tmp_path):
+    path = tmp_path / "m.pt"
+    save(cn.nn.TransformerEncoderLayer(8, 2, 16), path)
+    names = serialization.get_unsafe_globals_in_checkpoint(path)
+    assert names == sorted(["cupynet.nn.transformer.TransformerEncoderLayer", "cupynet.nn.attention.MultiheadAttention",
+                            "cupynet.nn.attention.NonDynamicallyQuantizableLinear", "cupynet.nn.linear.Linear",
+                            "cupynet.nn.activation.Dropout", "cupynet.nn.normalization.LayerNorm",
+                            "cupynet.ops.activation.relu"])
+    with safe_globals([cn.nn.Linear, F.relu]):
+        with open(path, "rb") as f:
+            assert serialization.get_unsafe_globals_in_checkpoint(f) == [n for n in names if n not in (
+                "cupynet.nn.linear.Linear", "cupynet.ops.activation.relu")]
+            assert f.tell() == 0
+    assert serialization.get_unsafe_globals_in_checkpoint(tmp_path / "m.pt") == names
+    save({"w": cn.ones(2)}, path)
+    assert serialization.get_unsafe_globals_in_checkpoint(path) == []
