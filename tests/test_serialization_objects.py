@@ -410,3 +410,21 @@ def test_get_unsafe_globals_in_checkpoint_lists_what_load_would_refuse(tmp_path)
     assert serialization.get_unsafe_globals_in_checkpoint(tmp_path / "m.pt") == names
     save({"w": cn.ones(2)}, path)
     assert serialization.get_unsafe_globals_in_checkpoint(path) == []
+
+
+def chain_of(count):
+    chain = Counted()
+    for _ in range(count - 1):
+        outer = Counted()
+        outer.inner, chain = chain, outer
+    return chain
+
+
+def test_save_refuses_objects_nested_deeper_than_load_reads(tmp_path):
+    # NOTE: each object adds two levels (the object, its state dict): 50 objects reach depth 100 and load
+    with safe_globals([Counted]):
+        loaded = round_trip(chain_of(50))
+    assert loaded.inner.inner.value == 1
+    with pytest.raises(ValueError, match="nested more than 100 containers deep"):
+        save(chain_of(52), tmp_path / "c.ckpt")
+    assert not list(tmp_path.iterdir())
