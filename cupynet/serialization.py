@@ -3,12 +3,21 @@
 File format (version 1), documented in docs/checkpoints.md:
 
 * a ZIP archive, entries stored uncompressed (``ZIP_STORED``);
-* ``manifest.json``: ``{"format": "cupynet", "version": 1, "tree": ..., "arrays": [...]}``
+* ``manifest.json``: ``{"format": "cupynet", "version": 2, "tree": ..., "arrays": [...]}``
   where ``tree`` is the saved object as tagged JSON (so int dict keys, tuples and
   non-finite floats survive) and each array entry gives ``file``, ``dtype``,
   ``shape``, ``nbytes``, ``crc32`` and the ``device`` it was saved from;
 * ``arrays/N.bin``: the raw little-endian bytes of array N in C order. bfloat16
   and float16 are stored bit for bit.
+
+Objects (a whole ``nn.Module``, ``torch.save(model, f)``) are data too: the tree names the
+object's class by module and qualified name and holds its ``__dict__`` as a tree; a function or
+class held as a value is a reference by name. Loading rebuilds an object only when its class is
+allow-listed (``add_safe_globals`` / ``safe_globals``, as torch's ``weights_only`` loader does),
+with ``cls.__new__(cls)`` and its ``__dict__`` filled in: no ``__init__``, no ``__setstate__``,
+no ``__reduce__``. A tensor or object met twice is written once and referred to after
+(``"memo"`` / ``__memo__``), so tied weights stay tied and cycles through objects survive.
+Version 1 files (no objects, no OrderedDicts) are still read.
 
 Loading never unpickles and never executes anything; every way a file can be
 wrong is a ``CheckpointError`` naming the file. Every size, offset and shape is
@@ -26,25 +35,34 @@ any moment leaves either the old file or the new one, plus at worst a
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import json
 import math
 import os
+import pickle
 import re
 import struct
+import sys
 import time
+import types
 import zipfile
 import zlib
+from collections import OrderedDict
 
 import numpy
 
 from . import backend, dtypes
 from ._atomic import TEMP_MARKER, atomic_write, stall_point
+from .nn.parameter import Parameter
 from .tensor import Tensor
 
-__all__ = ["save", "load", "CheckpointError", "FORMAT_VERSION", "atomic_write", "TEMP_MARKER"]
+__all__ = ["save", "load", "CheckpointError", "WeightsOnlyError", "FORMAT_VERSION", "atomic_write", "TEMP_MARKER",
+           "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
+           "get_unsafe_globals_in_checkpoint"]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+_READABLE_VERSIONS = (1, 2)  # NOTE: version 2 added objects, global references, shared nodes, OrderedDict, set
 _MAX_NDIM = 64  # NumPy's and CuPy's limit
 _MAX_DEPTH = 100  # nesting of saved containers (a state dict needs about 6)
 _MAX_INT_DIGITS = 4300  # Python's default limit for int("..."); also bounds the work of parsing one
@@ -62,14 +80,119 @@ class CheckpointError(ValueError):
     """A checkpoint file that cannot be read: names the file and what is wrong with it."""
 
 
+class WeightsOnlyError(CheckpointError, pickle.UnpicklingError):
+    """A checkpoint names a class or function that ``load(weights_only=True)`` may not use (not allow-listed).
+
+    NOTE: also a ``pickle.UnpicklingError``, the error torch raises here, so ``except`` clauses written
+    for torch still catch it; nothing is ever unpickled.
+    """
+
+
+# ---- the allow-list (torch.serialization's safe globals) ---------------------------------------------
+# NOTE: process-wide, as torch's is: add_safe_globals is meant for the whole program; the safe_globals
+# context manager restores the list it found on exit.
+_SAFE_GLOBALS = []
+_DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+
+
+def _global_name(obj) -> str:
+    """``module.qualname`` of a class or function, the name a file records and the allow-list matches."""
+    return f"{obj.__module__}.{obj.__qualname__}"
+
+
+def _checked_safe_global(entry, caller):
+    """``entry`` if it is a class or function (or an ``(object, "module.Name")`` pair), else a TypeError."""
+    if isinstance(entry, tuple):
+        if len(entry) != 2 or not isinstance(entry[1], str) or not _DOTTED.match(entry[1]):
+            raise TypeError(f"{caller}: a pair must be (object, 'module.Name') with a dotted name, got {entry!r:.120}")
+        return entry
+    if not isinstance(getattr(entry, "__module__", None), str) or \
+            not isinstance(getattr(entry, "__qualname__", None), str):
+        raise TypeError(f"{caller}: expected classes or functions (or (object, 'module.Name') pairs), got "
+                        f"{type(entry).__name__} {entry!r:.80}")
+    return entry
+
+
+def _allowed_globals() -> dict:
+    """{'module.qualname': object} of the allow-list, as load(weights_only=True) looks names up."""
+    return {(e[1] if isinstance(e, tuple) else _global_name(e)): (e[0] if isinstance(e, tuple) else e)
+            for e in _SAFE_GLOBALS}
+
+
+def add_safe_globals(safe_globals: list) -> None:
+    """Allow ``load`` (weights_only=True) to rebuild objects of these classes and refer to these functions.
+
+    Args:
+        safe_globals: a list of classes and functions, or ``(object, "module.Name")`` pairs that allow
+            ``object`` under a name other than its own. Each is checked before any is added.
+    """
+    if not isinstance(safe_globals, (list, tuple)):
+        raise TypeError(f"add_safe_globals: expected a list of classes or functions, got "
+                        f"{type(safe_globals).__name__}")
+    _SAFE_GLOBALS.extend([_checked_safe_global(e, "add_safe_globals") for e in safe_globals])
+
+
+def get_safe_globals() -> list:
+    """The allow-listed classes and functions (a copy of the list)."""
+    return list(_SAFE_GLOBALS)
+
+
+def clear_safe_globals() -> None:
+    """Empty the allow-list."""
+    _SAFE_GLOBALS.clear()
+
+
+class safe_globals:  # noqa: N801 - torch.serialization's name
+    """Context manager: allow-list ``safe_globals`` inside the block; on exit the list is as it was before.
+
+    Args:
+        safe_globals: a list of classes and functions (or ``(object, "module.Name")`` pairs), as
+            ``add_safe_globals`` takes.
+    """
+
+    def __init__(self, safe_globals: list):
+        if not isinstance(safe_globals, (list, tuple)):
+            raise TypeError(f"safe_globals: expected a list of classes or functions, got "
+                            f"{type(safe_globals).__name__}")
+        self.safe_globals = [_checked_safe_global(e, "safe_globals") for e in safe_globals]
+        self.before = None
+
+    def __enter__(self):
+        self.before = get_safe_globals()
+        _SAFE_GLOBALS.extend(self.safe_globals)
+
+    def __exit__(self, *exc):
+        _SAFE_GLOBALS[:] = self.before
+        return False
+
+
+def _unrebuildable(cls):
+    """Why instances of ``cls`` cannot be saved as ``__dict__`` and rebuilt with ``cls.__new__``; None if they can."""
+    if not isinstance(cls, type):
+        return f"{cls!r:.80} is not a class"
+    for base in cls.__mro__[:-1]:
+        if not base.__flags__ & (1 << 9):  # NOTE: Py_TPFLAGS_HEAPTYPE: a class written in Python
+            return f"{cls.__name__} derives from the built-in type {base.__name__}"
+        if [slot for slot in base.__dict__.get("__slots__", ()) if slot not in ("__dict__", "__weakref__")]:
+            return f"{cls.__name__} keeps state in __slots__"
+    if cls.__new__ is not object.__new__:
+        return f"{cls.__name__} defines its own __new__"
+    return None
+
+
 # ---- writing --------------------------------------------------------------------------------------
 class _Encoder:
     """Turns a nested object into tagged JSON plus a list of arrays."""
 
     def __init__(self):
         self.arrays = []
+        self.seen = {}  # id -> (object, node): tensors and objects met so far, to write each once
+        self.memos = 0
+        self.in_object = 0  # how many objects' states are being encoded around the current node
 
     def encode(self, obj, path="obj", depth=0):
+        if isinstance(obj, Tensor) or _is_instance_object(obj):
+            return self._once(obj, path, depth)
         if depth > _MAX_DEPTH:
             raise ValueError(f"save: {path} is nested more than {_MAX_DEPTH} containers deep (a cycle?)")
         if obj is None or isinstance(obj, (bool, str)):
@@ -80,8 +203,6 @@ class _Encoder:
             return int(obj)
         if isinstance(obj, float):
             return float(obj) if math.isfinite(obj) else {"__float__": repr(float(obj))}
-        if isinstance(obj, Tensor):
-            return {"__tensor__": self._add(obj.array, path), "requires_grad": obj.requires_grad}
         if isinstance(obj, numpy.generic):
             self._check_dtype(obj.dtype, path)
             return {"__scalar__": str(obj.dtype), "value": self.encode(obj.item(), path, depth + 1)}
@@ -93,15 +214,63 @@ class _Encoder:
         if isinstance(obj, (list, tuple)):
             items = [self.encode(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(obj)]
             return {"__list__": items} if isinstance(obj, list) else {"__tuple__": items}
-        if isinstance(obj, dict):
-            return {"__dict__": [[self.encode(k, f"{path} key", depth + 1), self.encode(v, f"{path}[{k!r}]", depth + 1)]
-                                 for k, v in obj.items()]}
-        if callable(getattr(type(obj), "state_dict", None)):
-            raise TypeError(f"save: {path} is a {type(obj).__name__} object; checkpoints hold data, never objects: "
-                            f"save its state_dict() instead (cupynet.save(x.state_dict(), path)) and restore "
-                            f"it with load_state_dict(cupynet.load(path))")
+        if isinstance(obj, (set, dict)):
+            return self._mapping(obj, path, depth)
+        if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
+            return {"__global__": self._name(obj, path)}
         raise TypeError(f"save: cannot save {path} of type {type(obj).__name__}; checkpoints hold tensors, arrays, "
-                        "numbers, strings, None, lists, tuples and dicts (no pickled objects)")
+                        "numbers, strings, None, lists, tuples, dicts, sets, module-level functions and classes, "
+                        "and objects of Python classes (as their __dict__; no pickled objects)")
+
+    def _mapping(self, obj, path, depth):
+        if isinstance(obj, set):
+            return {"__set__": [self.encode(v, f"{path} item", depth + 1) for v in obj]}
+        if self.in_object and type(obj) not in (dict, OrderedDict):
+            raise TypeError(f"save: cannot save {path} of type {type(obj).__name__} inside an object: it would load "
+                            "as a plain dict; save the object's state_dict() instead, if it has one")
+        pairs = [[self.encode(k, f"{path} key", depth + 1), self.encode(v, f"{path}[{k!r}]", depth + 1)]
+                 for k, v in obj.items()]
+        # NOTE: outside objects, other dict subclasses (defaultdict) are saved as plain dicts, as version 1 did
+        return {"__odict__": pairs} if isinstance(obj, OrderedDict) else {"__dict__": pairs}
+
+    def _once(self, obj, path, depth):
+        """A tensor or object the first time it is met; after that a reference to it (``__memo__``)."""
+        if id(obj) in self.seen:
+            node = self.seen[id(obj)][1]
+            if "memo" not in node:  # NOTE: only nodes met twice get a number, so plain files stay as before
+                node["memo"], self.memos = self.memos, self.memos + 1
+            return {"__memo__": node["memo"]}
+        if depth > _MAX_DEPTH:
+            raise ValueError(f"save: {path} is nested more than {_MAX_DEPTH} containers deep")
+        if isinstance(obj, Tensor):
+            node = {"__tensor__": self._add(obj.array, path), "requires_grad": obj.requires_grad}
+            if isinstance(obj, Parameter):
+                node["parameter"] = True
+            self.seen[id(obj)] = (obj, node)
+            return node
+        reason = _unrebuildable(type(obj))
+        if reason is not None or not hasattr(obj, "__dict__"):
+            raise TypeError(f"save: cannot save {path} of type {type(obj).__name__}: {reason or 'it has no __dict__'}"
+                            f" (objects are saved as their class name and __dict__)")
+        node = {"__object__": self._name(type(obj), path)}
+        self.seen[id(obj)] = (obj, node)  # NOTE: before the state, so a cycle back to obj becomes a reference
+        self.in_object += 1
+        node["state"] = self.encode(vars(obj), f"{path}.__dict__", depth + 1)
+        self.in_object -= 1
+        return node
+
+    @staticmethod
+    def _name(obj, path):
+        """[module, qualname] of a module-level class or function, checked to find ``obj`` again."""
+        module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+        found = sys.modules.get(module) if isinstance(module, str) and isinstance(qualname, str) else None
+        for part in qualname.split(".") if found is not None else ():
+            found = getattr(found, part, None)
+        if found is not obj:
+            raise TypeError(f"save: cannot save {path} of type {type(obj).__name__}: {obj!r:.80} cannot be found "
+                            f"again by its name {module}.{qualname} (a lambda, a local function or class?); only "
+                            "module-level functions and classes are saved, by name")
+        return [module, qualname]
 
     def _add(self, array, path):
         self._check_dtype(array.dtype, path)
@@ -113,6 +282,12 @@ class _Encoder:
         if str(dtype) not in _ALLOWED_DTYPES:
             raise TypeError(f"save: {path} has dtype {dtype}, which checkpoints do not support "
                             f"(supported: {', '.join(_ALLOWED_DTYPES)})")
+
+
+def _is_instance_object(obj):
+    """True for an instance of a Python class that the tree holds as class name + ``__dict__`` (a Module, ...)."""
+    return type(obj).__flags__ & (1 << 9) and not _is_array(obj) and not isinstance(obj, (
+        type, types.FunctionType, int, float, str, list, tuple, dict, set, numpy.generic, numpy.dtype))
 
 
 def _is_array(obj):
@@ -129,7 +304,12 @@ def _host_array(array):
 
 
 def save(obj, f, pickle_module=None, pickle_protocol=None, *, _use_new_zipfile_serialization=True):
-    """Save tensors, arrays, numbers, strings and None in nested dicts/lists/tuples to ``f``.
+    """Save tensors, arrays, numbers, strings and None in nested dicts/lists/tuples/sets, or whole objects, to ``f``.
+
+    An object of a Python class (a model: ``torch.save(model, f)``) is written as data: its class's
+    module and qualified name, and its ``__dict__``; a module-level function or class held as a value is
+    written by name. Nothing is pickled. A tensor or object held twice is written once (tied weights
+    stay tied). ``load`` rebuilds such objects only for allow-listed classes (``add_safe_globals``).
 
     A path is written atomically and gets the permissions ``open(path, "w")`` would give it (0666 less the
     umask), or the replaced file's permissions; temp files left by killed saves to it are removed. A binary
@@ -137,7 +317,7 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, *, _use_new_zipfile_s
     does; atomicity is then the caller's.
 
     Args:
-        obj: the object (state dicts of models, optimizers, schedulers, scalers, NumPy arrays, ...).
+        obj: the object (state dicts of models, optimizers, schedulers, scalers, NumPy arrays, a model ...).
         f: the file to write (a path, replaced atomically if it exists, or a writable binary file object).
         pickle_module: accepted for ``torch.save`` compatibility; must be None (checkpoints are never pickled).
         pickle_protocol: likewise; ignored.
@@ -234,20 +414,25 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         map_location: ``"cpu"``, ``"cuda"``, a Device, or None to restore each array to the device it was
             saved from (a clear error if that device is not available here).
         pickle_module: accepted for ``torch.load`` compatibility; must be None (nothing is unpickled).
-        weights_only: accepted for ``torch.load`` compatibility: cupynet always loads data only, so True,
-            False and None all mean the same.
+        weights_only: True or None (torch's default): an object or function reference in the file must be
+            allow-listed (``add_safe_globals``, ``safe_globals``), else ``WeightsOnlyError``. False: any
+            class or function the file names is imported (the file is then as trusted as code: importing a
+            module runs it); even then nothing else runs: objects get no ``__init__`` or ``__setstate__``.
         mmap: accepted for ``torch.load`` compatibility; must be None or False.
     """
     if pickle_module is not None or mmap:
         raise ValueError("load: cupynet checkpoints are never unpickled or memory-mapped; pickle_module and mmap "
                          "are not supported")
+    if weights_only not in (None, True, False) or not isinstance(weights_only, (bool, type(None))):
+        raise TypeError(f"load: weights_only must be True, False or None, got {weights_only!r:.80}")
+    allowed = None if weights_only is False else _allowed_globals()
     if _is_file_object(f):
-        return _load_file(_seekable(f), _file_name(f), map_location)
+        return _load_file(_seekable(f), _file_name(f), map_location, allowed)
     path = os.fspath(f)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"load: {path} does not exist or is not a file")
     with open(path, "rb") as opened:
-        return _load_file(opened, path, map_location)
+        return _load_file(opened, path, map_location, allowed)
 
 
 def _file_name(f):
@@ -299,8 +484,29 @@ class _Window(io.RawIOBase):
         return len(data)
 
 
-def _load_file(f, path, map_location):
-    """Load from the seekable binary file ``f`` (named ``path`` in errors), from its current position."""
+def _load_file(f, path, map_location, allowed):
+    """Load from the seekable binary file ``f`` (named ``path`` in errors), from its current position.
+
+    Args:
+        f: the file.
+        path: its name, for errors.
+        map_location: as ``load`` takes it.
+        allowed: {name: object} of the globals the file may name, or None to import whatever it names.
+    """
+    f, size, manifest, specs = _open_checked(f, path)
+    arrays = [_read_array(f, path, size, spec) for spec in specs]
+    f.seek(size)  # NOTE: the archive runs to the end of the file (its directory is at the end); leave f there
+    target = backend.device(map_location) if map_location is not None else None
+    return _Decoder(path, arrays, target, allowed).decode_root(manifest["tree"])
+
+
+def _open_checked(f, path):
+    """The file seen from its current position, its size, its manifest and the checked array entries.
+
+    Args:
+        f: a seekable binary file.
+        path: its name, for errors.
+    """
     f = _Window(f)
     size = f.size
     head = f.read(4)
@@ -314,10 +520,38 @@ def _load_file(f, path, map_location):
         infos = _check_archive(zf, path, size)
         manifest = _read_manifest(zf, infos, path)
         specs = [_check_array_entry(path, entry, i, infos) for i, entry in enumerate(manifest["arrays"])]
-    arrays = [_read_array(f, path, size, spec) for spec in specs]
-    f.seek(size)  # NOTE: the archive runs to the end of the file (its directory is at the end); leave f there
-    target = backend.device(map_location) if map_location is not None else None
-    return _Decoder(path, arrays, target).decode_root(manifest["tree"])
+    return f, size, manifest, specs
+
+
+def get_unsafe_globals_in_checkpoint(f) -> list:
+    """The classes and functions a checkpoint names that the allow-list does not have (sorted ``module.qualname``).
+
+    Reads the manifest only: nothing is imported or built. What ``load(f)`` would refuse with
+    ``WeightsOnlyError``, all at once.
+
+    Args:
+        f: a path, or a readable binary file object (read from its current position, left there).
+    """
+    if _is_file_object(f):
+        start = f.tell() if callable(getattr(f, "tell", None)) else None
+        manifest = _open_checked(_seekable(f), _file_name(f))[2]
+        if start is not None:
+            f.seek(start)
+    else:
+        with open(os.fspath(f), "rb") as opened:
+            manifest = _open_checked(opened, os.fspath(f))[2]
+    allowed, found, stack = _allowed_globals(), set(), [manifest["tree"]]
+    while stack:  # NOTE: a stack, not recursion: the JSON parser already bounded the nesting
+        node = stack.pop()
+        if isinstance(node, dict):
+            for tag in ("__object__", "__global__"):
+                name = node.get(tag)
+                if isinstance(name, list) and len(name) == 2 and all(isinstance(v, str) for v in name):
+                    found.add(".".join(name))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return sorted(found - set(allowed))
 
 
 @contextlib.contextmanager
@@ -378,9 +612,9 @@ def _read_manifest(zf, infos, path):
     if not isinstance(manifest, dict) or manifest.get("format") != "cupynet":
         raise CheckpointError(f"load: {path}: manifest.json is not a cupynet manifest")
     version = manifest.get("version")
-    if type(version) is not int or version != FORMAT_VERSION:
+    if type(version) is not int or version not in _READABLE_VERSIONS:
         raise CheckpointError(f"load: {path}: format version {version!r:.80} is not supported "
-                              f"(this cupynet reads version {FORMAT_VERSION})")
+                              f"(this cupynet reads versions {', '.join(map(str, _READABLE_VERSIONS))})")
     if not isinstance(manifest.get("arrays"), list) or "tree" not in manifest:
         raise CheckpointError(f"load: {path}: manifest.json lacks 'arrays' or 'tree'")
     return manifest
@@ -452,13 +686,17 @@ class _Decoder:
     with it, each array is referenced exactly once, and nesting is bounded.
     """
 
-    def __init__(self, path, arrays, target):
+    def __init__(self, path, arrays, target, allowed):
         self.path, self.arrays, self.target, self.used = path, arrays, target, set()
+        self.allowed, self.memo = allowed, {}
         # NOTE: the whitelist: each tag, the function that decodes it and the other keys its node may have
         self.handlers = {"__list__": (self._list, ()), "__tuple__": (self._tuple, ()), "__dict__": (self._dict, ()),
+                         "__odict__": (self._odict, ()), "__set__": (self._set, ()),
                          "__float__": (self._float, ()), "__dtype__": (self._dtype, ()),
                          "__scalar__": (self._scalar, ("value",)), "__ndarray__": (self._ndarray, ()),
-                         "__tensor__": (self._tensor, ("requires_grad",))}
+                         "__tensor__": (self._tensor, ("requires_grad", "parameter", "memo")),
+                         "__object__": (self._object, ("state", "memo")), "__global__": (self._global, ()),
+                         "__memo__": (self._memo_ref, ())}
 
     def fail(self, message):
         raise CheckpointError(f"load: {self.path}: {message}")
@@ -495,9 +733,9 @@ class _Decoder:
     def _tuple(self, value, node, depth):
         return tuple(self.decode(v, depth) for v in self._items(value, "__tuple__"))
 
-    def _dict(self, value, node, depth):
-        out = {}
-        for pair in self._items(value, "__dict__"):
+    def _dict(self, value, node, depth, out=None, tag="__dict__"):
+        out = {} if out is None else out
+        for pair in self._items(value, tag):
             if not isinstance(pair, list) or len(pair) != 2:
                 self.fail(f"__dict__ item {pair!r:.80} is not a [key, value] pair")
             key = _hashable(self.decode(pair[0], depth))
@@ -508,6 +746,79 @@ class _Decoder:
                 self.fail(f"dict key of type {type(key).__name__} is not hashable")
             out[key] = self.decode(pair[1], depth)
         return out
+
+    def _odict(self, value, node, depth):
+        return self._dict(value, node, depth, OrderedDict(), "__odict__")
+
+    def _set(self, value, node, depth):
+        items = [_hashable(self.decode(v, depth)) for v in self._items(value, "__set__")]
+        try:
+            return set(items)
+        except TypeError:
+            self.fail("__set__ holds an item that is not hashable")
+
+    def _remember(self, node, obj):
+        """Record ``obj`` under the node's ``"memo"`` number, if it has one (it is referred to again)."""
+        number = node.get("memo")
+        if number is None:
+            return obj
+        if type(number) is not int or number < 0 or number in self.memo:
+            self.fail(f"memo number {number!r:.80} is not a new non-negative int")
+        self.memo[number] = obj
+        return obj
+
+    def _memo_ref(self, value, node, depth):
+        if type(value) is not int or value not in self.memo:
+            self.fail(f"__memo__ refers to {value!r:.80}, which no earlier node defines")
+        return self.memo[value]
+
+    def _resolve(self, value, tag):
+        """The class or function named by ``[module, qualname]``: from the allow-list, or imported if allowed=None."""
+        if not isinstance(value, list) or len(value) != 2 or not all(isinstance(v, str) for v in value):
+            self.fail(f"{tag} holds {value!r:.80}, not a [module, qualname] pair of strings")
+        module, qualname = value
+        if not _DOTTED.match(module) or not _DOTTED.match(qualname):
+            self.fail(f"{tag} names {module!r:.80}.{qualname!r:.80}, not a dotted Python name")
+        name = f"{module}.{qualname}"
+        if self.allowed is not None:
+            if name not in self.allowed:
+                raise WeightsOnlyError(
+                    f"load: {self.path}: weights-only load failed: Unsupported global: GLOBAL {name} was not an "
+                    f"allowed global by default. Please use `torch.serialization.add_safe_globals([{name}])` or the "
+                    f"`torch.serialization.safe_globals([{name}])` context manager (cupynet.serialization under "
+                    "cupynet's own name) to allowlist this global if you trust this class/function; or, if you "
+                    "trust the whole file, load it with weights_only=False")
+            return self.allowed[name]
+        return self._import(module, qualname)
+
+    def _import(self, module, qualname):
+        try:
+            found = importlib.import_module(module)
+        except ImportError as error:
+            raise CheckpointError(f"load: {self.path}: cannot import module {module!r:.80} that the file names "
+                                  f"({error})") from None
+        for part in qualname.split("."):
+            if not hasattr(found, part):
+                self.fail(f"module {module} has no {qualname}")
+            found = getattr(found, part)
+        return found
+
+    def _global(self, value, node, depth):
+        return self._resolve(value, "__global__")
+
+    def _object(self, value, node, depth):
+        cls = self._resolve(value, "__object__")
+        reason = _unrebuildable(cls)
+        if reason is not None:
+            self.fail(f"cannot rebuild an object of {value[0]}.{value[1]}: {reason}")
+        if "state" not in node:
+            self.fail(f"__object__ {value[0]}.{value[1]} has no state")
+        obj = self._remember(node, cls.__new__(cls))  # NOTE: object.__new__ (checked): no __init__ runs
+        state = self.decode(node["state"], depth)
+        if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
+            self.fail(f"state of {value[0]}.{value[1]} is {type(state).__name__}, not a dict of attribute names")
+        vars(obj).update(state)  # NOTE: straight into __dict__: no __setattr__ or __setstate__ runs
+        return obj
 
     def _float(self, value, node, depth):
         if not isinstance(value, str) or value not in ("inf", "-inf", "nan"):
@@ -561,12 +872,15 @@ class _Decoder:
         requires_grad = node.get("requires_grad", False)
         if type(requires_grad) is not bool:
             self.fail(f"requires_grad is {requires_grad!r:.80}, not a bool")
-        t = Tensor(self._array_at(value))
-        if requires_grad:
-            if not dtypes.is_floating(t.dtype):
-                self.fail(f"a tensor of {t.dtype} cannot require gradients")
-            t.requires_grad = True
-        return t
+        parameter = node.get("parameter", False)
+        if parameter is not True and parameter is not False:
+            self.fail(f"parameter is {parameter!r:.80}, not a bool")
+        array = self._array_at(value)
+        if requires_grad and not dtypes.is_floating(array.dtype):
+            self.fail(f"a tensor of {array.dtype} cannot require gradients")
+        t = Parameter(array, requires_grad=requires_grad) if parameter else Tensor(array)
+        t.requires_grad = requires_grad
+        return self._remember(node, t)
 
 
 def _hashable(key):

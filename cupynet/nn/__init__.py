@@ -1,6 +1,6 @@
 """``cupynet.nn``: Module, Parameter, layers, losses, ``functional``, ``init`` and ``utils`` (PyTorch's names)."""
 
-from . import functional, init, utils
+from . import functional, init, modules, utils
 from .activation import (
                          ELU,
                          GELU,
@@ -103,7 +103,7 @@ from .transformer import (
 )
 
 __all__ = [
-    "functional", "init", "utils", "Module", "Parameter", "Sequential", "ModuleList", "ModuleDict",
+    "functional", "init", "modules", "utils", "Module", "Parameter", "Sequential", "ModuleList", "ModuleDict",
     "Identity", "Linear", "Flatten", "Unflatten", "Conv1d", "Conv2d", "ConvTranspose2d",
     "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Dropout", "ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh",
     "Sigmoid", "Softmax", "LogSoftmax", "Embedding", "LayerNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d",

@@ -31,7 +31,7 @@ def _gelu(x):
 
 def _activation(activation):
     if activation == "relu":
-        return lambda x: F.relu(x)
+        return F.relu  # NOTE: the function itself, as torch's layer holds it, so torch.save(model) names it
     if activation == "gelu":
         return _gelu  # NOTE: one shared function: _ff_block fuses it with linear1 (see _linear_then_activation)
     if callable(activation):

@@ -1,0 +1,61 @@
+"""``torch.nn.modules`` and its submodules: torch's module paths for cupynet's own layer classes.
+
+A program names a class by the module torch defines it in, e.g. the allow-list of
+``torch.load(f, weights_only=True)`` in pytorch/examples word_language_model:
+``torch.nn.modules.rnn.LSTM``, ``torch.nn.modules.sparse.Embedding``. Each submodule here
+re-exports cupynet's real classes (nothing is implemented here), one file per torch submodule,
+generated from ``TORCH_NN_MODULES`` by ``scripts/gen_nn_modules.py``.
+"""
+
+import importlib
+
+# NOTE: torch.nn.modules.<name> -> {cupynet.nn module: the classes it provides}. tests/test_nn_modules.py
+# checks that each file matches this table, and that torch has each class under that very submodule.
+TORCH_NN_MODULES = {
+    "activation": {"activation": ("CELU", "ELU", "GELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish",
+                                  "Hardtanh", "LeakyReLU", "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "RReLU",
+                                  "ReLU", "ReLU6", "SELU", "SiLU", "Sigmoid", "Softmax", "Softmax2d", "Softmin",
+                                  "Softplus", "Softshrink", "Softsign", "Tanh", "Tanhshrink", "Threshold"),
+                   "attention": ("MultiheadAttention",)},
+    "batchnorm": {"normalization": ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d")},
+    "container": {"containers": ("ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Sequential")},
+    "conv": {"conv": ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d")},
+    "distance": {"loss": ("CosineSimilarity", "PairwiseDistance")},
+    "dropout": {"activation": ("Dropout",), "dropout": ("Dropout1d", "Dropout2d", "Dropout3d")},
+    "flatten": {"linear": ("Flatten", "Unflatten")},
+    "fold": {"resample": ("Fold", "Unfold")},
+    "instancenorm": {"normalization": ("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d")},
+    "linear": {"linear": ("Identity", "Linear"), "attention": ("NonDynamicallyQuantizableLinear",)},
+    "loss": {"loss": ("BCELoss", "BCEWithLogitsLoss", "CosineEmbeddingLoss", "CrossEntropyLoss",
+                      "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "L1Loss",
+                      "MSELoss", "MarginRankingLoss", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss",
+                      "MultiMarginLoss", "NLLLoss", "PoissonNLLLoss", "SmoothL1Loss", "SoftMarginLoss",
+                      "TripletMarginLoss")},
+    "module": {"module": ("Module",)},
+    "normalization": {"normalization": ("GroupNorm", "LayerNorm", "LocalResponseNorm", "RMSNorm")},
+    "padding": {"resample": ("CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d",
+                             "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d",
+                             "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d",
+                             "ZeroPad2d", "ZeroPad3d")},
+    "pixelshuffle": {"resample": ("PixelShuffle", "PixelUnshuffle")},
+    "pooling": {"pooling": ("AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AvgPool1d",
+                            "AvgPool2d", "AvgPool3d", "MaxPool1d", "MaxPool2d", "MaxPool3d")},
+    "rnn": {"rnn": ("GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase")},
+    "sparse": {"normalization": ("Embedding",), "sparse": ("EmbeddingBag",)},
+    "transformer": {"transformer": ("Transformer", "TransformerDecoder", "TransformerDecoderLayer",
+                                    "TransformerEncoder", "TransformerEncoderLayer")},
+    "upsampling": {"resample": ("Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d")},
+}
+
+__all__ = ["TORCH_NN_MODULES", *TORCH_NN_MODULES]
+
+
+def __getattr__(name):
+    """``torch.nn.modules.<name>``: the submodule, imported on first use (``torch.nn.modules.rnn.LSTM`` works).
+
+    Args:
+        name: a submodule name of the table.
+    """
+    if name in TORCH_NN_MODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
