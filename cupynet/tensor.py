@@ -20,6 +20,7 @@ reached through ``_ops``, resolved on first use, because ops import this module.
 
 from __future__ import annotations
 
+import sys
 import weakref
 
 import numpy
@@ -54,11 +55,57 @@ class _RemovableHandle:
             self._hooks.remove(self._hook)
 
 
+# NOTE: the types Tensor(array) takes as is; CuPy's ndarray joins on first sight (CuPy is imported lazily)
+_RAW_ARRAYS = {numpy.ndarray}
+
+
+def _is_raw_array(data) -> bool:
+    """True for a NumPy array or scalar (subclasses too) or a CuPy array: what ``Tensor(array)`` wraps as is."""
+    if isinstance(data, (numpy.ndarray, numpy.generic)):
+        return True
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(data, cupy.ndarray):
+        _RAW_ARRAYS.add(type(data))
+        return True
+    return False
+
+
+def _legacy_array(data, sizes):
+    """The array of PyTorch's legacy ``torch.Tensor(...)`` forms (float32, on the CPU), or a clear error."""
+    if isinstance(data, Tensor):
+        if sizes:
+            raise TypeError("Tensor(tensor): no sizes may follow a Tensor")
+        return data.array
+    if isinstance(data, int) and not isinstance(data, bool):
+        shape = (data,) + sizes
+        bad = [s for s in shape if not isinstance(s, int) or isinstance(s, bool)]
+        if bad:
+            raise TypeError(f"Tensor(*sizes): every size must be an int, got {bad[0]!r}")
+        if any(s < 0 for s in shape):
+            raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
+        return numpy.empty(shape, dtype=dtypes.float32)
+    if isinstance(data, (list, tuple)) and not sizes:
+        try:
+            return numpy.array(data, dtype=dtypes.float32)
+        except (TypeError, ValueError) as error:
+            raise TypeError(f"Tensor(data): expected a (nested) list of numbers, got {data!r:.80} ({error})") from None
+    raise TypeError(f"Tensor(): invalid data type '{type(data).__name__}'; expected an array, a (nested) list of "
+                    "numbers, sizes, or a Tensor")
+
+
 class Tensor:
     """An n-dimensional array that can record the ops applied to it for backward.
 
+    ``Tensor(array)`` wraps a NumPy or CuPy array as is (no copy, its dtype kept): the constructor
+    every op uses. PyTorch's legacy constructor forms give float32 on the CPU, as in torch:
+    ``Tensor([1, 2])`` / ``Tensor(((1, 2),))`` (data, nested 0-d tensors allowed), ``Tensor(2, 3)``
+    (uninitialized memory of that shape, as ``torch.Tensor(2, 3)``), ``Tensor()`` (empty), and
+    ``Tensor(t)`` for a Tensor ``t`` (shares its array).
+
     Args:
-        data: a NumPy or CuPy array (taken as is, not copied); it becomes ``array``.
+        data: a NumPy or CuPy array (taken as is, not copied); it becomes ``array``. Or, for the
+            legacy forms: a (nested) list or tuple of numbers, a first size, or a Tensor.
+        sizes: further sizes after an int ``data`` (legacy ``Tensor(2, 3)``).
         requires_grad: whether gradients should be computed for this (leaf) tensor.
     """
 
@@ -69,7 +116,11 @@ class Tensor:
                  "_post_acc_hooks", "__weakref__")
     __array_priority__ = 1000  # NOTE: make numpy_array * tensor call Tensor.__rmul__
 
-    def __init__(self, data, requires_grad=False):
+    def __init__(self, data=(), *sizes, requires_grad=False):
+        if type(data) not in _RAW_ARRAYS and not _is_raw_array(data):
+            data = _legacy_array(data, sizes)  # NOTE: torch.Tensor([1, 2]) / torch.Tensor(2, 3): float32
+        elif sizes:
+            raise TypeError(f"Tensor(array, *sizes): sizes follow an int, not an array; got {len(sizes)} after one")
         self.array = data
         self.grad = None
         self.grad_fn = None

@@ -169,6 +169,11 @@ def _out_matrix(g, groups):
     return g.reshape(groups, n * math.prod(g.shape[2:2 + nd]), o // groups)
 
 
+def _rows_of(rows, g):
+    """True when a caller's shared ``rows`` matrix can stand for ``g`` (autocast may have cast ``g`` since)."""
+    return rows is not None and rows.dtype == g.dtype and rows.shape[1] == math.prod(g.shape) // g.shape[1]
+
+
 def _from_out_matrix(y, n, out):
     """(G, N * prod(out), O/G) -> (N, O, *out), C-contiguous.
 
@@ -231,7 +236,7 @@ def _conv_unrounded(x, w, geoms, groups, fp32_out):
     return _from_out_matrix(y, x.shape[0], out), cols
 
 
-def _transpose_by_tap(g, w, geoms, groups):
+def _transpose_by_tap(g, w, geoms, groups, rows=None):
     """The adjoint of channels-last im2col + GEMM, one small GEMM per kernel tap: (N, O, *out) -> (N, C, *size).
 
     For each tap, ``g``'s rows times that tap's ``(O/G, C/G)`` slice of the weight is a contiguous
@@ -245,7 +250,7 @@ def _transpose_by_tap(g, w, geoms, groups):
     n, o, c = g.shape[0], w.shape[0], w.shape[1] * groups
     og, cg = o // groups, c // groups
     out = tuple(gm.out for gm in geoms)
-    rows = _out_matrix(g, groups)                                              # (G, N * prod(out), O/G)
+    rows = rows if _rows_of(rows, g) else _out_matrix(g, groups)              # (G, N * prod(out), O/G)
     taps = w.reshape((groups, og, cg, math.prod(gm.kernel for gm in geoms)))  # (G, O/G, C/G, taps)
     acc = dtypes.float32 if g.dtype in dtypes.LOW_PRECISION else g.dtype
     buf = xp.zeros((n,) + tuple(gm.padded for gm in geoms) + (groups, cg), dtype=acc)
@@ -260,7 +265,7 @@ def _transpose_by_tap(g, w, geoms, groups):
     return xp.moveaxis(buf, -1, 1)
 
 
-def conv_transpose_arrays(g, w, bias, geoms, groups):
+def conv_transpose_arrays(g, w, bias, geoms, groups, rows=None):
     """The adjoint of ``conv_arrays`` in its input: (N, O, *out) -> (N, C, *size), plus bias over C.
 
     On the channels-last path (NumPy) one GEMM per kernel tap (``_transpose_by_tap``); on CuPy one
@@ -272,18 +277,19 @@ def conv_transpose_arrays(g, w, bias, geoms, groups):
         bias: (C,) or None.
         geoms: one Geometry per spatial dimension.
         groups: number of groups.
+        rows: ``_out_matrix(g, groups)`` when the caller has it (NumPy; shared with the weight gradient).
     """
     xp = xp_of(g)
     if channels_last(g):
         # NOTE: NCHW and C-contiguous out, as _from_out_matrix (the layout the following ops run fastest on)
-        return xp.ascontiguousarray(_add_bias(_transpose_by_tap(g, w, geoms, groups), bias, g.dtype))
+        return xp.ascontiguousarray(_add_bias(_transpose_by_tap(g, w, geoms, groups, rows), bias, g.dtype))
     # NOTE: the transposed weight matrix made contiguous (it is small): BLAS runs this GEMM faster so
     wmat_t = xp.ascontiguousarray(_weight_matrix(w, groups, False).transpose(0, 2, 1))
     dcols = _gemm(_out_matrix(g, groups), wmat_t, fp32_out=True)
     return _add_bias(_col2im(dcols, g.shape[0], geoms, dcols.dtype), bias, g.dtype)
 
 
-def conv_weight_arrays(x, g, geoms, groups, cols=None):
+def conv_weight_arrays(x, g, geoms, groups, cols=None, rows=None):
     """The weight gradient: ``sum over batch and windows of g * window(x)`` -> (O, C/groups, *kernel).
 
     Args:
@@ -292,6 +298,7 @@ def conv_weight_arrays(x, g, geoms, groups, cols=None):
         geoms: one Geometry per spatial dimension.
         groups: number of groups.
         cols: ``x``'s im2col columns when the forward kept them (else they are built here).
+        rows: ``_out_matrix(g, groups)`` when the caller has it (shared with the input gradient).
     """
     kernel = tuple(gm.kernel for gm in geoms)
     if (cols is None and _per_sample_columns(x, geoms, groups)) or (cols is not None and cols.ndim == 4):
@@ -302,7 +309,8 @@ def conv_weight_arrays(x, g, geoms, groups, cols=None):
         return per_sample.sum(axis=0).astype(g.dtype, copy=False).reshape((o, x.shape[1] // groups) + kernel)
     last = channels_last(x)
     cols = _cols(x, geoms, groups, last) if cols is None else cols
-    wg = _gemm(_out_matrix(g, groups).transpose(0, 2, 1), cols)
+    rows = rows if _rows_of(rows, g) else _out_matrix(g, groups)
+    wg = _gemm(rows.transpose(0, 2, 1), cols)
     return _weight_from_matrix(wg, x.shape[1] // groups, kernel, last)
 
 
@@ -332,8 +340,12 @@ class Conv(Function):
     def backward(ctx, grad):
         x, weight = ctx.saved_tensors
         need = ctx.needs_input_grad
-        gx = _apply(TRANSPOSE, grad, weight, None, ctx) if need[0] else None
-        gw = ConvWeight.apply(x, grad, geoms=ctx.geoms, groups=ctx.groups, cols=ctx.cols) if need[1] else None
+        # NOTE: both gradients read grad as a (rows, O) matrix on NumPy's matrix path: one transposing copy
+        share = need[0] and need[1] and ctx.cols is not None and ctx.cols.ndim == 3 and channels_last(grad.array)
+        rows = _out_matrix(grad.array, ctx.groups) if share else None
+        gx = _apply(TRANSPOSE, grad, weight, None, ctx, rows=rows) if need[0] else None
+        gw = ConvWeight.apply(x, grad, geoms=ctx.geoms, groups=ctx.groups, cols=ctx.cols, rows=rows) if need[1] \
+            else None
         gb = _bias_grad(grad) if len(need) > 2 and need[2] else None
         ctx.cols = None
         return gx, gw, gb
@@ -346,11 +358,12 @@ class ConvTranspose(Function):
     amp_policy = "lower"
 
     @staticmethod
-    def forward(ctx, g, weight, bias=None, geoms=(), groups=1):
+    def forward(ctx, g, weight, bias=None, geoms=(), groups=1, rows=None):
         check_same_dtype(ctx.fn.op_name, g, weight, bias)
         ctx.save_for_backward(g, weight)
         ctx.geoms, ctx.groups = geoms, groups
-        return conv_transpose_arrays(g.array, weight.array, None if bias is None else bias.array, geoms, groups)
+        return conv_transpose_arrays(g.array, weight.array, None if bias is None else bias.array, geoms, groups,
+                                     rows=rows)
 
     @staticmethod
     def backward(ctx, grad):
@@ -368,10 +381,10 @@ class ConvWeight(Function):
     op_name = "convolution_backward_weight"
 
     @staticmethod
-    def forward(ctx, x, g, geoms=(), groups=1, cols=None):
+    def forward(ctx, x, g, geoms=(), groups=1, cols=None, rows=None):
         ctx.save_for_backward(x, g)
         ctx.geoms, ctx.groups = geoms, groups
-        return conv_weight_arrays(x.array, g.array, geoms, groups, cols=cols)
+        return conv_weight_arrays(x.array, g.array, geoms, groups, cols=cols, rows=rows)
 
     @staticmethod
     def backward(ctx, grad):
@@ -421,10 +434,10 @@ CONV = {1: Conv1d, 2: Conv2d, 3: Conv3d}
 TRANSPOSE = {1: ConvTranspose1d, 2: ConvTranspose2d, 3: ConvTranspose3d}
 
 
-def _apply(table, a, weight, bias, ctx):
+def _apply(table, a, weight, bias, ctx, **extra):
     cls = table[len(ctx.geoms)]
     args = (a, weight) if bias is None else (a, weight, bias)
-    return cls.apply(*args, geoms=ctx.geoms, groups=ctx.groups)
+    return cls.apply(*args, geoms=ctx.geoms, groups=ctx.groups, **extra)
 
 
 def _run(table, nd, input, weight, bias, geoms, groups, unbatched):  # noqa: A002

@@ -1,0 +1,64 @@
+"""PyTorch's legacy ``torch.Tensor(...)`` forms (issue 13: word_language_model's generate.py uses
+``torch.Tensor([[word_idx]])``), checked against torch; and the wrap-as-is form every op uses."""
+
+import numpy as np
+import pytest
+
+import cupynet as cn
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("args", [([1, 2],), ((1.5, 2),), ([[1, 2], [3, 4]],), ([],), ((),)])
+def test_data_forms_give_float32_like_torch(args):
+    ours, theirs = cn.Tensor(*args), torch.Tensor(*args)
+    assert ours.dtype == cn.float32 and tuple(ours.shape) == tuple(theirs.shape)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_nested_zero_dim_tensors_become_their_values():
+    word = 7
+    ours, theirs = cn.Tensor([[cn.tensor(word)]]), torch.Tensor([[torch.tensor(word)]])
+    assert ours.dtype == cn.float32 and ours.numpy().tolist() == theirs.numpy().tolist() == [[7.0]]
+
+
+@pytest.mark.parametrize("sizes", [(2, 3), (4,), (0, 5), (2, 1, 3)])
+def test_size_forms_give_float32_of_that_shape(sizes):
+    ours, theirs = cn.Tensor(*sizes), torch.Tensor(*sizes)
+    assert ours.dtype == cn.float32 and tuple(ours.shape) == tuple(theirs.shape) == sizes
+
+
+def test_no_arguments_is_an_empty_float32_vector():
+    assert tuple(cn.Tensor().shape) == tuple(torch.Tensor().shape) == (0,)
+    assert cn.Tensor().dtype == cn.float32
+
+
+def test_a_tensor_argument_shares_its_array():
+    t = cn.tensor([1, 2], dtype=cn.int64)
+    alias = cn.Tensor(t)
+    assert alias.array is t.array and alias.dtype == cn.int64  # NOTE: torch.Tensor(t) keeps t's dtype too
+
+
+@pytest.mark.parametrize("array", [np.arange(3, dtype=np.int32), np.float16(2.0), np.zeros((2, 2), np.float64)])
+def test_an_array_is_wrapped_as_is(array):
+    t = cn.Tensor(array)
+    assert t.array is array  # NOTE: the ops' constructor: no copy, the dtype kept (unlike torch.Tensor(ndarray))
+
+
+@pytest.mark.parametrize("args,error,message", [
+    (("ab",), TypeError, "invalid data type 'str'"),
+    ((-1,), RuntimeError, "negative dimension -1"),
+    ((2, -3), RuntimeError, "negative dimension -3"),
+    ((2, "x"), TypeError, "every size must be an int, got 'x'"),
+    (([1, "a"],), TypeError, "expected a \\(nested\\) list of numbers"),
+    ((np.zeros(2), 3), TypeError, "sizes follow an int, not an array"),
+    ((2.5,), TypeError, "invalid data type 'float'"),
+])
+def test_bad_forms_name_what_was_wrong(args, error, message):
+    with pytest.raises(error, match=message):
+        cn.Tensor(*args)
+
+
+def test_a_tensor_followed_by_sizes_is_refused():
+    with pytest.raises(TypeError, match="no sizes may follow a Tensor"):
+        cn.Tensor(cn.tensor([1.0]), 2)
