@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 
 import ml_dtypes
+import numpy
 
 from .. import dtypes
 from ..autograd.function import Function
@@ -53,12 +54,41 @@ def _back_to(t, dtype):
     return t if t is None or t.dtype == dtype else cast(t, dtype)
 
 
+def _channel_sums_apply(a, axes):
+    """True when ``_channel_sums`` serves a reduction of ``a`` over ``axes``: a C-contiguous NumPy
+    (N, C, *spatial) array reduced over every dim but the channels (batch norm's statistics)."""
+    return (type(a) is numpy.ndarray and a.ndim >= 3 and a.flags.c_contiguous
+            and tuple(axes) == (0,) + tuple(range(2, a.ndim)))
+
+
+def _channel_sums(a, b=None):
+    """Per-channel sums of ``a`` (of ``a * b`` when given) over every dim but 1, as an (1, C, 1, ...) array.
+
+    NOTE (issue 15): as a matrix-vector product with ones (``a``) and an ``einsum`` (``a * b``, no
+    product array): 2-2.5x faster than NumPy's reduction over the non-contiguous axes (0, 2, 3). Both
+    accumulate in the array's dtype (fp32/fp64) in BLAS's or einsum's blocked order.
+    """
+    n, c = a.shape[:2]
+    a3 = a.reshape(n, c, -1)
+    if b is None:
+        sums = (a3 @ numpy.ones(a3.shape[2], dtype=a.dtype)).sum(axis=0)
+    else:
+        sums = numpy.einsum("nci,nci->c", a3, b.reshape(n, c, -1))
+    return sums.reshape((1, c) + (1,) * (a.ndim - 2))
+
+
 def _standardize_array(xf, axes, eps):
     """``(x - mean) / sqrt(var + eps)`` over ``axes`` on an fp32/fp64 array, with the biased variance."""
     xp = xp_of(xf)
-    mu = xf.mean(axis=axes, keepdims=True)
-    centered = xf - mu
-    var = (centered * centered).mean(axis=axes, keepdims=True)
+    if _channel_sums_apply(xf, axes):
+        count = xf.size // xf.shape[1]
+        mu = _channel_sums(xf) / count
+        centered = xf - mu
+        var = _channel_sums(centered, centered) / count
+    else:
+        mu = xf.mean(axis=axes, keepdims=True)
+        centered = xf - mu
+        var = (centered * centered).mean(axis=axes, keepdims=True)
     centered /= xp.sqrt(var + eps)  # NOTE: in place (centered is fresh): the same values, one array fewer
     return centered, mu, var
 
@@ -132,9 +162,12 @@ def _norm_backward_arrays(ctx, grad, x, weight, stat_shape, axes, param_shape):
     xhat = ctx.xhat.reshape(x.shape)
     w = None if weight is None else compute_in_fp32(weight.array).reshape(param_shape)
     per_channel = ctx.fn is BatchNorm
-    gx_xhat = gf * xhat if per_channel or (len(need) > 1 and need[1] and weight is not None) else None
-    gw = _reduce_to(gx_xhat, param_shape) if gx_xhat is not None else None
-    gb = _reduce_to(gf, param_shape) if per_channel or (len(need) > 2 and need[2]) else None
+    if per_channel and _channel_sums_apply(gf, axes) and xhat.flags.c_contiguous:
+        gw, gb = _channel_sums(gf, xhat).reshape(param_shape), _channel_sums(gf).reshape(param_shape)
+    else:
+        gx_xhat = gf * xhat if per_channel or (len(need) > 1 and need[1] and weight is not None) else None
+        gw = _reduce_to(gx_xhat, param_shape) if gx_xhat is not None else None
+        gb = _reduce_to(gf, param_shape) if per_channel or (len(need) > 2 and need[2]) else None
     gx = None
     if need[0]:
         count = math.prod(stat_shape[a] for a in axes)
