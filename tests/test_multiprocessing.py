@@ -265,6 +265,8 @@ HOGWILD_SCRIPT = """
     import torch.nn as nn
 
     def train(rank, model):
+        # NOTE: the child's torch is cupynet's alias, not a real torch that may be installed beside it
+        assert type(torch.ones(1)).__module__ == "cupynet.tensor", torch
         opt = torch.optim.SGD(model.parameters(), lr=1.0)
         opt.zero_grad()
         (model.weight.sum() * (rank + 1)).backward()
