@@ -297,3 +297,14 @@ def test_spawned_children_of_cupynet_run_import_torch_and_train_the_shared_model
     assert out.returncode == 0, out.stderr
     # each child's gradient of weight.sum() * (rank + 1) is rank + 1 per element: 10 - 1 - 2
     assert "exit codes [0, 0]" in out.stdout and "weight [[7.0, 7.0]]" in out.stdout, out.stdout + out.stderr
+
+
+def test_a_stand_in_on_sys_path_becomes_the_runners_alias():
+    # a spawned child whose script imports torchvision first: that stand-in installs the finder, torch then uses it
+    code = ("import sys; from cupynet import run; sys.path.insert(0, run.STAND_INS); import torchvision, torch; "
+            "print(type(torchvision).__name__, type(torch).__name__, torchvision.models.resnet18.__module__, "
+            "sum(isinstance(f, run.TorchFinder) for f in sys.meta_path))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": ROOT, "CUPYNET_DEVICE": "cpu"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["TorchAlias", "TorchAlias", "cupynet.vision.models", "1"]
