@@ -164,6 +164,18 @@ def test_shared_memory_is_released_with_its_last_tensor_and_never_named_in_dev_s
         assert set(os.listdir("/dev/shm")) == before_shm
 
 
+def test_without_memfd_an_unlinked_temporary_file_holds_the_block(monkeypatch):
+    # NOTE: macOS and the BSDs have no memfd_create
+    monkeypatch.delattr(os, "memfd_create")
+    before_shm = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+    t = cn.arange(5.0).share_memory_()
+    got = _round_trip(t)
+    got.array[0] = 9.0
+    assert t.is_shared() and t.array.tolist() == [9.0, 1.0, 2.0, 3.0, 4.0]
+    if os.path.isdir("/dev/shm"):
+        assert set(os.listdir("/dev/shm")) == before_shm
+
+
 # ---- Hogwild: one shared model trained by two processes ------------------------------------------------------
 
 def _hogwild_steps(rank, model, lock, steps):
