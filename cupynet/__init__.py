@@ -55,7 +55,7 @@ int = int32  # noqa: A001
 __version__ = "0.1.0"
 
 # ---- PyTorch drop-in names (issue 13; `cupynet run` maps torch.X to these) -------------------------------
-from . import accelerator, backends, distributions, settings, utils  # noqa: E402
+from . import accelerator, backends, distributions, multiprocessing, settings, utils  # noqa: E402
 from .autograd import inference_mode, is_inference_mode_enabled  # noqa: E402
 from .creation import is_tensor, numel  # noqa: E402
 from .dtypes import finfo, iinfo  # noqa: E402

@@ -83,6 +83,7 @@ TORCH_MODULES = {
     "torch.utils.data": "cupynet.utils.data",
     "torch.utils.data.dataloader": "cupynet.data.dataloader",
     "torch.utils.data.dataset": "cupynet.data.dataset",
+    "torch.utils.data.sampler": "cupynet.data.sampler",
     "torch.utils.data.distributed": "cupynet.data.distributed",
     "torch.utils.checkpoint": "cupynet.utils.checkpoint",
     "torch.amp": "cupynet.amp",
@@ -100,6 +101,7 @@ TORCH_MODULES = {
     "torch.distributed": "cupynet.distributed",
     "torch.random": "cupynet.random",
     "torch.serialization": "cupynet.serialization",
+    "torch.multiprocessing": "cupynet.multiprocessing",
     "torchvision": "cupynet.vision",
     "torchvision.datasets": "cupynet.vision.datasets",
     "torchvision.transforms": "cupynet.vision.transforms",
@@ -156,6 +158,10 @@ class TorchModuleMissing(ModuleNotFoundError):  # noqa: N818 - names what is mis
         self.torch_name = torch_name
 
 
+# NOTE: the descriptor of a module's own namespace (TorchAlias overrides ``__dict__`` for readers)
+_MODULE_DICT = types.ModuleType.__dict__["__dict__"]
+
+
 class TorchAlias(types.ModuleType):
     """The module a script gets for ``torch.X``: every attribute read and write goes to cupynet's module.
 
@@ -187,8 +193,19 @@ class TorchAlias(types.ModuleType):
         else:
             setattr(object.__getattribute__(self, "_cupynet_target"), name, value)
 
+    @property
+    def __dict__(self):
+        """The cupynet module's names, then the alias's own (dunders, submodule aliases), as one new dict.
+
+        NOTE: what ``vars(torch.X)`` and ``torch.X.__dict__[name]`` read (imagenet looks its models up by
+        ``models.__dict__[arch]``). It is a snapshot: attribute writes go through ``__setattr__``. Python's
+        own machinery reads the alias's real namespace (the C slot), never this property.
+        """
+        target = object.__getattribute__(self, "_cupynet_target")
+        return {**vars(target), **_MODULE_DICT.__get__(self)}
+
     def __dir__(self):
-        return sorted(set(dir(object.__getattribute__(self, "_cupynet_target"))) | set(self.__dict__))
+        return sorted(self.__dict__)
 
     def __repr__(self):
         return f"<module {self.__name__!r} (cupynet: {object.__getattribute__(self, '_cupynet_target').__name__})>"
@@ -270,15 +287,40 @@ def _is_cupynet_tensor(obj) -> bool:
     return tensor is not None and isinstance(obj, tensor.Tensor)
 
 
+# NOTE: the folder of stand-in ``torch`` / ``torchvision`` modules a run puts on sys.path for its spawned children
+STAND_INS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_stand_ins")
+
+
+def adopt_stand_in(name: str) -> None:
+    """Make the stand-in module ``name`` (being imported) become its alias: install the finder, import again.
+
+    NOTE: a spawned child of a run re-imports the script with the parent's sys.path but none of its
+    finders; the first ``import torch`` (or ``torchvision``) finds the stand-in, which calls this. The
+    import system returns whatever ``sys.modules[name]`` holds once the stand-in has run: the alias.
+
+    Args:
+        name: the stand-in's module name, ``"torch"`` or ``"torchvision"``.
+    """
+    if not any(isinstance(finder, TorchFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, TorchFinder())
+    del sys.modules[name]
+    importlib.import_module(name)
+
+
 class _Installed:
-    """The process state a run changes (argv, path, meta_path, torch modules), saved to be put back."""
+    """The process state a run changes (argv, path, meta_path, torch modules), saved to be put back.
+
+    NOTE: sys.path gets the script's folder first (as ``python script.py``) and ``STAND_INS`` second: a
+    spawned child receives the parent's sys.path before it re-runs the script, so its ``import torch``
+    finds a stand-in that installs the finder there (the parent's finder answers before any path entry).
+    """
 
     def __init__(self, script: str, args: list):
         self.argv, self.script_dir = sys.argv, os.path.dirname(os.path.abspath(script))
         self.torch = {name: sys.modules.pop(name) for name in list(sys.modules) if _is_mapped(name)}
         self.finder = TorchFinder()
         sys.argv = [script, *args]
-        sys.path.insert(0, self.script_dir)
+        sys.path[0:0] = [self.script_dir, STAND_INS]
         sys.meta_path.insert(0, self.finder)
 
     def restore(self):
@@ -287,8 +329,9 @@ class _Installed:
             del sys.modules[name]
         sys.modules.update(self.torch)
         sys.argv = self.argv
-        if self.script_dir in sys.path:
-            sys.path.remove(self.script_dir)
+        for entry in (self.script_dir, STAND_INS):
+            if entry in sys.path:
+                sys.path.remove(entry)
 
 
 def run_script(script: str, args=()) -> int:

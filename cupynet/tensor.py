@@ -25,7 +25,7 @@ import weakref
 
 import numpy
 
-from . import backend, dtypes, settings
+from . import backend, dtypes, settings, shared_memory
 
 __all__ = ["Tensor"]
 
@@ -434,8 +434,26 @@ class Tensor:
         return self.reshape(other.shape)
 
     def share_memory_(self):
-        """Returns self: cupynet's DataLoader workers send batches, not shared tensors (no-op, documented)."""
+        """Move this CPU tensor's values into shared memory (in place; returns self), as PyTorch does.
+
+        After it, the tensor sent to another process (a ``multiprocessing.Process`` argument, a ``Queue``)
+        maps the same memory there, so writes on either side are seen by both (Hogwild training); views of
+        it are shared too. Dtype, shape and values are kept; ``.grad`` stays process-local. A no-op when
+        the tensor is shared already (see cupynet/shared_memory.py, docs/multiprocessing.md).
+
+        NOTE: views taken *before* the call keep the old memory (torch moves the storage they share; here
+        the tensor gets a new array). A CUDA tensor raises NotImplementedError: cupynet has no CUDA IPC.
+        """
+        if not isinstance(self.array, numpy.ndarray):
+            raise NotImplementedError(f"share_memory_() of a tensor on {self.device}: cupynet has no CUDA IPC "
+                                      "(torch shares CUDA memory between processes through it); move the tensor "
+                                      "to the CPU first")
+        self.array = shared_memory.share_array(self.array)
         return self
+
+    def is_shared(self) -> bool:
+        """Whether this tensor's values lie in shared memory (after ``share_memory_()``, or received shared)."""
+        return shared_memory.is_shared(self.array)
 
     def pin_memory(self):
         """Returns self: page-locked host memory is not used (``DataLoader(pin_memory=True)`` is accepted too)."""

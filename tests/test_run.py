@@ -63,6 +63,26 @@ def test_a_setting_written_through_torch_lands_in_cupynet(tmp_path, capsys):
         cupynet.set_float32_matmul_precision("highest")
 
 
+def test_a_modules_dict_read_through_torch_names_cupynets_objects(tmp_path, capsys):
+    # imagenet: `models.__dict__[args.arch]()` and its list of model names built from models.__dict__
+    path = script(tmp_path, """
+        import torch
+        import torch.nn
+        import torchvision.models as models
+        import cupynet
+        names = sorted(n for n in models.__dict__ if n.islower() and not n.startswith("__")
+                       and callable(models.__dict__[n]))
+        assert "resnet18" in names and models.__dict__["resnet18"] is cupynet.vision.models.resnet18
+        assert vars(torch)["tensor"] is cupynet.tensor and vars(torch)["nn"] is torch.nn
+        assert models.__dict__["__name__"] == "torchvision.models" and "__spec__" in vars(models)
+        assert "resnet18" in dir(models) and "nn" in dir(torch)
+        print(models.__spec__.name, type(models).__name__)
+    """)
+    rc, out, err = run_here(capsys, path)
+    assert rc == 0, err
+    assert out.split() == ["torchvision.models", "TorchAlias"]
+
+
 @pytest.mark.parametrize("torch_name", sorted(run.TORCH_MODULES))
 def test_every_name_of_the_table_imports_or_is_reported_missing(tmp_path, capsys, torch_name):
     path = script(tmp_path, f"import {torch_name}\nprint({torch_name}.__name__)\n")

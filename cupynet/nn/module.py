@@ -603,6 +603,16 @@ class Module:
         device, dtype = parse_to_args(type(self).__name__, args, kwargs)
         return convert(self, device, dtype)
 
+    def share_memory(self):
+        """Move every parameter and buffer into shared memory in place (``Tensor.share_memory_``); returns self.
+
+        NOTE: as in PyTorch, gradients are not shared: each process that trains the shared model allocates
+        its own ``.grad`` (Hogwild: every process writes its updates into the one set of parameters).
+        """
+        for tensor in (*self.parameters(), *self.buffers()):
+            tensor.share_memory_()
+        return self
+
     def cuda(self, device=None):
         """Move every parameter and buffer to the GPU.
 
