@@ -177,3 +177,19 @@ def test_adaptive_averaging_matrix_is_computed_on_the_device():
         m = _averaging_matrix(_NoUpload, size, out)
         want = F.adaptive_avg_pool1d(torch.eye(size, dtype=torch.float64)[None], out)[0].numpy().T
         np.testing.assert_allclose(m, want, rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_2x2_stride_2_fast_path_matches_torch_on_ties_nan_and_inf(seed):
+    # NOTE: small integers make ties in most windows (the tap rule: the first maximum in C order);
+    # NaN wins where present (the last NaN tap), inf ties too; odd sizes drop the last row/column
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        shape = (2, 3, int(rng.integers(2, 9)), int(rng.integers(2, 9)))
+        x = rng.integers(-2, 3, size=shape).astype(np.float32)
+        x[rng.random(shape) < 0.05 * seed] = np.nan
+        x[rng.random(shape) < 0.05 * seed] = np.inf
+        out, idx = ops.max_pool2d(cn.tensor(x), 2, return_indices=True)
+        t_out, t_idx = F.max_pool2d(torch.tensor(x), 2, return_indices=True)
+        np.testing.assert_array_equal(out.numpy(), t_out.numpy())
+        np.testing.assert_array_equal(idx.numpy(), t_idx.numpy())
