@@ -378,3 +378,15 @@ def test_fast_finite_path_gives_the_general_paths_bits(dtype, inv):
     assert found[0] == 0.0 and not stats.any()
     for got, want in zip(arrays, expected):
         np.testing.assert_array_equal(got.reshape(-1).view(np.uint8), want.view(np.uint8))
+
+
+def test_two_views_of_the_same_memory_are_rejected_but_disjoint_views_are_not():
+    # NOTE: check_distinct groups arrays by the owner of their memory and compares data pointers within
+    # a group: two view objects starting at the same element are caught, neighbours sharing an owner are not
+    base = np.ones(6, np.float32)
+    found, inv = scalars(inv=0.5)
+    with pytest.raises(ValueError, match=r"arrays\[2\] is the same memory as arrays\[0\]"):
+        K.non_finite_check_and_unscale_([base[:3], np.ones(2, np.float32), base[:3]], found, inv)
+    assert base.tolist() == [1] * 6
+    K.non_finite_check_and_unscale_([base[:3], base[3:]], found, inv)
+    assert base.tolist() == [0.5] * 6
