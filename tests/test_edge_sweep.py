@@ -664,6 +664,14 @@ for _nd in (1, 2, 3):
                              ("uneven", X(1, 2, *_sp), 4)):
         case(f"adaptive_avg_pool{_nd}d", _label, lambda lib, x, n=_nd, o=_out: getattr(
             nnf(lib), f"adaptive_avg_pool{n}d")(x, o), _x, fwd=4, bwd=4)
+        case(f"adaptive_max_pool{_nd}d", _label, lambda lib, x, n=_nd, o=_out: getattr(
+            nnf(lib), f"adaptive_max_pool{n}d")(x, o, return_indices=True), _x, fwd=0, bwd=4)
+    for _label, _x in (("batched", X(2, 3, *(2 * s for s in _sp), lay="flip")), ("unbatched", X(3, *_sp, lay="T")),
+                       ("empty-batch", X(0, 3, *_sp)), ("npT", X(1, 2, *_sp, lay="npT"))):
+        # NOTE: the indices come from max pooling the same input (exact), unpooling only moves values
+        case(f"max_unpool{_nd}d", _label, lambda lib, x, n=_nd: getattr(nnf(lib), f"max_unpool{n}d")(
+            *getattr(nnf(lib), f"max_pool{n}d")(x, 2, return_indices=True), 2, output_size=x.shape[-n:]),
+             _x, fwd=0, bwd=0)
 
 # --- norm: mean, variance and rsqrt in fp32, rounded once; the gradient has ~3 terms of that size
 for _label, _specs, _shape in (("plain", (X(2, 3, 4, lay="flip"), X(4), X(4)), (4,)), ("no-affine",
