@@ -56,6 +56,7 @@ from .normalization import (
                          LayerNorm,
                          LocalResponseNorm,
                          RMSNorm,
+                         SyncBatchNorm,
 )
 from .parameter import Parameter
 from .pooling import (
@@ -129,7 +130,7 @@ __all__ += [  # issue 13
     "TransformerDecoderLayer", "TransformerDecoder", "Transformer", "Conv3d", "ConvTranspose1d", "ConvTranspose3d",
     "MaxPool1d", "MaxPool3d", "AvgPool1d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool3d", "Dropout1d",
     "Dropout2d", "Dropout3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "MaxUnpool1d",
-    "MaxUnpool2d", "MaxUnpool3d",
+    "MaxUnpool2d", "MaxUnpool3d", "SyncBatchNorm",
 ]
 
 # issue 13: the remaining activation layers and losses, EmbeddingBag (torch.nn.modules.sparse)
