@@ -287,9 +287,9 @@ class _PlaneScatterAdd(Function):
     op_name = "plane_scatter_add"
 
     @staticmethod
-    def forward(ctx, g, index=None, shape=()):
+    def forward(ctx, g, index=None, shape=(), accumulate=True):
         ctx.index = index
-        return _put_at(g.array, index, shape, accumulate=True)
+        return _put_at(g.array, index, shape, accumulate)
 
     @staticmethod
     def backward(ctx, grad):
@@ -366,19 +366,13 @@ class AdaptiveMaxPool(Function):
         return _PlaneScatterAdd.apply(grad, index=ctx.index, shape=ctx.shape)
 
 
-class MaxUnpool(Function):
-    """Put each value at its flat plane index in a zero output (the partial inverse of max pooling)."""
+class MaxUnpool(_PlaneScatterAdd):
+    """Put each value at its flat plane index in a zero output (the partial inverse of max pooling).
+
+    Applied with ``accumulate=False``: a repeated index is written, not added; the backward gathers.
+    """
 
     op_name = "max_unpool"
-
-    @staticmethod
-    def forward(ctx, x, index=None, shape=()):
-        ctx.index = index
-        return _put_at(x.array, index, shape, accumulate=False)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return _PlaneGather.apply(grad, index=ctx.index)
 
 
 def _pool_geoms(op_name, nd, input, kernel_size, stride, padding, dilation, ceil_mode):  # noqa: A002
@@ -549,7 +543,7 @@ def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size): 
     xp = xp_of(input)
     index = indices.array + _plane_offsets(xp, input.shape[:-nd], plane, nd)
     shape = tuple(input.shape[:-nd]) + size
-    return MaxUnpool.apply(input, index=index, shape=shape)
+    return MaxUnpool.apply(input, index=index, shape=shape, accumulate=False)
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002

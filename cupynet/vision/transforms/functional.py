@@ -506,6 +506,24 @@ def to_grayscale(img, num_output_channels=1):
     return rgb_to_grayscale(img, num_output_channels)
 
 
+def _adjust(img, name, factor, blend_with):
+    """``_blend(t, blend_with(t), factor)`` on the picture's tensor, after torchvision's checks.
+
+    Args:
+        img: an Image, PIL image, or Tensor (..., 1 or 3, H, W).
+        name: the factor's name (``brightness_factor``, ...), for messages.
+        factor: a non-negative number.
+        blend_with: what the picture is blended with, from its tensor (None: leave the picture as is).
+    """
+    _check_factor(name, factor)
+
+    def adjust(t):
+        _check_channels(t, "adjust_" + name[:-len("_factor")])
+        other = blend_with(t)
+        return t if other is None else _blend(t, other, float(factor))
+    return _as_chw(img, adjust, "adjust_" + name[:-len("_factor")])
+
+
 def adjust_brightness(img, brightness_factor):
     """The picture times ``brightness_factor`` (0: black, 1: unchanged), clamped to the dtype's range.
 
@@ -513,12 +531,7 @@ def adjust_brightness(img, brightness_factor):
         img: an Image, PIL image, or Tensor (..., 1 or 3, H, W).
         brightness_factor: a non-negative number.
     """
-    _check_factor("brightness_factor", brightness_factor)
-
-    def bright(t):
-        _check_channels(t, "adjust_brightness")
-        return _blend(t, Tensor(numpy.zeros((), dtype=numpy.float32)), float(brightness_factor))
-    return _as_chw(img, bright, "adjust_brightness")
+    return _adjust(img, "brightness_factor", brightness_factor, lambda t: Tensor(numpy.zeros((), numpy.float32)))
 
 
 def adjust_contrast(img, contrast_factor):
@@ -528,14 +541,10 @@ def adjust_contrast(img, contrast_factor):
         img: an Image, PIL image, or Tensor (..., 1 or 3, H, W).
         contrast_factor: a non-negative number.
     """
-    _check_factor("contrast_factor", contrast_factor)
-
-    def contrast(t):
-        _check_channels(t, "adjust_contrast")
+    def mean_grey(t):
         dtype = t.dtype if dtypes.is_floating(t.dtype) else dtypes.float32
-        mean = _grayscale(t).to(dtype).mean(dim=(-3, -2, -1), keepdim=True)
-        return _blend(t, mean, float(contrast_factor))
-    return _as_chw(img, contrast, "adjust_contrast")
+        return _grayscale(t).to(dtype).mean(dim=(-3, -2, -1), keepdim=True)
+    return _adjust(img, "contrast_factor", contrast_factor, mean_grey)
 
 
 def adjust_saturation(img, saturation_factor):
@@ -545,12 +554,7 @@ def adjust_saturation(img, saturation_factor):
         img: an Image, PIL image, or Tensor (..., 1 or 3, H, W); a grey picture is returned as is.
         saturation_factor: a non-negative number.
     """
-    _check_factor("saturation_factor", saturation_factor)
-
-    def saturate(t):
-        _check_channels(t, "adjust_saturation")
-        return t if t.shape[-3] == 1 else _blend(t, _grayscale(t), float(saturation_factor))
-    return _as_chw(img, saturate, "adjust_saturation")
+    return _adjust(img, "saturation_factor", saturation_factor, lambda t: None if t.shape[-3] == 1 else _grayscale(t))
 
 
 def _rgb_to_hsv(r, g, b):
