@@ -9,18 +9,27 @@ from __future__ import annotations
 
 from .ops.decomposition import (
     LinAlgError,
+    cholesky_ex,
+    cond,
     det,
+    eig,
     eigh,
+    eigvals,
     eigvalsh,
     inv,
+    inv_ex,
     lstsq,
+    matrix_exp,
     matrix_norm,
+    matrix_power,
     matrix_rank,
     multi_dot,
     pinv,
     slogdet,
     solve,
+    solve_triangular,
     svdvals,
+    vander,
     vecdot,
 )
 from .ops.decomposition import linalg_cholesky as cholesky
@@ -33,7 +42,8 @@ from .ops.reduce import linalg_vector_norm as vector_norm
 
 __all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "solve", "det", "slogdet", "svd", "svdvals",
            "qr", "eigh", "eigvalsh", "cholesky", "pinv", "lstsq", "matrix_rank", "cross", "multi_dot", "vecdot",
-           "diagonal", "matmul"]
+           "diagonal", "matmul", "eig", "eigvals", "matrix_exp", "matrix_power", "solve_triangular", "cholesky_ex",
+           "inv_ex", "cond", "vander"]
 
 
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):  # noqa: N803 - PyTorch's name

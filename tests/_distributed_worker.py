@@ -185,6 +185,53 @@ def resume(out, kill_at, stop_at):
     _save_result(out, rank, model, scaler, {"start": start})
 
 
+SYNCBN_SPLIT = (3, 5)  # NOTE: uneven shares: the counts must be all-reduced too
+
+
+def syncbn_model():
+    """Conv + two BatchNorm2d (one with a cumulative average), float64; the 1-process reference keeps them."""
+    cn.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(2, 3, 3, padding=1), nn.BatchNorm2d(3), nn.Tanh(), nn.BatchNorm2d(3, momentum=None))
+    net.double()
+    with cn.no_grad():
+        net[1].weight.array[...] = [0.5, 1.5, -1.0]
+        net[1].bias.array[...] = [0.1, -0.2, 0.3]
+    return net
+
+
+def syncbn_batches(step):
+    """(inputs, output cotangents) of the whole batch of ``step``: mean far from 0 (the variance must not cancel)."""
+    rng = numpy.random.default_rng(10 + step)
+    x = rng.standard_normal((sum(SYNCBN_SPLIT), 2, 4, 5)) * 0.1 + 30.0
+    return x, rng.standard_normal((sum(SYNCBN_SPLIT), 3, 4, 5))
+
+
+def syncbn_run(net, rows):
+    """Two forward/backward passes on ``rows`` of each step's batch; returns outputs and input gradients."""
+    outs, grads = [], []
+    for step in range(2):
+        x, v = (a[rows] for a in syncbn_batches(step))
+        xt = cn.tensor(x, requires_grad=True)
+        y = net(xt)
+        (y * cn.tensor(v)).sum().backward()
+        outs.append(y.array)
+        grads.append(xt.grad.array)
+    return outs, grads
+
+
+def syncbn(out):
+    """SyncBatchNorm on this rank's share; the test compares with BatchNorm on the whole batch in one process."""
+    rank = dist.get_rank()
+    net = nn.SyncBatchNorm.convert_sync_batchnorm(syncbn_model())
+    start = sum(SYNCBN_SPLIT[:rank])
+    outs, grads = syncbn_run(net, slice(start, start + SYNCBN_SPLIT[rank]))
+    arrays = {f"p:{k}": v.array for k, v in net.state_dict().items()}
+    arrays.update({f"g:{k}": p.grad.array for k, p in net.named_parameters()})
+    arrays.update({f"out{i}": o for i, o in enumerate(outs)})
+    arrays.update({f"dx{i}": g for i, g in enumerate(grads)})
+    numpy.savez(os.path.join(out, f"rank{rank}.npz"), **arrays)
+
+
 def main(argv):
     scenario, out = argv[0], argv[1]
     dist.init_process_group("mpi")
@@ -196,6 +243,8 @@ def main(argv):
         mismatch(out)
     elif scenario == "found_inf":
         found_inf(out)
+    elif scenario == "syncbn":
+        syncbn(out)
     elif scenario == "resume":
         resume(out, int(argv[2]), int(argv[3]))
     else:

@@ -214,3 +214,23 @@ def test_bench_distributed_runs_at_one_and_two_processes(tmp_path):
     assert sorted({(r["model"], r["nproc"]) for r in runs}) == [("cnn", 1), ("cnn", 2), ("mlp", 1), ("mlp", 2)]
     for r in runs:
         assert r["step_s"] > 0 and 0 <= r["reduce_share"] and 0 <= r["in_backward"] <= 1
+
+
+def test_sync_batch_norm_on_two_ranks_equals_batch_norm_on_the_whole_batch(tmp_path):
+    # NOTE (issue 13): ranks hold 3 and 5 samples; float64, so the only differences are the order of the
+    # sums (the all-reduce adds two partial sums): a few ulps of each value, scaled by the batch size
+    run_ranks(2, "syncbn", tmp_path, tmp_path=tmp_path)
+    ref = w.syncbn_model()
+    outs, grads = w.syncbn_run(ref, slice(None))
+    ranks = [numpy.load(tmp_path / f"rank{r}.npz") for r in (0, 1)]
+    bounds = numpy.cumsum((0,) + w.SYNCBN_SPLIT)
+    tol = {"rtol": 1e-11, "atol": 1e-11}
+    for r, got in enumerate(ranks):
+        rows = slice(bounds[r], bounds[r + 1])
+        for i in range(2):
+            numpy.testing.assert_allclose(got[f"out{i}"], outs[i][rows], **tol)
+            numpy.testing.assert_allclose(got[f"dx{i}"], grads[i][rows], **tol)
+        for k, v in ref.state_dict().items():  # running statistics (global mean, unbiased variance), counts
+            numpy.testing.assert_allclose(got[f"p:{k}"], v.array, **tol, err_msg=k)
+    for k, p in ref.named_parameters():  # NOTE: parameter gradients stay local (as torch): they sum to the whole
+        numpy.testing.assert_allclose(ranks[0][f"g:{k}"] + ranks[1][f"g:{k}"], p.grad.array, **tol, err_msg=k)

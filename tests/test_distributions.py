@@ -196,6 +196,68 @@ def test_kl_edge_cases_and_missing_pair():
         cd.kl_divergence(cd.Normal(0.0, 1.0), q)
 
 
+# ---- MultivariateNormal (issue 13)
+_A = RNG.normal(size=(2, 3, 3))
+COV = _A @ _A.transpose(0, 2, 1) + np.eye(3)
+MVN_LOC, MVN_VALUE = RNG.normal(size=(3,)), RNG.normal(size=(4, 2, 3))
+
+
+def _spd(lib, m):
+    """A symmetric positive-definite matrix from any square leaf: gradients reach every entry of ``m``."""
+    return m @ m.transpose(-2, -1) + lib.eye(3, dtype=m.dtype)
+
+
+def _tril(lib, m):
+    """A lower-triangular matrix with a positive diagonal from any square leaf."""
+    return m.tril(-1) + lib.diag_embed(m.diagonal(0, -2, -1).exp())
+
+
+_MVN_PARAMS = {"covariance_matrix": _spd, "precision_matrix": _spd, "scale_tril": _tril}
+
+
+@pytest.mark.parametrize("param", list(_MVN_PARAMS))
+@pytest.mark.parametrize("name, fn", [
+    ("log_prob", lambda d, v: d.log_prob(v)),
+    ("entropy", lambda d, v: d.entropy() + 0 * v.sum()),
+    ("moments", lambda d, v: d.mean + d.variance + d.stddev + 0 * v.sum()),
+    ("matrices", lambda d, v: d.covariance_matrix + d.precision_matrix + d.scale_tril + 0 * v.sum()),
+])
+def test_multivariate_normal_matches_torch(param, name, fn):
+    make = _MVN_PARAMS[param]
+    _assert_matches_torch(lambda lib, d, loc, m, v: fn(d.MultivariateNormal(loc, **{param: make(lib, m)}), v),
+                          MVN_LOC, _A, MVN_VALUE)
+
+
+def test_multivariate_normal_kl_matches_torch():
+    b = RNG.normal(size=(3, 3))
+    _assert_matches_torch(lambda lib, d, loc, m, n: d.kl_divergence(
+        d.MultivariateNormal(loc, covariance_matrix=_spd(lib, m)), d.MultivariateNormal(loc * 2, scale_tril=_tril(
+            lib, n))), MVN_LOC, _A, b)
+
+
+def test_multivariate_normal_rsample_statistics_and_gradients():
+    cn.manual_seed(0)
+    n, cov = 100_000, COV[0]
+    loc = cn.tensor([1.0, -2.0, 0.5], dtype=cn.float64, requires_grad=True)
+    tril = cn.tensor(np.linalg.cholesky(cov), requires_grad=True)
+    d = cd.MultivariateNormal(loc, scale_tril=tril)
+    x = d.rsample((n,))
+    assert x.shape == (n, 3) and x.dtype == cn.float64
+    sample = x.detach().numpy()
+    sd = np.sqrt(np.diag(cov))
+    _within_six_sigma(sample.mean(0), loc.detach().numpy(), sd, n)
+    # NOTE: the standard error of a sample covariance entry is sqrt((S_ii S_jj + S_ij^2) / n)
+    se = np.sqrt(np.outer(np.diag(cov), np.diag(cov)) + cov ** 2)
+    _within_six_sigma(np.cov(sample.T), cov, se, n)
+    x.sum().backward()
+    np.testing.assert_allclose(loc.grad.numpy(), [n] * 3)  # NOTE: d(loc + L eps)/d loc = I per draw
+    eps = np.linalg.solve(np.linalg.cholesky(cov), (sample - loc.detach().numpy()).T).T  # the draws' eps
+    # NOTE: d(L eps)/dL is eps on every row, upper triangle included (torch differentiates the full matrix too)
+    np.testing.assert_allclose(tril.grad.numpy(), np.ones((3, 1)) * eps.sum(0)[None, :], rtol=1e-8)
+    s = d.sample((2, 5))
+    assert s.shape == (2, 5, 3) and not s.requires_grad
+
+
 def _torch_message(fn):
     with pytest.raises(Exception) as info:
         fn(torch, td)
@@ -227,6 +289,24 @@ def _torch_message(fn):
     (lambda lib, d: d.Uniform(1.0, 0.0),
      r"Expected parameter low \(Tensor of shape \(\)\) of distribution Uniform\(low: 1.0, high: 0.0\) to satisfy "
      r"the constraint LessThan\(upper_bound=0.0\)"),
+    (lambda lib, d: d.MultivariateNormal(lib.zeros(2)),
+     "Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified."),
+    (lambda lib, d: d.MultivariateNormal(lib.zeros(2), lib.eye(2), scale_tril=lib.eye(2)),
+     "Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified."),
+    (lambda lib, d: d.MultivariateNormal(lib.tensor(0.0), lib.eye(1)), "loc must be at least one-dimensional."),
+    (lambda lib, d: d.MultivariateNormal(lib.zeros(2), scale_tril=lib.ones(2)),
+     "scale_tril matrix must be at least two-dimensional, with optional leading batch dimensions"),
+    (lambda lib, d: d.MultivariateNormal(lib.zeros(2), lib.tensor([[1.0, 2.0], [2.0, 1.0]])),
+     r"Expected parameter covariance_matrix \(Tensor of shape \(2, 2\)\) of distribution MultivariateNormal\(loc: "
+     r"\(2,\), covariance_matrix: \(2, 2,?\)\) to satisfy the constraint PositiveDefinite\(\)"),
+    (lambda lib, d: d.MultivariateNormal(lib.zeros(2), lib.ones(2)),
+     "covariance_matrix must be at least two-dimensional, with optional leading batch dimensions"),
+    (lambda lib, d: d.MultivariateNormal(lib.zeros(2), precision_matrix=lib.tensor([[1.0, 0.5], [0.0, 1.0]])),
+     r"to satisfy the constraint PositiveDefinite\(\)"),
+    (lambda lib, d: d.MultivariateNormal(lib.zeros(2), scale_tril=lib.tensor([[1.0, 0.5], [0.0, 1.0]])),
+     r"to satisfy the constraint LowerCholesky\(\)"),
+    (lambda lib, d: d.MultivariateNormal(lib.zeros(2), scale_tril=lib.eye(2)).log_prob(lib.zeros(3)),
+     r"The right-most size of value must match event_shape: \(3,\) vs \(2,\)"),
     (lambda lib, d: d.Uniform(0.0, 1.0).log_prob(lib.tensor(2.0)),
      r"within the support \(Interval\(lower_bound=0.0, upper_bound=1.0\)\) of the distribution Uniform\(low: 0.0, "
      r"high: 1.0\)"),

@@ -664,6 +664,14 @@ for _nd in (1, 2, 3):
                              ("uneven", X(1, 2, *_sp), 4)):
         case(f"adaptive_avg_pool{_nd}d", _label, lambda lib, x, n=_nd, o=_out: getattr(
             nnf(lib), f"adaptive_avg_pool{n}d")(x, o), _x, fwd=4, bwd=4)
+        case(f"adaptive_max_pool{_nd}d", _label, lambda lib, x, n=_nd, o=_out: getattr(
+            nnf(lib), f"adaptive_max_pool{n}d")(x, o, return_indices=True), _x, fwd=0, bwd=4)
+    for _label, _x in (("batched", X(2, 3, *(2 * s for s in _sp), lay="flip")), ("unbatched", X(3, *_sp, lay="T")),
+                       ("empty-batch", X(0, 3, *_sp)), ("npT", X(1, 2, *_sp, lay="npT"))):
+        # NOTE: the indices come from max pooling the same input (exact), unpooling only moves values
+        case(f"max_unpool{_nd}d", _label, lambda lib, x, n=_nd: getattr(nnf(lib), f"max_unpool{n}d")(
+            *getattr(nnf(lib), f"max_pool{n}d")(x, 2, return_indices=True), 2, output_size=x.shape[-n:]),
+             _x, fwd=0, bwd=0)
 
 # --- norm: mean, variance and rsqrt in fp32, rounded once; the gradient has ~3 terms of that size
 for _label, _specs, _shape in (("plain", (X(2, 3, 4, lay="flip"), X(4), X(4)), (4,)), ("no-affine",
@@ -821,6 +829,21 @@ for _name, _spec in (("dropout1d", X(2, 3, 4, lay="T")), ("dropout1d", X(0, 3, 2
          fwd=1, bwd=1)
     case(_name, f"{_spec.lay}-{_spec.shape}-eval", lambda lib, x, n=_name: getattr(nnf(lib), n)(
         x, p=0.5, training=False), _spec, fwd=1, bwd=1)
+
+# --- grid sampling (issue 13): coordinates are rounded in the dtype (a location error of ~size * eps moves
+# each bilinear weight by as much), then four weighted taps; the grid's gradient is a difference of taps
+for _label, _specs, _kw in (("bilinear-zeros", (X(2, 3, 4, 5, lay="flip"), X(2, 3, 2, 2, dom="unit")), {}),
+                            ("nearest-border", (X(1, 2, 4, 4, lay="npT"), X(1, 2, 3, 2, dom="unit")),
+                             {"mode": "nearest", "padding_mode": "border"}),
+                            ("reflection-aligned", (X(1, 2, 3, 5), X(1, 4, 2, 2, dom="unit", lay="T")),
+                             {"padding_mode": "reflection", "align_corners": True}),
+                            ("empty-batch", (X(0, 2, 3, 3), X(0, 2, 2, 2, dom="unit")), {})):
+    case("grid_sample", _label, lambda lib, x, g, kw=_kw: nnf(lib).grid_sample(x, g, **kw), *_specs, fwd=64, bwd=256)
+for _label, _t, _size, _ac in (("plain", X(2, 2, 3, lay="flip"), (2, 3, 4, 5), False),
+                               ("aligned", X(1, 2, 3, lay="npT"), (1, 1, 3, 3), True),
+                               ("empty", X(0, 2, 3), (0, 1, 2, 2), False)):
+    case("affine_grid", _label, lambda lib, t, s=_size, ac=_ac: nnf(lib).affine_grid(t, s, align_corners=ac), _t,
+         fwd=8, bwd=16)
 
 # --- resampling (issue 13): gathers are exact; interpolation weights add a few roundings (fp32 math, one rounding)
 for _label, _x, _pad, _kw in (("const-flip", X(2, 3, 4, lay="flip"), (1, 2), {"value": 0.5}),

@@ -1,4 +1,6 @@
-"""RMSNorm, InstanceNorm1d/2d/3d, BatchNorm3d and LocalResponseNorm against torch.nn (issue 13)."""
+"""RMSNorm, InstanceNorm1d/2d/3d, BatchNorm3d, SyncBatchNorm and LocalResponseNorm against torch.nn (issue 13)."""
+
+import importlib
 
 import numpy as np
 import pytest
@@ -52,6 +54,8 @@ CASES = [
     ("InstanceNorm2d", (3,), {"affine": True, "track_running_stats": True}, (2, 3, 4, 5)),
     ("InstanceNorm3d", (2,), {"track_running_stats": True, "momentum": 0.3}, (2, 2, 3, 2, 4)),
     ("BatchNorm3d", (2,), {}, (3, 2, 2, 3, 2)),
+    ("SyncBatchNorm", (3,), {}, (2, 3, 4)), ("SyncBatchNorm", (2,), {"momentum": None}, (3, 2, 2, 3, 2)),
+    ("SyncBatchNorm", (3,), {"affine": False, "track_running_stats": False}, (5, 3)),
     ("LocalResponseNorm", (3,), {"alpha": 0.1, "beta": 0.6, "k": 2.0}, (2, 5, 3, 4)),
 ]
 
@@ -116,3 +120,48 @@ def test_batch_norm_cumulative_average_has_no_host_sync_and_matches_torch(monkey
     np.testing.assert_allclose(ours.running_mean.numpy(), theirs.running_mean.numpy(), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(ours.running_var.numpy(), theirs.running_var.numpy(), rtol=1e-6, atol=1e-6)
     assert int(ours.num_batches_tracked.item()) == 3
+
+
+# ---- SyncBatchNorm (issue 13); two ranks: tests/test_distributed_mpi.py
+def test_sync_batch_norm_math_in_one_rank_matches_torch_batch_norm(monkeypatch):
+    # NOTE: with the all-reduce made the identity (a world of one), the synchronized composite must be
+    # batch norm itself: values, gradients and second derivatives (its backward is cupynet ops)
+    norm = importlib.import_module("cupynet.ops.norm")  # NOTE: cupynet.ops.norm the attribute is the norm function
+    monkeypatch.setattr(norm, "reduce_array_", lambda array, op: None)
+    rm, rv = cn.zeros(3), cn.ones(3)
+    check_op([(4, 3, 5), (3,), (3,)], lambda x, w, b: norm.sync_batch_norm(x, None, None, w, b, 0.1, 1e-5),
+             lambda x, w, b: TF.batch_norm(x, None, None, w, b, training=True), dtypes=("float32", "float16"))
+    x = np.random.default_rng(0).standard_normal((6, 3, 2)) * 2 + 5
+    norm.sync_batch_norm(cn.tensor(x), rm, rv, None, None, 0.25, 1e-5)
+    trm, trv = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    TF.batch_norm(torch.tensor(x), trm, trv, training=True, momentum=0.25)
+    np.testing.assert_allclose(rm.numpy(), trm.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(rv.numpy(), trv.numpy(), rtol=1e-6)
+
+
+def test_convert_sync_batchnorm_keeps_parameters_buffers_and_mode():
+    bn = nn.BatchNorm2d(4, momentum=None)
+    bn.running_mean.array[...] = 2.0
+    inner = nn.Sequential(nn.BatchNorm1d(5, affine=False), nn.InstanceNorm2d(3, affine=True))
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), bn, inner).eval()
+    out = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    assert out is model and type(out[1]) is nn.SyncBatchNorm and type(out[2][0]) is nn.SyncBatchNorm
+    assert type(out[2][1]) is nn.InstanceNorm2d  # NOTE: instance norm is not batch norm (torch's rule too)
+    assert out[1].weight is bn.weight and out[1].running_mean is bn.running_mean and out[1].momentum is None
+    assert not out[1].training and out[2][0].weight is None
+    assert list(out.state_dict()) == list(model.state_dict())
+    theirs = torch.nn.SyncBatchNorm.convert_sync_batchnorm(torch.nn.Sequential(
+        torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4, momentum=None),
+        torch.nn.Sequential(torch.nn.BatchNorm1d(5, affine=False), torch.nn.InstanceNorm2d(3, affine=True))))
+    assert repr(out) == repr(theirs)
+    single = nn.SyncBatchNorm.convert_sync_batchnorm(nn.BatchNorm1d(2))
+    assert type(single) is nn.SyncBatchNorm
+
+
+def test_sync_batch_norm_bad_inputs():
+    with pytest.raises(ValueError, match="SyncBatchNorm: process_group must be None"):
+        nn.SyncBatchNorm(3, process_group="group")
+    with pytest.raises(ValueError, match=r"expected at least 2D input \(got 1D input\)"):
+        nn.SyncBatchNorm(3)(cn.randn(3))
+    with pytest.raises(ValueError, match="expected input with 3 features/channels"):
+        nn.SyncBatchNorm(3)(cn.randn(2, 4))

@@ -193,3 +193,112 @@ def test_2x2_stride_2_fast_path_matches_torch_on_ties_nan_and_inf(seed):
         t_out, t_idx = F.max_pool2d(torch.tensor(x), 2, return_indices=True)
         np.testing.assert_array_equal(out.numpy(), t_out.numpy())
         np.testing.assert_array_equal(idx.numpy(), t_idx.numpy())
+
+# ---- adaptive max pooling and max unpooling (issue 13)
+@pytest.mark.parametrize("nd, shape, size", [
+    (1, (2, 3, 7), 3), (1, (3, 10), 4), (2, (2, 2, 7, 6), (3, 4)), (2, (2, 5, 5), (4, None)),
+    (2, (1, 2, 4, 4), 1), (3, (1, 2, 5, 4, 3), (2, 3, 2)),
+])
+def test_adaptive_max_pool_matches_torch(nd, shape, size):
+    # NOTE: 5 -> 4 and 7 -> 3 windows overlap, so one input can be the maximum of two windows (gradients add)
+    name = f"adaptive_max_pool{nd}d"
+    check_op(None, lambda x: getattr(ops, name)(x, size), lambda x: getattr(F, name)(x, size),
+             arrays=_distinct(shape), dtypes=("float32", "float16"))
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_adaptive_max_pool_indices_ties_and_nan_match_torch(nd):
+    rng = np.random.default_rng(nd)
+    x = rng.integers(0, 3, size=(2, 2) + (5,) * nd).astype(np.float64)  # NOTE: many ties
+    x.reshape(-1)[rng.choice(x.size, 6, replace=False)] = np.nan
+    name = f"adaptive_max_pool{nd}d"
+    for size in (1, 2, 3, 4, 5):
+        got, gi = getattr(ops, name)(cn.tensor(x), size, return_indices=True)
+        want, wi = getattr(F, name)(torch.tensor(x), size, return_indices=True)
+        np.testing.assert_array_equal(gi.numpy(), wi.numpy())
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+        assert gi.dtype == cn.int64
+
+
+def test_adaptive_max_pool_gradient_adds_where_windows_share_a_maximum():
+    x = cn.tensor([[[0.0, 1.0, 9.0, 2.0, 3.0]]], requires_grad=True)
+    ops.adaptive_max_pool1d(x, 4).sum().backward()  # windows [0,2) [1,3) [2,4) [3,5): 9 wins twice
+    xt = torch.tensor([[[0.0, 1.0, 9.0, 2.0, 3.0]]], requires_grad=True)
+    F.adaptive_max_pool1d(xt, 4).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())
+    assert x.grad.numpy().tolist() == [[[0.0, 1.0, 2.0, 0.0, 1.0]]]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_adaptive_max_pool_half_is_exact(dtype):
+    x = make_arrays([(2, 3, 9, 7)])[0]
+    got = ops.adaptive_max_pool2d(cn.tensor(x, dtype=dtype), (4, 3))
+    want = F.adaptive_max_pool2d(torch.tensor(x).to(getattr(torch, dtype)), (4, 3))
+    assert got.dtype == getattr(cn, dtype)
+    np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+
+
+@pytest.mark.parametrize("nd, spatial, kw", [
+    (1, (8,), {"kernel_size": 2}), (2, (8, 6), {"kernel_size": 2}),
+    (2, (7, 5), {"kernel_size": 3, "stride": 2, "padding": 1}),
+    (2, (7, 5), {"kernel_size": 2, "output_size": (7, 5)}),
+    (2, (7, 5), {"kernel_size": 2, "output_size": (2, 2, 7, 5)}),
+    (3, (4, 4, 2), {"kernel_size": 2}), (3, (5, 4, 3), {"kernel_size": 2, "stride": 1}),
+])
+def test_max_unpool_matches_torch(nd, spatial, kw):
+    shape = (2, 2) + spatial
+    pool_kw = {k: v for k, v in kw.items() if k != "output_size"}
+    _, idx = getattr(F, f"max_pool{nd}d")(torch.tensor(_distinct(shape)[0]), return_indices=True, **pool_kw)
+    pooled = make_arrays([tuple(idx.shape)])
+    name = f"max_unpool{nd}d"
+    index = cn.tensor(idx.numpy())
+    # NOTE: overlapping windows (stride < kernel) can repeat an index, and which value lands there is
+    # then unspecified in both libraries: the gradient is checked only where windows do not overlap
+    check_op(None, lambda v: getattr(ops, name)(v, index, **kw), lambda v: getattr(F, name)(v, idx, **kw),
+             arrays=pooled, dtypes=("float32", "float16"), grad=kw.get("stride", 2) >= kw["kernel_size"])
+
+
+def test_max_unpool_round_trip_and_unbatched():
+    x = cn.tensor(_distinct((3, 6, 4))[0])
+    y, i = ops.max_pool2d(x, 2, return_indices=True)
+    back = ops.max_unpool2d(y, i, 2)
+    want = F.max_unpool2d(*F.max_pool2d(torch.tensor(x.numpy()), 2, return_indices=True), 2)
+    np.testing.assert_array_equal(back.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: ops.adaptive_max_pool2d(cn.randn(1, 1, 0, 4), 2), RuntimeError,
+     r"adaptive_max_pool2d\(\): Expected input to have non-zero size for non-batch dimensions"),
+    (lambda: ops.adaptive_max_pool2d(cn.randn(1, 1, 4, 4), 0), ValueError,
+     "adaptive_max_pool2d: output_size must be >= 1"),
+    (lambda: ops.adaptive_max_pool1d(cn.randn(4), 2), RuntimeError, "adaptive_max_pool1d: expected 2D"),
+    (lambda: ops.max_unpool2d(cn.randn(1, 1, 2, 2), cn.zeros(1, 1, 2, 2), 2), RuntimeError,
+     "max_unpool2d: expected indices to be an int64 Tensor of the input's shape"),
+    (lambda: ops.max_unpool2d(cn.randn(1, 1, 2, 2), cn.zeros(1, 1, 2, 3, dtype=cn.int64), 2), RuntimeError,
+     "max_unpool2d: expected indices to be an int64 Tensor"),
+    (lambda: ops.max_unpool2d(cn.randn(1, 1, 2, 2), cn.full((1, 1, 2, 2), 16, dtype=cn.int64), 2), IndexError,
+     r"max_unpool2d: Target 16 is out of bounds \(output volumes are of size 4x4\)"),
+    (lambda: ops.max_unpool2d(cn.randn(1, 1, 2, 2), cn.zeros(1, 1, 2, 2, dtype=cn.int64), 2, output_size=(9, 4)),
+     ValueError, r"max_unpool2d: invalid output_size \(9, 4\)"),
+    (lambda: ops.max_unpool2d(cn.randn(1, 1, 2, 2), cn.zeros(1, 1, 2, 2, dtype=cn.int64), 2, output_size=5),
+     ValueError, "max_unpool2d: output_size should be a sequence of 2 or 4 ints"),
+])
+def test_adaptive_max_and_unpool_bad_inputs(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_adaptive_max_and_unpool_layers_match_torch():
+    x = _distinct((2, 3, 8, 6))[0]
+    layer, ref = cn.nn.AdaptiveMaxPool2d((3, 2), return_indices=True), torch.nn.AdaptiveMaxPool2d((3, 2), True)
+    (y, i), (yt, it) = layer(cn.tensor(x)), ref(torch.tensor(x))
+    np.testing.assert_array_equal(y.numpy(), yt.numpy())
+    np.testing.assert_array_equal(i.numpy(), it.numpy())
+    assert repr(layer) == repr(ref)
+    p, pt = cn.nn.MaxPool2d(2, return_indices=True), torch.nn.MaxPool2d(2, return_indices=True)
+    un, unt = cn.nn.MaxUnpool2d(2), torch.nn.MaxUnpool2d(2)
+    np.testing.assert_array_equal(un(*p(cn.tensor(x))).numpy(), unt(*pt(torch.tensor(x))).numpy())
+    assert repr(un) == repr(unt)
+    for nd in (1, 3):
+        assert repr(getattr(cn.nn, f"AdaptiveMaxPool{nd}d")(2)) == repr(getattr(torch.nn, f"AdaptiveMaxPool{nd}d")(2))
+        assert repr(getattr(cn.nn, f"MaxUnpool{nd}d")(2)) == repr(getattr(torch.nn, f"MaxUnpool{nd}d")(2))

@@ -621,3 +621,153 @@ def test_torchvision_names_are_cupynet_vision_under_run(tmp_path, capsys):
         "import torchvision.io\n")
     assert run.run_script(str(path), []) == run.EXIT_MISSING
     assert "cupynet has no torchvision.io yet" in capsys.readouterr().err
+
+
+# ---- colour, blur, erasing, dtype, random composition (issue 13; torchvision is not installed here, so the
+# oracles are torch arithmetic on torchvision's documented formulas, Python's colorsys, and hand-computed cases)
+import colorsys  # noqa: E402
+
+
+def _float_picture(c=3, h=4, w=5, seed=2):
+    return numpy.random.default_rng(seed).uniform(size=(c, h, w))
+
+
+def test_brightness_contrast_saturation_are_torchvisions_blends():
+    x = _float_picture()
+    t = torch.tensor(x)
+    gray = (0.2989 * t[0] + 0.587 * t[1] + 0.114 * t[2]).unsqueeze(0)
+    for fn, factor, other in ((TF.adjust_brightness, 1.7, torch.zeros(())), (TF.adjust_contrast, 0.4, gray.mean()),
+                              (TF.adjust_saturation, 2.5, gray)):
+        want = (factor * t + (1 - factor) * other).clamp(0, 1)
+        numpy.testing.assert_allclose(fn(cupynet.tensor(x), factor).numpy(), want.numpy(), rtol=1e-12, atol=1e-15)
+    numpy.testing.assert_allclose(TF.adjust_saturation(cupynet.tensor(x), 0.0).numpy(),
+                                  numpy.broadcast_to(gray.numpy(), x.shape), atol=1e-15)
+    assert TF.adjust_brightness(cupynet.tensor(x), 1.0).numpy().tolist() == x.tolist()
+
+
+def test_uint8_colour_changes_truncate_as_torchvision():
+    u = _pixels(4, 5).transpose(2, 0, 1).copy()
+    t = torch.tensor(u)
+    got = TF.adjust_brightness(cupynet.tensor(u), 1.3)
+    assert got.dtype == cupynet.uint8
+    numpy.testing.assert_array_equal(got.numpy(), (1.3 * t).clamp(0, 255).to(torch.uint8).numpy())
+    gray = (0.2989 * t[0].float() + 0.587 * t[1].float() + 0.114 * t[2].float()).to(torch.uint8)
+    numpy.testing.assert_array_equal(TF.rgb_to_grayscale(cupynet.tensor(u)).numpy()[0], gray.numpy())
+    mean = gray.float().mean()
+    numpy.testing.assert_array_equal(TF.adjust_contrast(cupynet.tensor(u), 0.5).numpy(),
+                                     (0.5 * t + 0.5 * mean).clamp(0, 255).to(torch.uint8).numpy())
+    image = Image(_pixels(3, 4))
+    back = TF.adjust_brightness(image, 0.5)
+    assert isinstance(back, Image)
+    numpy.testing.assert_array_equal(back.array, (image.array * 0.5).astype(numpy.uint8))
+
+
+def test_adjust_hue_turns_hsv_hue_as_colorsys():
+    x = _float_picture(seed=3)
+    for factor in (0.0, 0.1, -0.37, 0.5):
+        got = TF.adjust_hue(cupynet.tensor(x), factor).numpy()
+        want = numpy.empty_like(x)
+        for i in range(x.shape[1]):
+            for j in range(x.shape[2]):
+                h, s, v = colorsys.rgb_to_hsv(*x[:, i, j])
+                want[:, i, j] = colorsys.hsv_to_rgb((h + factor) % 1.0, s, v)
+        numpy.testing.assert_allclose(got, want, atol=1e-12)
+    red = cupynet.tensor(numpy.array([1.0, 0.0, 0.0]).reshape(3, 1, 1))
+    assert TF.adjust_hue(red, 1 / 3).numpy().ravel().tolist() == pytest.approx([0.0, 1.0, 0.0])
+    grey = cupynet.tensor(numpy.full((3, 2, 2), 0.25))
+    assert TF.adjust_hue(grey, 0.3).numpy().tolist() == grey.numpy().tolist()  # NOTE: no hue, nothing turns
+
+
+def test_colour_changes_keep_history():
+    x = cupynet.tensor(_float_picture(), requires_grad=True)
+    y = TF.adjust_saturation(TF.adjust_contrast(x, 0.8), 1.2)
+    y.sum().backward()
+    assert x.grad is not None and x.grad.shape == x.shape
+
+
+def test_gaussian_blur_is_torchs_reflect_padded_depthwise_convolution():
+    x = _float_picture(c=2, h=7, w=9)
+    for kernel, sigma in ((3, None), ((5, 3), (1.5, 0.7)), (7, 2.0)):
+        kx, ky = (kernel, kernel) if isinstance(kernel, int) else kernel
+        sx, sy = (kx * 0.15 + 0.35, ky * 0.15 + 0.35) if sigma is None else (
+            (sigma, sigma) if isinstance(sigma, float) else sigma)
+        k1 = [torch.exp(-0.5 * (torch.linspace(-(k - 1) / 2, (k - 1) / 2, k, dtype=torch.float64) / s) ** 2)
+              for k, s in ((kx, sx), (ky, sy))]
+        k2 = torch.outer(k1[1] / k1[1].sum(), k1[0] / k1[0].sum())
+        padded = torch.nn.functional.pad(torch.tensor(x)[None], (kx // 2, kx // 2, ky // 2, ky // 2), mode="reflect")
+        want = torch.nn.functional.conv2d(padded, k2.expand(2, 1, ky, kx), groups=2)[0]
+        got = TF.gaussian_blur(cupynet.tensor(x), kernel, sigma)
+        numpy.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-14)
+    u = _pixels(6, 6).transpose(2, 0, 1).copy()
+    blurred = TF.gaussian_blur(cupynet.tensor(u), 3, 1.0)
+    want = TF.gaussian_blur(cupynet.tensor(u.astype(numpy.float32)), 3, 1.0).numpy()
+    assert blurred.dtype == cupynet.uint8
+    numpy.testing.assert_array_equal(blurred.numpy(), numpy.round(want).astype(numpy.uint8))
+
+
+def test_erase_and_random_erasing():
+    x = cupynet.tensor(_float_picture(h=8, w=8))
+    out = TF.erase(x, 1, 2, 3, 4, 0.5)
+    assert (out.numpy()[:, 1:4, 2:6] == 0.5).all() and out.numpy()[:, 0].tolist() == x.numpy()[:, 0].tolist()
+    cupynet.manual_seed(0)
+    erased = T.RandomErasing(p=1.0, value=(0.1, 0.2, 0.3))(x)
+    changed = (erased.numpy() != x.numpy()).any(axis=0)
+    rows, cols = numpy.nonzero(changed)
+    assert changed.sum() == (numpy.ptp(rows) + 1) * (numpy.ptp(cols) + 1)  # NOTE: one filled rectangle
+    assert erased.numpy()[:, rows[0], cols[0]].tolist() == pytest.approx([0.1, 0.2, 0.3])
+    assert T.RandomErasing(p=0.0)(x) is x
+    with pytest.raises(ValueError, match="If value is str, it should be 'random'"):
+        T.RandomErasing(value="noise")
+
+
+def test_convert_image_dtype_scales_as_torchvision():
+    u = cupynet.tensor(numpy.array([[[0, 128, 255]]], dtype=numpy.uint8))
+    numpy.testing.assert_allclose(TF.convert_image_dtype(u).numpy(), [[[0.0, 128 / 255, 1.0]]], rtol=1e-7)
+    f = cupynet.tensor(numpy.array([[[0.0, 0.5, 1.0]]], dtype=numpy.float32))
+    assert TF.convert_image_dtype(f, cupynet.uint8).numpy().tolist() == [[[0, 127, 255]]]
+    assert T.ConvertImageDtype(cupynet.float64)(f).dtype == cupynet.float64
+    with pytest.raises(RuntimeError, match="cannot be performed safely"):
+        TF.convert_image_dtype(f, cupynet.int32)
+
+
+def test_color_jitter_ranges_draws_and_errors():
+    jitter = T.ColorJitter(brightness=0.5, contrast=(0.2, 0.2), saturation=0, hue=0.1)
+    assert jitter.brightness == (0.5, 1.5) and jitter.contrast == (0.2, 0.2) and jitter.saturation is None
+    assert jitter.hue == (-0.1, 0.1)
+    cupynet.manual_seed(3)
+    order, b, c, s, h = T.ColorJitter.get_params(jitter.brightness, jitter.contrast, jitter.saturation, jitter.hue)
+    assert sorted(order) == [0, 1, 2, 3] and 0.5 <= b <= 1.5 and c == 0.2 and s is None and -0.1 <= h <= 0.1
+    x = cupynet.tensor(_float_picture())
+    cupynet.manual_seed(3)
+    got = jitter(x)
+    want = x
+    for i in order:  # NOTE: the same seed gives the same draws: apply them by hand in the drawn order
+        want = [lambda t: TF.adjust_brightness(t, b), lambda t: TF.adjust_contrast(t, c), lambda t: t,
+                lambda t: TF.adjust_hue(t, h)][i](want)
+    numpy.testing.assert_allclose(got.numpy(), want.numpy())
+    with pytest.raises(ValueError, match="hue values should be between"):
+        T.ColorJitter(hue=0.7)
+    with pytest.raises(ValueError, match="If brightness is a single number, it must be non negative."):
+        T.ColorJitter(brightness=-1)
+    with pytest.raises(ValueError, match=r"hue_factor \(0.6\) is not in \[-0.5, 0.5\]."):
+        TF.adjust_hue(x, 0.6)
+    with pytest.raises(TypeError, match="permitted channel values are"):
+        TF.adjust_saturation(cupynet.tensor(_float_picture(c=2)), 0.5)
+
+
+def test_grayscale_random_grayscale_and_random_composition():
+    image = Image(_pixels(4, 5))
+    assert T.Grayscale()(image).mode == "L" and T.Grayscale(3)(image).mode == "RGB"
+    assert T.RandomGrayscale(p=1.0)(image).mode == "RGB"  # NOTE: keeps the channel count
+    assert T.RandomGrayscale(p=0.0)(image) is image
+    add1, mul2 = (lambda v: v + 1), (lambda v: v * 2)
+    assert T.RandomApply([add1, mul2], p=1.0)(1) == 4 and T.RandomApply([add1], p=0.0)(1) == 1
+    assert {T.RandomChoice([add1, mul2], p=[1, 3])(5) for _ in range(50)} == {6, 10}
+    assert T.RandomChoice([add1, mul2], p=[0, 1])(5) == 10
+    assert {T.RandomOrder([add1, mul2])(1) for _ in range(50)} == {3, 4}
+    with pytest.raises(ValueError, match="Length of p doesn't match"):
+        T.RandomChoice([add1], p=[0.5, 0.5])
+    blur = T.GaussianBlur((5, 3), sigma=(0.5, 1.0))
+    assert blur.kernel_size == (5, 3) and blur(image).mode == "RGB"
+    with pytest.raises(ValueError, match="kernel_size should have odd and positive integers"):
+        T.GaussianBlur(4)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from ..backend import get_array_module
 
 __all__ = ["Constraint", "real", "positive", "nonnegative", "unit_interval", "boolean", "simplex",
-           "real_vector", "greater_than", "less_than", "interval", "half_open_interval", "integer_interval"]
+           "real_vector", "positive_definite", "lower_cholesky",
+           "greater_than", "less_than", "interval", "half_open_interval", "integer_interval"]
 
 
 class Constraint:
@@ -128,6 +129,38 @@ class _Independent(Constraint):
         return f"IndependentConstraint({self.base!r}, {self.event_dim})"
 
 
+class _PositiveDefinite(Constraint):
+    """Symmetric matrices (last two dimensions, within 1e-6 as torch checks) with every eigenvalue > 0."""
+
+    def __init__(self):
+        super().__init__(event_dim=2)
+
+    def _check(self, array):
+        xp = get_array_module(array)
+        symmetric = (xp.abs(array - array.swapaxes(-1, -2)) <= 1e-6).all(axis=(-2, -1))
+        # NOTE: eigenvalues of the symmetric part: Cholesky's success, without an exception per matrix
+        low = xp.linalg.eigvalsh((array + array.swapaxes(-1, -2)) / 2).min(axis=-1) if array.shape[-1] else 1
+        return symmetric & (low > 0)
+
+    def __repr__(self):
+        return "PositiveDefinite()"
+
+
+class _LowerCholesky(Constraint):
+    """Lower-triangular matrices with a positive diagonal."""
+
+    def __init__(self):
+        super().__init__(event_dim=2)
+
+    def _check(self, array):
+        xp = get_array_module(array)
+        lower = (xp.triu(array, 1) == 0).all(axis=(-2, -1))
+        return lower & (xp.diagonal(array, 0, -2, -1) > 0).all(axis=-1)
+
+    def __repr__(self):
+        return "LowerCholesky()"
+
+
 def greater_than(lower):
     """``x > lower``.
 
@@ -183,3 +216,5 @@ unit_interval = interval(0.0, 1.0)
 boolean = _Boolean()
 simplex = _Simplex()
 real_vector = _Independent(real, 1)
+positive_definite = _PositiveDefinite()
+lower_cholesky = _LowerCholesky()

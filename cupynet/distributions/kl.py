@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import math
 
-from ..ops import log, where
+import numpy
+
+from ..ops import broadcast_to, log, where
+from ..ops.decomposition import solve_triangular
 from .bernoulli import Bernoulli
 from .categorical import Categorical
+from .multivariate_normal import MultivariateNormal, _mahalanobis
 from .normal import Normal
 from .uniform import Uniform
 
@@ -78,3 +82,16 @@ def _kl_bernoulli_bernoulli(p, q):
 def _kl_uniform_uniform(p, q):
     inside = (q.low <= p.low) & (p.high <= q.high)
     return where(inside, log((q.high - q.low) / (p.high - p.low)), math.inf)
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_mvn_mvn(p, q):
+    # NOTE: (tr(Sq^-1 Sp) + |Lq^-1 (mq - mp)|^2 - k) / 2 + log det Lq - log det Lp, with tr(Sq^-1 Sp) the
+    # squared Frobenius norm of Lq^-1 Lp: triangular solves only, no inverse
+    k = p.event_shape[0]
+    lq, lp = q._unbroadcasted_scale_tril, p._unbroadcasted_scale_tril
+    batch = tuple(numpy.broadcast_shapes(tuple(lq.shape[:-2]), tuple(lp.shape[:-2])))
+    trace = (solve_triangular(broadcast_to(lq, batch + (k, k)), broadcast_to(lp, batch + (k, k)),
+                              upper=False) ** 2).sum((-2, -1))
+    maha = _mahalanobis(lq, q.loc - p.loc)
+    return 0.5 * (trace + maha - k) + q._half_log_det() - p._half_log_det()

@@ -56,18 +56,25 @@ from .normalization import (
                          LayerNorm,
                          LocalResponseNorm,
                          RMSNorm,
+                         SyncBatchNorm,
 )
 from .parameter import Parameter
 from .pooling import (
                          AdaptiveAvgPool1d,
                          AdaptiveAvgPool2d,
                          AdaptiveAvgPool3d,
+                         AdaptiveMaxPool1d,
+                         AdaptiveMaxPool2d,
+                         AdaptiveMaxPool3d,
                          AvgPool1d,
                          AvgPool2d,
                          AvgPool3d,
                          MaxPool1d,
                          MaxPool2d,
                          MaxPool3d,
+                         MaxUnpool1d,
+                         MaxUnpool2d,
+                         MaxUnpool3d,
 )
 from .resample import (
                          CircularPad1d,
@@ -122,7 +129,8 @@ __all__ += [  # issue 13
     "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm", "ParameterList", "ParameterDict",
     "TransformerDecoderLayer", "TransformerDecoder", "Transformer", "Conv3d", "ConvTranspose1d", "ConvTranspose3d",
     "MaxPool1d", "MaxPool3d", "AvgPool1d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool3d", "Dropout1d",
-    "Dropout2d", "Dropout3d",
+    "Dropout2d", "Dropout3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "MaxUnpool1d",
+    "MaxUnpool2d", "MaxUnpool3d", "SyncBatchNorm",
 ]
 
 # issue 13: the remaining activation layers and losses, EmbeddingBag (torch.nn.modules.sparse)

@@ -11,7 +11,9 @@ from __future__ import annotations
 import numbers
 
 from .. import creation, dtypes
+from .. import distributed as dist
 from ..autograd import no_grad
+from ..ops.norm import sync_batch_norm
 from ..tensor import Tensor
 from . import functional as F
 from . import init
@@ -20,7 +22,7 @@ from .module import Module, copy_into
 from .parameter import as_array
 
 __all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d",
-           "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm", "Embedding"]
+           "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm", "Embedding", "SyncBatchNorm"]
 
 
 def _positive(layer: str, name: str, value):
@@ -242,6 +244,77 @@ class BatchNorm2d(_BatchNorm):
 class BatchNorm3d(_BatchNorm):
     __doc__ = BatchNorm2d.__doc__.replace("(N, C, H, W)", "(N, C, D, H, W)")
     _ndims = (5,)
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch normalisation whose training statistics cover the whole batch of every rank (any (N, C, *) input).
+
+    In one process, in eval mode, or without an initialized ``cupynet.distributed`` group it is BatchNorm;
+    in training under a group of several ranks, each rank's batch sums (and, in backward, the gradient sums
+    of the statistics) are all-reduced, so N ranks with batch b compute what one process with batch N*b
+    does (``ops.norm.sync_batch_norm``). Every rank must call it the same number of times.
+
+    Args:
+        num_features: C.
+        eps: added to the variance.
+        momentum: running-stat update factor (None: cumulative average).
+        affine: learn weight (ones) and bias (zeros).
+        track_running_stats: keep running_mean / running_var / num_batches_tracked buffers.
+        process_group: must be None: the default group (cupynet has no sub-groups).
+        device: where parameters and buffers live.
+        dtype: the parameters' floating dtype (running stats stay fp32).
+    """
+
+    _ndims = (2, 3, 4, 5, 6, 7, 8)
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 process_group=None, device=None, dtype=None):
+        if process_group is not None:
+            raise ValueError(f"SyncBatchNorm: process_group must be None (the default group; cupynet has no "
+                             f"sub-groups), got {process_group!r}")
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        self.process_group = None
+
+    def _check(self, input):  # noqa: A002
+        if isinstance(input, Tensor) and input.ndim < 2:
+            raise ValueError(f"{self!r}: expected at least 2D input (got {input.ndim}D input)")
+        super()._check(input)
+
+    def forward(self, input):  # noqa: A002
+        """Normalise with the statistics of every rank's batch (training, several ranks) or as BatchNorm.
+
+        Args:
+            input: (N, C, *), this rank's share of the batch.
+        """
+        if not (self.training and dist.is_initialized() and dist.get_world_size() > 1):
+            return super().forward(input)
+        self._check(input)
+        factor = self._average_factor()
+        return sync_batch_norm(input, self.running_mean, self.running_var, self.weight, self.bias, factor, self.eps)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """``module`` with every BatchNorm1d/2d/3d (itself or inside it) replaced by a SyncBatchNorm.
+
+        The new layers take the old ones' parameters (the same Parameter objects), buffers and train/eval
+        mode; other modules are kept and returned as they are.
+
+        Args:
+            module: the module (or model) to convert.
+            process_group: must be None (the default group).
+        """
+        out = module
+        if isinstance(module, _BatchNorm) and not isinstance(module, _InstanceNorm):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats,
+                      process_group)
+            if module.affine:
+                out.weight, out.bias = module.weight, module.bias
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                setattr(out, name, getattr(module, name))
+            out.train(module.training)
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out
 
 
 class _InstanceNorm(_BatchNorm):

@@ -1,4 +1,4 @@
-"""Max, average and adaptive average pooling layers in 1-D, 2-D and 3-D (the math is in ``cupynet.ops.pool``)."""
+"""Max, average, adaptive and unpooling layers in 1-D, 2-D and 3-D (the math is in ``cupynet.ops.pool``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from .linear import check_input
 from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d", "AdaptiveAvgPool3d"]
+           "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
+           "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
 
 
 def _check_nd(layer, input, nd):  # noqa: A002
@@ -152,6 +153,28 @@ class _AdaptiveAvgPoolNd(Module):
         return f"output_size={self.output_size}"
 
 
+class _AdaptiveMaxPoolNd(_AdaptiveAvgPoolNd):
+    """Shared body of AdaptiveMaxPool1d/2d/3d (not public).
+
+    Args:
+        output_size: the output's spatial size, an int or a tuple (None keeps that input size).
+        return_indices: also return the flat index of each maximum (for ``MaxUnpool``).
+    """
+
+    def __init__(self, output_size, return_indices=False):
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
+    def forward(self, input):  # noqa: A002
+        """Pool (and return the indices too when ``return_indices``).
+
+        Args:
+            input: (N, C, *spatial) or unbatched (C, *spatial).
+        """
+        _check_nd(self, input, self._dims)
+        return getattr(F, f"adaptive_max_pool{self._dims}d")(input, self.output_size, self.return_indices)
+
+
 class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
     __doc__ = "Average pooling of (N, C, L) inputs to a fixed length.\n" + \
         _AdaptiveAvgPoolNd.__doc__.split("\n", 1)[1]
@@ -167,4 +190,71 @@ class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
 class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     __doc__ = "Average pooling of (N, C, D, H, W) inputs to a fixed size.\n" + \
         _AdaptiveAvgPoolNd.__doc__.split("\n", 1)[1]
+    _dims = 3
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    __doc__ = "Max pooling of (N, C, L) inputs to a fixed length.\n" + _AdaptiveMaxPoolNd.__doc__.split("\n", 1)[1]
+    _dims = 1
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    __doc__ = "Max pooling of (N, C, H, W) inputs to a fixed size.\n" + _AdaptiveMaxPoolNd.__doc__.split("\n", 1)[1]
+    _dims = 2
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    __doc__ = "Max pooling of (N, C, D, H, W) inputs to a fixed size.\n" + \
+        _AdaptiveMaxPoolNd.__doc__.split("\n", 1)[1]
+    _dims = 3
+
+
+class _MaxUnpoolNd(Module):
+    """Shared body of MaxUnpool1d/2d/3d (not public).
+
+    Args:
+        kernel_size: the pooling window that made the indices.
+        stride: its step (default kernel_size).
+        padding: its padding.
+    """
+
+    _dims = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        # NOTE: stored as tuples, as PyTorch's MaxUnpool does (its repr shows them)
+        as_tuple = lambda v: tuple(v) if isinstance(v, (tuple, list)) else (v,) * self._dims  # noqa: E731
+        self.kernel_size = as_tuple(kernel_size)
+        self.stride = as_tuple(stride if stride is not None else kernel_size)
+        self.padding = as_tuple(padding)
+
+    def forward(self, input, indices, output_size=None):  # noqa: A002
+        """Unpool: each value put at its index in a zero output.
+
+        Args:
+            input: the pooled values, (N, C, *spatial) or unbatched (C, *spatial).
+            indices: the int64 indices the max pooling returned.
+            output_size: the output's size, when the default ``(in - 1)*stride - 2*padding + kernel`` is not it.
+        """
+        _check_nd(self, input, self._dims)
+        return getattr(F, f"max_unpool{self._dims}d")(input, indices, self.kernel_size, self.stride, self.padding,
+                                                      output_size)
+
+    def extra_repr(self) -> str:
+        """PyTorch's text."""
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    __doc__ = "Partial inverse of MaxPool1d.\n" + _MaxUnpoolNd.__doc__.split("\n", 1)[1]
+    _dims = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    __doc__ = "Partial inverse of MaxPool2d.\n" + _MaxUnpoolNd.__doc__.split("\n", 1)[1]
+    _dims = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    __doc__ = "Partial inverse of MaxPool3d.\n" + _MaxUnpoolNd.__doc__.split("\n", 1)[1]
     _dims = 3

@@ -1,10 +1,11 @@
 """Matrix decompositions and what is built on them: inv, solve, det, slogdet, cholesky, qr, eigh,
-svd, and the compositions pinv, svdvals, matrix_rank, matrix_norm, lstsq, multi_dot, vecdot.
+svd, eig, matrix_exp, and the compositions pinv, svdvals, matrix_rank, matrix_norm, lstsq, multi_dot,
+vecdot, solve_triangular, matrix_power, cond, the ``*_ex`` variants and vander.
 
 Each decomposition is one op class whose forward calls ``xp.linalg`` (NumPy, or
-CuPy's cuSOLVER wrappers: CuPy has no general ``eig``, so neither does cupynet)
-and whose backward is the textbook formula written with cupynet ops (matmul,
-solve, the op itself), so gradients of gradients work:
+CuPy's cuSOLVER wrappers; CuPy has no general ``eig``, so ``eig`` runs NumPy's on
+the host) and whose backward is the textbook formula written with cupynet ops
+(matmul, solve, the op itself), so gradients of gradients work:
 
 * inv:    dA = -Y^T G Y^T                     (Y = A^-1)
 * solve:  dB = A^-T G,  dA = -dB X^T           (X = A^-1 B)
@@ -14,6 +15,8 @@ solve, the op itself), so gradients of gradients work:
 * qr (m >= n): dA = (G_Q + Q copyltu(M)) R^-T, M = R G_R^T - G_Q^T Q
 * eigh:   dA = V (diag(G_w) + F o (V^T G_V)) V^T,  F_ij = 1 / (w_j - w_i)
 * svd:    Townsend's formula for the reduced SVD (distinct, non-zero singular values)
+* matrix_exp: dA = the upper-right block of exp([[A^T, G], [0, A^T]])  (Najfeld and Havel)
+* eig:    none: its outputs are complex and cupynet has no complex gradients (backward raises)
 
 NOTE (dtypes): as PyTorch, these run in float32/float64 only; float16/bfloat16
 input is refused with PyTorch's message. PyTorch's CUDA autocast lists do not name
@@ -26,13 +29,14 @@ import collections
 
 import numpy
 
-from .. import dtypes
+from .. import backend, dtypes
 from ..autograd.function import Function
+from ..autograd.state import STATE
 from ..tensor import Tensor
 from ._util import xp_of
 from .arith import mul
-from .indexing import masked_fill, tril
-from .linalg import matmul
+from .indexing import cat, masked_fill, stack, tril, triu
+from .linalg import matmul, matmul_arrays
 from .matrix import diag_embed, diagonal
 from .reduce import amax, amin
 from .reduce import sum as sum_
@@ -48,6 +52,9 @@ EighResult = collections.namedtuple("eigh", ["eigenvalues", "eigenvectors"])
 SVDResult = collections.namedtuple("svd", ["U", "S", "Vh"])
 OldSVDResult = collections.namedtuple("svd", ["U", "S", "V"])
 LstsqResult = collections.namedtuple("lstsq", ["solution", "residuals", "rank", "singular_values"])
+EigResult = collections.namedtuple("eig", ["eigenvalues", "eigenvectors"])
+CholeskyExResult = collections.namedtuple("cholesky_ex", ["L", "info"])
+InvExResult = collections.namedtuple("inv_ex", ["inverse", "info"])
 
 
 class LinAlgError(RuntimeError):
@@ -58,12 +65,12 @@ def _mT(t):  # noqa: N802 - the matrix transpose, PyTorch's name
     return transpose(t, -2, -1)
 
 
-def _check_matrix(op_name, A, square=True):  # noqa: N803 - the linear-algebra name of the matrix
+def _check_matrix(op_name, A, square=True, low_precision_ok=False):  # noqa: N803 - the matrix's linear-algebra name
     if not isinstance(A, Tensor):
         raise TypeError(f"{op_name}: expected A to be a Tensor, got {type(A).__name__}")
     if A.ndim < 2:
         raise RuntimeError(f"{op_name}: The input tensor A must have at least 2 dimensions.")
-    if A.dtype in dtypes.LOW_PRECISION:
+    if A.dtype in dtypes.LOW_PRECISION and not low_precision_ok:
         raise RuntimeError(f"{op_name}: Low precision dtypes not supported. Got {_torch_name(A.dtype)}")
     if not dtypes.is_floating(A.dtype):
         raise RuntimeError(f"{op_name}: Expected a floating point or complex tensor as input. Got "
@@ -564,6 +571,250 @@ def vecdot(x, y, *, dim=-1):
         dim: the dimension of the vectors.
     """
     return sum_(mul(x, y), dim)
+
+
+# ---- eig, matrix functions, triangular solves and the *_ex variants (issue 13) ---------------------------------------
+class Eig(Function):
+    """Eigenvalues and unit eigenvectors of each general square matrix, complex (no gradient)."""
+
+    op_name = "linalg_eig"
+
+    @staticmethod
+    def forward(ctx, a):
+        # NOTE: CuPy has no general eig (cuSOLVER's geev is not wrapped): a CuPy input is solved by NumPy's
+        # LAPACK geev on the host and copied back, one device sync, as torch documents for its CUDA eig
+        xp = xp_of(a)
+        w, v = _lapack("linalg.eig", "eig", backend.to_numpy(a.array).astype(numpy.float64))
+        complex_dtype = numpy.complex64 if a.dtype == dtypes.float32 else numpy.complex128
+        return xp.asarray(w.astype(complex_dtype)), xp.asarray(v.astype(complex_dtype))
+
+    @staticmethod
+    def backward(ctx, grad_w, grad_v):
+        raise NotImplementedError("linalg.eig: no gradient (complex outputs; see eig)")
+
+
+def eig(A):  # noqa: N803
+    """``(eigenvalues, eigenvectors)`` of each square matrix, as complex64/complex128 Tensors (LAPACK geev).
+
+    The eigenvectors are the columns, each of unit norm. Forward only: an ``A`` that requires grad, with grad
+    mode on, is refused (NotImplementedError), rather than giving no gradient silently.
+
+    Args:
+        A: a (..., n, n) float32 or float64 Tensor.
+    """
+    _check_matrix("linalg.eig", A)
+    if A.requires_grad and STATE.grad_enabled:
+        # NOTE: loud rather than a silently missing gradient: torch differentiates eig, cupynet cannot (complex)
+        raise NotImplementedError("linalg.eig: A requires grad, but the gradient of eig is complex and cupynet has "
+                                  "no complex tensors in autograd; call it under no_grad() or on A.detach(), or use "
+                                  "linalg.eigh for symmetric matrices (differentiable)")
+    return EigResult(*Eig.apply(A))
+
+
+def eigvals(A):  # noqa: N803
+    """The eigenvalues of each square matrix, complex (``eig(A).eigenvalues``).
+
+    Args:
+        A: a (..., n, n) float32 or float64 Tensor.
+    """
+    return eig(A).eigenvalues
+
+
+def _expm_array(a):
+    """exp of each square matrix: scaling and squaring around an 18-term Taylor series, in float64.
+
+    NOTE: after scaling by 2^-s the 1-norm is at most 1, where the series' truncation error is below
+    1/19! ~ 1e-17; s squarings then give the usual relative error of a few ulps times the norm. s is
+    one number for the whole batch, read on the host (one device sync).
+    """
+    xp = xp_of(a)
+    x = a.astype(numpy.float64)
+    norm = float(xp.abs(x).sum(axis=-2).max()) if x.size else 0.0
+    squarings = max(0, int(numpy.ceil(numpy.log2(norm)))) if norm > 0 else 0
+    x = x / 2.0 ** squarings
+    eye = xp.broadcast_to(xp.eye(a.shape[-1]), x.shape)
+    out = eye
+    for k in range(18, 0, -1):  # NOTE: Horner: I + x/1 (I + x/2 (I + ... (I + x/18)))
+        out = eye + matmul_arrays(x, out) / k
+    for _ in range(squarings):
+        out = matmul_arrays(out, out)
+    return out.astype(a.dtype, copy=False)
+
+
+class MatrixExp(Function):
+    """The exponential ``sum_k A^k / k!`` of each square matrix."""
+
+    op_name = "linalg_matrix_exp"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return _expm_array(a.array)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        n = a.shape[-1]
+        at = _mT(a)
+        block = cat([cat([at, grad], -1), cat([Tensor(xp_of(a).zeros_like(at.array)), at], -1)], -2)
+        return MatrixExp.apply(block)[..., :n, n:]
+
+
+def matrix_exp(A):  # noqa: N803
+    """The matrix exponential of each square matrix (``torch.linalg.matrix_exp``).
+
+    Args:
+        A: a (..., n, n) float32 or float64 Tensor.
+    """
+    _check_matrix("linalg.matrix_exp", A)
+    return MatrixExp.apply(A)
+
+
+def matrix_power(A, n):  # noqa: N803
+    """``A`` multiplied by itself ``n`` times (by squaring); ``n = 0`` gives I, ``n < 0`` powers of ``inv(A)``.
+
+    Args:
+        A: a (..., m, m) floating Tensor.
+        n: an int.
+    """
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"linalg.matrix_power: n must be an int, got {n!r}")
+    _check_matrix("linalg.matrix_power", A, low_precision_ok=True)
+    if n == 0:
+        return broadcast_to(Tensor(xp_of(A).eye(A.shape[-1], dtype=A.dtype)), A.shape)
+    base, out, k = (inv(A) if n < 0 else A), None, abs(n)
+    while True:  # NOTE: binary powering: about 2 log2(n) products instead of n - 1
+        if k & 1:
+            out = base if out is None else matmul(out, base)
+        k >>= 1
+        if not k:
+            return out
+        base = matmul(base, base)
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False):  # noqa: N803
+    """The solution ``X`` of ``A X = B`` (``X A = B`` when left=False) reading only one triangle of ``A``.
+
+    Args:
+        A: a (..., n, n) floating Tensor; only its upper (``upper``) or lower triangle is read.
+        B: a (..., n, k) Tensor (``(..., k, n)`` when left=False).
+        upper: read the upper triangle (keyword-only, as in PyTorch).
+        left: solve A X = B (True) or X A = B (False).
+        unitriangular: take A's diagonal as ones without reading it.
+    """
+    _check_matrix("linalg.solve_triangular", A)
+    if not isinstance(B, Tensor) or B.ndim < 2:
+        got = tuple(B.shape) if isinstance(B, Tensor) else type(B).__name__
+        raise RuntimeError(f"linalg.solve_triangular: The input tensor B must have at least 2 dimensions, got {got}")
+    t = triu(A) if upper else tril(A)
+    if unitriangular:
+        eye = Tensor(xp_of(A).eye(A.shape[-1], dtype=bool))
+        t = masked_fill(t, eye, 1.0)
+    # NOTE: a general solve of the triangle: the same X (LAPACK's LU of a triangular matrix needs no pivoting
+    # in exact arithmetic), O(n^3) rather than O(n^2); the gradient lands on the triangle only, as torch's
+    return solve(t, B, left=left)
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False):  # noqa: N803
+    """``(L, info)``: the Cholesky factor and, per matrix, 0 or the order of the first non-positive-definite minor.
+
+    Args:
+        A: a (..., n, n) floating Tensor.
+        upper: return the upper factor.
+        check_errors: raise on a failure instead of reporting it in ``info``.
+    """
+    _check_matrix("linalg.cholesky_ex", A)
+    return CholeskyExResult(*_ex(lambda m: linalg_cholesky(m, upper=upper), _cholesky_info, A, check_errors))
+
+
+def inv_ex(A, *, check_errors=False):  # noqa: N803
+    """``(inverse, info)``: the inverse and, per matrix, 0 or the (1-based) index of the first zero LU pivot.
+
+    Args:
+        A: a (..., n, n) floating Tensor.
+        check_errors: raise on a singular matrix instead of reporting it in ``info``.
+    """
+    _check_matrix("linalg.inv_ex", A)
+    return InvExResult(*_ex(inv, _inv_info, A, check_errors))
+
+
+def _ex(factor, info_of, A, check_errors):  # noqa: N803
+    """``factor(A)`` and a zero ``info``; on a LinAlgError, matrix by matrix: NaN and ``info_of`` where one fails.
+
+    NOTE: the fast path is one batched call; only a batch holding a failure is redone per matrix (on the host
+    for ``info``). torch leaves a partial factor in a failed matrix's slot; cupynet fills it with NaN.
+    """
+    xp = xp_of(A)
+    try:
+        return factor(A), Tensor(xp.zeros(A.shape[:-2], dtype=dtypes.int32))
+    except LinAlgError:
+        if check_errors:
+            raise
+    flat = A.reshape((-1,) + A.shape[-2:])
+    outs, info = [], numpy.zeros(flat.shape[0], dtype=numpy.int32)
+    for i in range(flat.shape[0]):
+        try:
+            outs.append(factor(flat[i]).array)
+        except LinAlgError:
+            info[i] = info_of(backend.to_numpy(flat.array[i]).astype(numpy.float64))
+            outs.append(xp.full(A.shape[-2:], numpy.nan, dtype=A.dtype))
+    return Tensor(xp.stack(outs).reshape(A.shape)), Tensor(xp.asarray(info.reshape(A.shape[:-2])))
+
+
+def _cholesky_info(a):
+    """LAPACK potrf's info: the order of the first leading minor that is not positive-definite."""
+    for k in range(1, a.shape[0] + 1):
+        try:
+            numpy.linalg.cholesky(a[:k, :k])
+        except numpy.linalg.LinAlgError:
+            return k
+    return 0
+
+
+def _inv_info(a):
+    """LAPACK getrf's info: the 1-based index of the first zero pivot of a partial-pivoting LU."""
+    u = a.copy()
+    for k in range(u.shape[0]):
+        p = k + int(numpy.argmax(numpy.abs(u[k:, k])))
+        u[[k, p]] = u[[p, k]]
+        if u[k, k] == 0:
+            return k + 1
+        u[k + 1:] -= numpy.outer(u[k + 1:, k] / u[k, k], u[k])
+    return 0
+
+
+def cond(A, p=None):  # noqa: N803
+    """The condition number of each matrix in norm ``p`` (None or 2: the ratio of extreme singular values).
+
+    Args:
+        A: a (..., m, n) floating Tensor (square unless p is None, 2 or -2).
+        p: None, 2, -2, "fro", "nuc", inf, -inf, 1 or -1.
+    """
+    if p in (None, 2, -2):
+        _check_matrix("linalg.cond", A, square=False)
+        s = svdvals(A)
+        big, small = s[..., 0], s[..., -1]
+        return big / small if p != -2 else small / big
+    _check_matrix("linalg.cond", A)
+    return matrix_norm(A, p) * matrix_norm(inv(A), p)
+
+
+def vander(x, *, N=None):  # noqa: N803
+    """The Vandermonde matrix of ``x``: column j is ``x ** j`` (increasing powers, as torch.linalg.vander).
+
+    Args:
+        x: a (..., n) Tensor.
+        N: the number of columns (default n).
+    """
+    if not isinstance(x, Tensor) or x.ndim < 1:
+        raise RuntimeError("linalg.vander: x must have at least one dimension")
+    n = x.shape[-1] if N is None else N
+    if not isinstance(n, int) or n < 1:
+        raise RuntimeError(f"linalg.vander: N must be greater than 1, got {N!r}")
+    cols = [Tensor(xp_of(x).ones_like(x.array))] + [x] * (n > 1)
+    while len(cols) < n:
+        cols.append(cols[-1] * x)
+    return stack(cols, -1)
 
 
 def inverse(input):  # noqa: A002 - PyTorch's name

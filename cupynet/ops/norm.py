@@ -29,15 +29,19 @@ import numpy
 from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.state import STATE
+from ..distributed.collectives import reduce_array_
+from ..distributed.reduce_op import ReduceOp
 from ..tensor import Tensor
 from . import fused
 from ._util import check_same_device, compute_in_fp32, normalize_dim, require_floating, xp_of
 from .arith import cast, maximum
+from .indexing import cat
 from .pool import avg_pool2d
 from .reduce import mean
 from .reduce import sum as sum_
 from .resample import pad
 from .shape import reshape, sum_to
+from .unary import rsqrt
 
 __all__ = ["layer_norm", "group_norm", "instance_norm", "batch_norm", "rms_norm", "normalize", "local_response_norm"]
 
@@ -491,6 +495,67 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     check_same_device("batch_norm", input=input, running_mean=running_mean, running_var=running_var)
     return BatchNorm.apply(input, weight, bias, running_mean=running_mean, running_var=running_var,
                            training=bool(training), momentum=_momentum(momentum), eps=float(eps))
+
+
+class _AllReduceSum(Function):
+    """The sum of a tensor over every rank of the default process group; its adjoint is the same all-reduce."""
+
+    op_name = "_all_reduce_sum"
+
+    @staticmethod
+    def forward(ctx, x):
+        work = xp_of(x).array(x.array, copy=True, order="C")
+        reduce_array_(work, ReduceOp.SUM)
+        return work
+
+    @staticmethod
+    def backward(ctx, grad):
+        # NOTE: every rank's loss depends on the summed value, so d(sum of losses)/dx_r = sum over ranks of
+        # the incoming gradients: the backward is an all-reduce too, run by every rank in the same order
+        return _AllReduceSum.apply(grad)
+
+
+def sync_batch_norm(input, running_mean, running_var, weight, bias, momentum, eps):  # noqa: A002
+    """Training-mode batch norm whose statistics cover the batches of every rank (``nn.SyncBatchNorm``).
+
+    Written with cupynet ops around a differentiable all-reduce, so the backward all-reduces the
+    gradient sums of the statistics (and second derivatives follow). Two all-reduces forward, two backward:
+
+    NOTE (numerics): the mean is ``all_reduce(sum x) / all_reduce(count)``; the variance is then
+    ``all_reduce(sum (x - mean)^2) / count``, a second pass rather than ``E[x^2] - mean^2``, which
+    cancels catastrophically when |mean| >> std. Sums run in fp32 (fp64 for fp64 inputs). The weight and
+    bias gradients stay local, as PyTorch's: DDP averages them like any other parameter's.
+
+    Args:
+        input: (N, C, *) floating Tensor, this rank's share of the batch.
+        running_mean: (C,) buffer updated in place with the global mean, or None.
+        running_var: (C,) buffer updated in place with the global unbiased variance, or None.
+        weight: optional (C,) scale.
+        bias: optional (C,) shift.
+        momentum: the running-average factor (a number, or a 0-d Tensor).
+        eps: added to the variance.
+    """
+    _check_batch_args("sync_batch_norm", input, weight, bias, momentum, 0.0 if eps is None else eps, False)
+    _check_running("sync_batch_norm", running_mean, running_var, input.shape[1], True)
+    channels, axes = input.shape[1], (0,) + tuple(range(2, input.ndim))
+    xf = cast(input, dtypes.float64 if input.dtype == dtypes.float64 else dtypes.float32)
+    shape = _channel_param_shape(input)
+    count = Tensor(xp_of(input).full((1,), input.array.size // channels, dtype=xf.dtype))
+    totals = _AllReduceSum.apply(cat([sum_(xf, axes), count]))
+    n = totals[channels:]
+    mu = totals[:channels] / n
+    centered = xf - reshape(mu, shape)
+    var = _AllReduceSum.apply(sum_(centered * centered, axes)) / n
+    out = centered * reshape(rsqrt(var + float(eps)), shape)
+    if weight is not None:
+        out = out * reshape(cast(weight, xf.dtype), shape)
+    if bias is not None:
+        out = out + reshape(cast(bias, xf.dtype), shape)
+    n_arr = n.array
+    # NOTE: count=1 keeps the already-unbiased variance as it is; the count stays on the device (no host read)
+    _update_running_stats(running_mean, running_var, mu.array, var.array * n_arr / xp_of(n_arr).maximum(n_arr - 1, 1),
+                          1, _momentum(momentum))
+    return cast(out, input.dtype)
 
 
 def _instance_running_update(input, running_mean, running_var, momentum, eps):

@@ -1,10 +1,12 @@
-"""Pooling: max and average pooling (1-D, 2-D, 3-D) and adaptive average pooling.
+"""Pooling: max and average pooling (1-D, 2-D, 3-D), adaptive average and max pooling, max unpooling.
 
 Every pooling op is linear in its input once the window choice is fixed, so each
 comes with its adjoint op and the two are each other's backward (double backward
 for free): max pooling gathers at the argmax of each window and scatters back;
 average pooling sums windows times ``1/divisor`` and spreads back; adaptive
-average pooling multiplies by an averaging matrix per spatial dimension.
+average pooling multiplies by an averaging matrix per spatial dimension; adaptive
+max pooling and max unpooling move values between planes at flat indices
+(scatter-add and gather, each the other's backward).
 
 NOTE (numerics): max pooling runs natively in half precision (no accumulation);
 window sums and averaging matrices accumulate in fp32 and round once.
@@ -19,14 +21,17 @@ import numpy
 
 from .. import dtypes
 from ..autograd.function import Function
+from ..tensor import Tensor
 from ._conv_args import check_input, ntuple
 from ._im2col import Geometry, col2im, output_length, pad_input
-from ._util import compute_in_fp32, xp_of
+from ._util import check_same_device, compute_in_fp32, host_check_range, xp_of
 from .linalg import matmul_arrays
 from .shape import squeeze, unsqueeze
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
-           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d"]
+           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+           "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
+           "max_unpool1d", "max_unpool2d", "max_unpool3d"]
 
 
 def _tap_slices(geoms):
@@ -276,6 +281,135 @@ class AdaptiveAvgPool(Function):
         return AdaptiveAvgPool.apply(grad, mats=ctx.mats, transposed=not ctx.transposed)
 
 
+def _plane_offsets(xp, lead, plane, nd):
+    """Flat start of each (n, c) plane of ``plane`` elements, shaped ``lead`` + nd ones (broadcasts over a plane).
+
+    Args:
+        xp: the array module.
+        lead: the leading (batch, channel) shape.
+        plane: elements per plane.
+        nd: number of spatial dimensions.
+    """
+    planes = xp.arange(math.prod(lead), dtype=dtypes.int64) * plane
+    return planes.reshape(tuple(lead) + (1,) * nd)
+
+
+def _put_at(values, index, shape, accumulate):
+    """A zero array of ``shape`` with ``values`` put (or, ``accumulate``, added) at the flat ``index``.
+
+    NOTE: accumulation adds repeats without a scatter-add (deterministic): ``bincount`` sums them,
+    in float64 on NumPy for every dtype (one rounding at the end); CuPy's ``add.at`` accumulates in fp32
+    for half dtypes.
+    """
+    xp = xp_of(values)
+    size = math.prod(shape)
+    if not accumulate:
+        out = xp.zeros(size, dtype=values.dtype)
+        out[index.reshape(-1)] = values.reshape(-1)
+        return out.reshape(shape)
+    if xp is numpy:
+        total = numpy.bincount(index.reshape(-1), weights=values.reshape(-1).astype(numpy.float64), minlength=size)
+        return total.astype(values.dtype).reshape(shape)
+    acc = dtypes.float32 if values.dtype in dtypes.LOW_PRECISION else values.dtype
+    out = xp.zeros(size, dtype=acc)
+    xp.add.at(out, index.reshape(-1), values.reshape(-1).astype(acc))
+    return out.astype(values.dtype).reshape(shape)
+
+
+class _PlaneScatterAdd(Function):
+    """Add each value of ``g`` into a zero array of ``shape`` at its flat ``index`` (repeats accumulate)."""
+
+    op_name = "plane_scatter_add"
+
+    @staticmethod
+    def forward(ctx, g, index=None, shape=(), accumulate=True):
+        ctx.index = index
+        return _put_at(g.array, index, shape, accumulate)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _PlaneGather.apply(grad, index=ctx.index)
+
+
+class _PlaneGather(Function):
+    """The values of ``x`` at the flat ``index`` (an array of the output's shape)."""
+
+    op_name = "plane_gather"
+
+    @staticmethod
+    def forward(ctx, x, index=None):
+        ctx.index, ctx.shape = index, x.shape
+        return xp_of(x).ascontiguousarray(x.array).reshape(-1).take(index)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _PlaneScatterAdd.apply(grad, index=ctx.index, shape=ctx.shape)
+
+
+def _adaptive_windows(xp, sizes, outs):
+    """Flat plane index of every tap of every adaptive window, shaped (*outs, taps).
+
+    NOTE: windows have different lengths; each is padded to the longest by repeating its last element,
+    which changes neither the maximum nor which element is first to reach it.
+    """
+    nd, flat = len(sizes), xp.zeros((), dtype=dtypes.int64)
+    for size, out in zip(sizes, outs):
+        lo, hi = _adaptive_bounds(xp, size, out)
+        taps = max(-(-((i + 1) * size) // out) - (i * size) // out for i in range(out))
+        pos = xp.minimum(lo[:, None] + xp.arange(taps, dtype=dtypes.int64), hi[:, None] - 1)
+        flat = flat[..., None, None] * size + pos  # NOTE: (o_1, k_1, ..., o_d, k_d)
+    order = tuple(range(0, 2 * nd, 2)) + tuple(range(1, 2 * nd, 2))
+    flat = flat.transpose(order)
+    return flat.reshape(tuple(outs) + (-1,))
+
+
+def _adaptive_argmax(x, nd, outs):
+    """Flat plane index (int64, output-shaped) of each adaptive window's maximum, as PyTorch picks it.
+
+    NOTE: the first maximum in C order wins ties; a NaN wins over numbers and, as in PyTorch
+    (``val > max || isnan(val)``), the window's last NaN is the one named.
+    """
+    xp = xp_of(x)
+    table = _adaptive_windows(xp, x.shape[-nd:], outs)
+    lead = x.shape[:-nd]
+    windows = xp.ascontiguousarray(x).reshape(lead + (math.prod(x.shape[-nd:]),)).take(table, axis=-1)
+    tap = windows.argmax(axis=-1)
+    nan = xp.isnan(windows)
+    if xp is not numpy or nan.any():
+        last = nan.shape[-1] - 1 - nan[..., ::-1].argmax(axis=-1)
+        tap = xp.where(nan.any(axis=-1), last, tap)
+    return xp.take_along_axis(xp.broadcast_to(table, windows.shape), tap[..., None], axis=-1)[..., 0]
+
+
+class AdaptiveMaxPool(Function):
+    """Max over each adaptive window; with ``with_indices`` also the flat plane index of each maximum (int64)."""
+
+    op_name = "adaptive_max_pool"
+
+    @staticmethod
+    def forward(ctx, x, outs=(), with_indices=False):
+        nd = len(outs)
+        xp = xp_of(x)
+        arg = _adaptive_argmax(x.array, nd, outs)
+        index = arg + _plane_offsets(xp, x.shape[:-nd], math.prod(x.shape[-nd:]), nd)
+        ctx.index, ctx.shape = index, x.shape
+        out = xp.ascontiguousarray(x.array).reshape(-1).take(index)
+        return (out, arg) if with_indices else out
+
+    @staticmethod
+    def backward(ctx, grad, _grad_indices=None):
+        return _PlaneScatterAdd.apply(grad, index=ctx.index, shape=ctx.shape)
+
+
+class MaxUnpool(_PlaneScatterAdd):
+    """Put each value at its flat plane index in a zero output (the partial inverse of max pooling).
+
+    Applied with ``accumulate=False``: a repeated index is written, not added; the backward gathers.
+    """
+
+    op_name = "max_unpool"
+
+
 def _pool_geoms(op_name, nd, input, kernel_size, stride, padding, dilation, ceil_mode):  # noqa: A002
     kernel = ntuple(op_name, "kernel_size", kernel_size, nd, 1)
     stride = kernel if stride is None or stride == [] or stride == () else ntuple(op_name, "stride", stride, nd, 1)
@@ -369,21 +503,82 @@ def _averaging_matrix(xp, size, out):
         size: input length.
         out: output length.
     """
-    rows = xp.arange(out, dtype=dtypes.int64)[:, None]
-    lo, hi = (rows * size) // out, -(-((rows + 1) * size) // out)
+    lo, hi = _adaptive_bounds(xp, size, out)
     cols = xp.arange(size, dtype=dtypes.int64)[None, :]
-    return ((cols >= lo) & (cols < hi)) / (hi - lo).astype(dtypes.float64)
+    return ((cols >= lo[:, None]) & (cols < hi[:, None])) / (hi - lo)[:, None].astype(dtypes.float64)
 
 
-def _adaptive_avg_pool(nd, input, output_size):  # noqa: A002
-    op_name = f"adaptive_avg_pool{nd}d"
+def _adaptive_bounds(xp, size, out):
+    """Start and end (exclusive) of each adaptive window: ``floor(i*size/out)`` to ``ceil((i+1)*size/out)``.
+
+    Args:
+        xp: the input's array module.
+        size: input length.
+        out: output length.
+    """
+    rows = xp.arange(out, dtype=dtypes.int64)
+    return (rows * size) // out, -(-((rows + 1) * size) // out)
+
+
+def _adaptive_sizes(op_name, nd, input, output_size):  # noqa: A002
+    """Check an adaptive pooling call; return (unbatched, output sizes) with None sizes filled from the input."""
     unbatched = check_input(op_name, nd, input)
     if isinstance(output_size, (tuple, list)):
         output_size = tuple(s if s is not None else input.shape[-nd + i] for i, s in enumerate(output_size))
-    sizes = ntuple(op_name, "output_size", output_size, nd, 1)
+    return unbatched, ntuple(op_name, "output_size", output_size, nd, 1)
+
+
+def _adaptive_avg_pool(nd, input, output_size):  # noqa: A002
+    unbatched, sizes = _adaptive_sizes(f"adaptive_avg_pool{nd}d", nd, input, output_size)
     xp = xp_of(input)
     mats = tuple(_averaging_matrix(xp, n, o) for n, o in zip(input.shape[-nd:], sizes))
     return _batched(unbatched, lambda x: AdaptiveAvgPool.apply(x, mats=mats), input)
+
+
+def _adaptive_max_pool(nd, input, output_size, return_indices):  # noqa: A002
+    op_name = f"adaptive_max_pool{nd}d"
+    unbatched, sizes = _adaptive_sizes(op_name, nd, input, output_size)
+    if any(s == 0 for s in input.shape[-nd:]):
+        raise RuntimeError(f"{op_name}(): Expected input to have non-zero size for non-batch dimensions, but input "
+                           f"has sizes {tuple(input.shape)}")
+    return _batched(unbatched, lambda x: AdaptiveMaxPool.apply(x, outs=sizes, with_indices=bool(return_indices)),
+                    input)
+
+
+def _unpool_size(op_name, nd, input, kernel_size, stride, padding, output_size):  # noqa: A002
+    """The spatial output size of max unpooling: ``output_size`` checked, or ``(in - 1)*stride - 2*pad + kernel``."""
+    kernel = ntuple(op_name, "kernel_size", kernel_size, nd, 1)
+    stride = kernel if stride is None or stride == [] or stride == () else ntuple(op_name, "stride", stride, nd, 1)
+    padding = ntuple(op_name, "padding", padding, nd, 0)
+    default = tuple((n - 1) * s - 2 * p + k for n, s, p, k in zip(input.shape[-nd:], stride, padding, kernel))
+    if output_size is None:
+        return default
+    size = tuple(output_size)[-nd:] if isinstance(output_size, (tuple, list)) and len(output_size) in (nd, nd + 2) \
+        else None
+    if size is None or not all(isinstance(v, int) for v in size):
+        raise ValueError(f"{op_name}: output_size should be a sequence of {nd} or {nd + 2} ints, got {output_size!r}")
+    for v, d, s in zip(size, default, stride):
+        if not d - s < v < d + s:
+            raise ValueError(f"{op_name}: invalid output_size {output_size!r} (dim {v} must be between {d - s + 1} "
+                             f"and {d + s - 1})")
+    return size
+
+
+def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size):  # noqa: A002
+    op_name = f"max_unpool{nd}d"
+    check_input(op_name, nd, input)
+    if not isinstance(indices, Tensor) or indices.dtype != dtypes.int64 or indices.shape != input.shape:
+        got = f"{indices.dtype} {tuple(indices.shape)}" if isinstance(indices, Tensor) else type(indices).__name__
+        raise RuntimeError(f"{op_name}: expected indices to be an int64 Tensor of the input's shape "
+                           f"{tuple(input.shape)}, got {got}")
+    check_same_device(op_name, input=input, indices=indices)
+    size = _unpool_size(op_name, nd, input, kernel_size, stride, padding, output_size)
+    plane = math.prod(size)
+    host_check_range(op_name, indices.array, 0, plane - 1, f"output volumes are of size {'x'.join(map(str, size))}")
+    xp = xp_of(input)
+    index = indices.array + _plane_offsets(xp, input.shape[:-nd], plane, nd)
+    shape = tuple(input.shape[:-nd]) + size
+    return MaxUnpool.apply(input, index=index, shape=shape, accumulate=False)
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
@@ -508,6 +703,81 @@ def adaptive_avg_pool3d(input, output_size):  # noqa: A002
         output_size: int or triple (None keeps that input size).
     """
     return _adaptive_avg_pool(3, input, output_size)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):  # noqa: A002
+    """Max pooling to a fixed output length (window i covers floor(i*L/out) to ceil((i+1)*L/out)).
+
+    Args:
+        input: (N, C, L) or (C, L).
+        output_size: the output length.
+        return_indices: also return the flat index (into L) of each maximum, as int64.
+    """
+    return _adaptive_max_pool(1, input, output_size, return_indices)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002
+    """Max pooling to a fixed output size; the gradient goes to each window's (first) maximum.
+
+    Args:
+        input: (N, C, H, W) or (C, H, W).
+        output_size: int or pair (None keeps that input size).
+        return_indices: also return the flat index (into H*W) of each maximum, as int64.
+    """
+    return _adaptive_max_pool(2, input, output_size, return_indices)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):  # noqa: A002
+    """Max pooling to a fixed output size over three spatial dimensions.
+
+    Args:
+        input: (N, C, D, H, W) or (C, D, H, W).
+        output_size: int or triple (None keeps that input size).
+        return_indices: also return the flat index (into D*H*W) of each maximum, as int64.
+    """
+    return _adaptive_max_pool(3, input, output_size, return_indices)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    """Partial inverse of ``max_pool1d``: each value put at its index in a zero output.
+
+    Args:
+        input: (N, C, L) or (C, L), the pooled values.
+        indices: the int64 indices ``max_pool1d(..., return_indices=True)`` returned.
+        kernel_size: the pooling window.
+        stride: the pooling step (default: kernel_size).
+        padding: the pooling padding.
+        output_size: the output length (default ``(L - 1)*stride - 2*padding + kernel_size``).
+    """
+    return _max_unpool(1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    """Partial inverse of ``max_pool2d``: each value put at its index in a zero output, the rest zero.
+
+    Args:
+        input: (N, C, H, W) or (C, H, W), the pooled values.
+        indices: the int64 indices ``max_pool2d(..., return_indices=True)`` returned.
+        kernel_size: the pooling window, int or pair.
+        stride: the pooling step (default: kernel_size).
+        padding: the pooling padding.
+        output_size: the output size (default ``(in - 1)*stride - 2*padding + kernel_size`` per dimension).
+    """
+    return _max_unpool(2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    """Partial inverse of ``max_pool3d``: each value put at its index in a zero output.
+
+    Args:
+        input: (N, C, D, H, W) or (C, D, H, W), the pooled values.
+        indices: the int64 indices ``max_pool3d(..., return_indices=True)`` returned.
+        kernel_size: the pooling window, int or triple.
+        stride: the pooling step (default: kernel_size).
+        padding: the pooling padding.
+        output_size: the output size (default ``(in - 1)*stride - 2*padding + kernel_size`` per dimension).
+    """
+    return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
 
 
 METHODS = {}

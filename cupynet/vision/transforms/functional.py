@@ -16,7 +16,9 @@ import numpy
 
 from cupynet import dtypes
 from cupynet.creation import tensor as _as_tensor
-from cupynet.ops.indexing import flip
+from cupynet.ops.arith import maximum, minimum
+from cupynet.ops.conv import conv2d
+from cupynet.ops.indexing import flip, stack, where
 from cupynet.ops.resample import interpolate
 from cupynet.ops.resample import pad as _pad_op
 from cupynet.tensor import Tensor
@@ -25,7 +27,8 @@ from cupynet.vision.image import Image, as_image, is_image
 __all__ = ["InterpolationMode", "to_tensor", "pil_to_tensor", "to_pil_image", "normalize", "pad", "crop",
            "center_crop", "hflip", "vflip", "resize", "resized_crop", "resized_size", "get_image_size", "image_size",
            "check_tensor_image", "normalize_constants", "apply_normalize", "size_pair", "padding_ltrb",
-           "check_padding_mode"]
+           "check_padding_mode", "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue",
+           "rgb_to_grayscale", "to_grayscale", "gaussian_blur", "erase", "convert_image_dtype"]
 
 
 class InterpolationMode(enum.Enum):
@@ -422,3 +425,291 @@ def _resize_tensor(img, out, mode):
     if is_uint8:
         y = (y.clamp(0, 255) if mode == "bicubic" else y).round().to(dtypes.uint8)
     return y.reshape(*lead, *out)
+
+
+# ---- colour (issue 13): torchvision's tensor formulas; an Image goes through the uint8 tensor path ------------
+
+
+def _as_chw(img, fn, owner):
+    """``fn`` on a Tensor as is; on a picture, on its uint8 (C, H, W) Tensor, given back as an Image.
+
+    NOTE: torchvision sends PIL images through PIL's ImageEnhance, whose uint8 rounding differs from
+    its tensor path by at most one level; cupynet has one path, the tensor one (docs/differences.md).
+    """
+    if isinstance(img, Tensor):
+        return fn(img)
+    out = fn(Tensor(numpy.ascontiguousarray(as_image(img, owner).array.transpose(2, 0, 1))))
+    return Image(numpy.ascontiguousarray(out.array.transpose(1, 2, 0)))
+
+
+def _check_channels(img, owner, allowed=(1, 3)):
+    if img.ndim < 3 or img.shape[-3] not in allowed:
+        raise TypeError(f"{owner}: Input image tensor permitted channel values are {list(allowed)}, but found "
+                        f"shape {tuple(img.shape)}")
+
+
+def _check_factor(name, factor, low=0.0, high=None):
+    if not isinstance(factor, numbers.Real) or isinstance(factor, bool) or factor < low or (
+            high is not None and factor > high):
+        bound = f"in [{low}, {high}]" if high is not None else "non-negative"
+        raise ValueError(f"{name} ({factor!r}) is not {bound}.")
+
+
+def _blend(img1, img2, ratio):
+    """``ratio * img1 + (1 - ratio) * img2`` clamped to the dtype's range, in img1's dtype (uint8 truncates)."""
+    bound = 1.0 if dtypes.is_floating(img1.dtype) else 255.0
+    return (ratio * _float(img1) + (1.0 - ratio) * _float(img2)).clamp(0, bound).to(img1.dtype)
+
+
+def _float(t):
+    """An integer image as float32 before a float factor touches it.
+
+    NOTE: torch multiplies a uint8 tensor by a Python float in float32; cupynet's mixed int * float
+    promotion computes in float64 first, which moves a few truncations to uint8 by one level.
+    """
+    return t if dtypes.is_floating(t.dtype) else t.to(dtypes.float32)
+
+
+def _grayscale(img, channels=1):
+    """``0.2989 R + 0.587 G + 0.114 B`` in the image's dtype (uint8 truncates), as ``channels`` channels."""
+    if img.shape[-3] == 1:
+        gray = img
+    else:
+        r, g, b = (_float(img[..., i, :, :]) for i in range(3))
+        gray = (0.2989 * r + 0.587 * g + 0.114 * b).to(img.dtype).unsqueeze(-3)
+    return gray.expand(*gray.shape[:-3], channels, *gray.shape[-2:]) if channels != 1 else gray
+
+
+def rgb_to_grayscale(img, num_output_channels=1):
+    """The luma ``0.2989 R + 0.587 G + 0.114 B`` of an RGB picture or Tensor (..., 3, H, W).
+
+    Args:
+        img: an Image, PIL image, or Tensor (..., 1 or 3, H, W).
+        num_output_channels: 1, or 3 (the grey value repeated).
+    """
+    if num_output_channels not in (1, 3):
+        raise ValueError("num_output_channels should be either 1 or 3")
+
+    def gray(t):
+        _check_channels(t, "rgb_to_grayscale")
+        return _grayscale(t, num_output_channels)
+    return _as_chw(img, gray, "rgb_to_grayscale")
+
+
+def to_grayscale(img, num_output_channels=1):
+    """``rgb_to_grayscale`` under torchvision's older name.
+
+    Args:
+        img: an Image, PIL image, or Tensor (..., 3, H, W).
+        num_output_channels: 1 or 3.
+    """
+    return rgb_to_grayscale(img, num_output_channels)
+
+
+def _adjust(img, name, factor, blend_with):
+    """``_blend(t, blend_with(t), factor)`` on the picture's tensor, after torchvision's checks.
+
+    Args:
+        img: an Image, PIL image, or Tensor (..., 1 or 3, H, W).
+        name: the factor's name (``brightness_factor``, ...), for messages.
+        factor: a non-negative number.
+        blend_with: what the picture is blended with, from its tensor (None: leave the picture as is).
+    """
+    _check_factor(name, factor)
+
+    def adjust(t):
+        _check_channels(t, "adjust_" + name[:-len("_factor")])
+        other = blend_with(t)
+        return t if other is None else _blend(t, other, float(factor))
+    return _as_chw(img, adjust, "adjust_" + name[:-len("_factor")])
+
+
+def adjust_brightness(img, brightness_factor):
+    """The picture times ``brightness_factor`` (0: black, 1: unchanged), clamped to the dtype's range.
+
+    Args:
+        img: an Image, PIL image, or Tensor (..., 1 or 3, H, W).
+        brightness_factor: a non-negative number.
+    """
+    return _adjust(img, "brightness_factor", brightness_factor, lambda t: Tensor(numpy.zeros((), numpy.float32)))
+
+
+def adjust_contrast(img, contrast_factor):
+    """A blend with the picture's mean grey level (0: flat grey, 1: unchanged).
+
+    Args:
+        img: an Image, PIL image, or Tensor (..., 1 or 3, H, W).
+        contrast_factor: a non-negative number.
+    """
+    def mean_grey(t):
+        dtype = t.dtype if dtypes.is_floating(t.dtype) else dtypes.float32
+        return _grayscale(t).to(dtype).mean(dim=(-3, -2, -1), keepdim=True)
+    return _adjust(img, "contrast_factor", contrast_factor, mean_grey)
+
+
+def adjust_saturation(img, saturation_factor):
+    """A blend with the picture's grey version (0: grey, 1: unchanged, 2: twice as saturated).
+
+    Args:
+        img: an Image, PIL image, or Tensor (..., 1 or 3, H, W); a grey picture is returned as is.
+        saturation_factor: a non-negative number.
+    """
+    return _adjust(img, "saturation_factor", saturation_factor, lambda t: None if t.shape[-3] == 1 else _grayscale(t))
+
+
+def _rgb_to_hsv(r, g, b):
+    """(h, s, v) in [0, 1] of float channels, torchvision's formulas (grey pixels: h = s = 0)."""
+    maxc = maximum(maximum(r, g), b)
+    minc = minimum(minimum(r, g), b)
+    flat = maxc == minc
+    span = maxc - minc
+    s = span / where(flat, 1.0, maxc)
+    divisor = where(flat, 1.0, span)
+    rc, gc, bc = (maxc - r) / divisor, (maxc - g) / divisor, (maxc - b) / divisor
+    is_r, is_g = maxc == r, (maxc == g) & (maxc != r)
+    h = where(is_r, bc - gc, where(is_g, 2.0 + rc - bc, 4.0 + gc - rc))
+    h = h / 6.0 + 1.0
+    return h - h.floor(), s, maxc
+
+
+def _hsv_to_rgb(h, s, v):
+    """Float (r, g, b) from (h, s, v) in [0, 1]: the sector ``floor(6 h) mod 6`` picks the formula."""
+    sector6 = (h * 6.0).floor()
+    f = h * 6.0 - sector6
+    sector = sector6 - (sector6 / 6.0).floor() * 6.0
+    p = (v * (1.0 - s)).clamp(0.0, 1.0)
+    q = (v * (1.0 - s * f)).clamp(0.0, 1.0)
+    t = (v * (1.0 - s * (1.0 - f))).clamp(0.0, 1.0)
+    table = ((v, q, p, p, t, v), (t, v, v, q, p, p), (p, p, t, v, v, q))  # NOTE: r, g, b per sector 0..5
+    out = []
+    for row in table:
+        channel = row[5]
+        for k in range(4, -1, -1):
+            channel = where(sector == k, row[k], channel)
+        out.append(channel)
+    return out
+
+
+def adjust_hue(img, hue_factor):
+    """The hue turned by ``hue_factor`` of a full turn (in HSV space), saturation and value kept.
+
+    Args:
+        img: an Image, PIL image, or Tensor (..., 1 or 3, H, W); a grey picture is returned as is.
+        hue_factor: a number in [-0.5, 0.5].
+    """
+    if not isinstance(hue_factor, numbers.Real) or not -0.5 <= hue_factor <= 0.5:
+        raise ValueError(f"hue_factor ({hue_factor}) is not in [-0.5, 0.5].")
+
+    def hue(t):
+        _check_channels(t, "adjust_hue")
+        if t.shape[-3] == 1:
+            return t
+        x = t if dtypes.is_floating(t.dtype) else t.to(dtypes.float32) / 255.0
+        h, s, v = _rgb_to_hsv(x[..., 0, :, :], x[..., 1, :, :], x[..., 2, :, :])
+        h = h + float(hue_factor)
+        out = stack(_hsv_to_rgb(h - h.floor(), s, v), -3)
+        return out if dtypes.is_floating(t.dtype) else (out * 255.0).to(t.dtype)
+    return _as_chw(img, hue, "adjust_hue")
+
+
+# ---- blur, erasing, dtype conversion (issue 13) -----------------------------------------------------------------
+
+
+def gaussian_kernel1d(size, sigma):
+    """The normalised Gaussian weights at ``size`` points centred on 0 (float64 NumPy array).
+
+    Args:
+        size: an odd positive int.
+        sigma: the standard deviation (> 0).
+    """
+    x = numpy.linspace(-(size - 1) * 0.5, (size - 1) * 0.5, size)
+    pdf = numpy.exp(-0.5 * (x / sigma) ** 2)
+    return pdf / pdf.sum()
+
+
+def _blur_args(kernel_size, sigma):
+    """(kx, ky) and (sx, sy) checked as torchvision checks them; sigma None: ``0.15 k + 0.35``."""
+    ks = [kernel_size, kernel_size] if isinstance(kernel_size, int) else list(kernel_size)
+    if len(ks) == 1:
+        ks = ks * 2
+    if len(ks) != 2 or not all(isinstance(k, int) and k > 0 and k % 2 == 1 for k in ks):
+        raise ValueError(f"kernel_size should have odd and positive integers, got {kernel_size!r}")
+    if sigma is None:
+        sig = [k * 0.15 + 0.35 for k in ks]
+    else:
+        sig = [float(sigma)] * 2 if isinstance(sigma, numbers.Real) else [float(v) for v in sigma]
+        sig = sig * 2 if len(sig) == 1 else sig
+    if len(sig) != 2 or any(v <= 0 for v in sig):
+        raise ValueError(f"sigma should have positive values, got {sigma!r}")
+    return ks, sig
+
+
+def gaussian_blur(img, kernel_size, sigma=None):
+    """A Gaussian blur: reflect padding by half the kernel, then one depthwise 2-D convolution.
+
+    A uint8 picture is blurred in float32 and rounded half to even back to uint8, as torchvision.
+
+    Args:
+        img: an Image, PIL image, or Tensor (..., C, H, W).
+        kernel_size: an odd int, or (kx, ky) (width first, torchvision's order).
+        sigma: a positive number or (sx, sy); None: ``0.15 k + 0.35`` per direction.
+    """
+    (kx, ky), (sx, sy) = _blur_args(kernel_size, sigma)
+
+    def blur(t):
+        dtype = t.dtype if dtypes.is_floating(t.dtype) else dtypes.float32
+        kernel = numpy.outer(gaussian_kernel1d(ky, sy), gaussian_kernel1d(kx, sx))
+        c = t.shape[-3]
+        weight = _as_tensor(numpy.broadcast_to(kernel, (c, 1, ky, kx)).copy(), dtype=dtype, device=t.device)
+        x = t.reshape(-1, c, *t.shape[-2:]).to(dtype)
+        x = _pad_op(x, (kx // 2, kx // 2, ky // 2, ky // 2), mode="reflect")
+        out = conv2d(x, weight, groups=c).reshape(t.shape)
+        return out if dtypes.is_floating(t.dtype) else out.round().to(t.dtype)
+    return _as_chw(img, blur, "gaussian_blur")
+
+
+def erase(img, i, j, h, w, v, inplace=False):
+    """The Tensor with its window (``i``, ``j``, ``h``, ``w``) set to ``v`` (a number or a broadcastable Tensor).
+
+    Args:
+        img: a Tensor (..., C, H, W).
+        i: first row.
+        j: first column.
+        h: rows.
+        w: columns.
+        v: the value(s) written.
+        inplace: write into ``img`` itself.
+    """
+    if not isinstance(img, Tensor):
+        raise TypeError(f"img should be Tensor Image. Got {type(img)}")
+    out = img if inplace else img.clone()
+    out[..., i:i + h, j:j + w] = v
+    return out
+
+
+def convert_image_dtype(image, dtype=dtypes.float32):
+    """An image Tensor in another dtype, values rescaled: integers span [0, max], floats [0, 1].
+
+    Args:
+        image: a Tensor (..., C, H, W).
+        dtype: the target dtype (a float dtype, or an integer one from a float image).
+    """
+    if not isinstance(image, Tensor):
+        raise TypeError(f"Input img should be Tensor Image. Got {type(image)}")
+    dtype = dtypes.as_dtype(dtype)
+    if image.dtype == dtype:
+        return image
+    src_float, dst_float = dtypes.is_floating(image.dtype), dtypes.is_floating(dtype)
+    if src_float and dst_float:
+        return image.to(dtype)
+    if not src_float and dst_float:
+        return image.to(dtype) / float(numpy.iinfo(image.dtype).max)
+    if src_float:
+        if image.dtype == dtypes.float32 and dtype in (dtypes.int32, dtypes.int64) or (
+                image.dtype == dtypes.float64 and dtype == dtypes.int64):
+            raise RuntimeError(f"The cast from {image.dtype} to {dtype} cannot be performed safely.")
+        # NOTE: torchvision's scale by (max + 1 - 1e-3) then truncation: 1.0 maps to max, each level gets an
+        # equal share of [0, 1]
+        return (image * (numpy.iinfo(dtype).max + 1.0 - 1e-3)).to(dtype)
+    raise NotImplementedError(f"convert_image_dtype: integer to integer ({image.dtype} -> {dtype}) is not supported "
+                              "in cupynet; go through a float dtype")
