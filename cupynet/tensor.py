@@ -57,8 +57,13 @@ class _RemovableHandle:
 class Tensor:
     """An n-dimensional array that can record the ops applied to it for backward.
 
+    ``Tensor(2, 3)``, ``Tensor([1.0, 2.0])``, ``Tensor(other)`` and ``Tensor()`` are PyTorch's legacy
+    constructor (see ``legacy_array``): a CPU tensor of the default dtype.
+
     Args:
-        data: a NumPy or CuPy array (taken as is, not copied); it becomes ``array``.
+        data: a NumPy or CuPy array (taken as is, not copied); it becomes ``array``. Python ints, lists,
+            tuples or a Tensor take the legacy constructor's path.
+        *size: more sizes after an int ``data`` (the legacy ``Tensor(2, 3)``).
         requires_grad: whether gradients should be computed for this (leaf) tensor.
     """
 
@@ -69,7 +74,9 @@ class Tensor:
                  "_post_acc_hooks", "__weakref__")
     __array_priority__ = 1000  # NOTE: make numpy_array * tensor call Tensor.__rmul__
 
-    def __init__(self, data, requires_grad=False):
+    def __init__(self, data=None, *size, requires_grad=False):
+        if size or isinstance(data, _LEGACY_DATA):
+            data = legacy_array("Tensor", dtypes.get_default_dtype(), () if data is None else (data, *size))
         self.array = data
         self.grad = None
         self.grad_fn = None
@@ -780,3 +787,58 @@ def _float_style(shown, options):
     if options["sci_mode"] is False:
         return {"suppress_small": True, "floatmode": "maxprec" if integral else "fixed"}
     return {"floatmode": "maxprec" if integral and not spread else "fixed"}
+
+
+# NOTE: what ``Tensor(...)`` reads as PyTorch's legacy constructor rather than an array to wrap (None is
+# ``Tensor()``); internal code always passes an array, so the check costs one isinstance per tensor
+_LEGACY_DATA = (int, float, list, tuple, str, bytes, dict, set, Tensor, type(None))
+
+
+def legacy_array(name, dtype, args) -> object:
+    """The array of PyTorch's legacy constructors: ``torch.Tensor(2, 3)``, ``torch.FloatTensor([1, 2])``.
+
+    ``()`` is an empty 1-D array; ints are a shape, filled with zeros (PyTorch leaves the memory
+    uninitialised); one sequence (a tuple too: PyTorch reads only its ``torch.Size`` as a shape) or NumPy
+    array is data, copied into ``dtype``; one Tensor of ``dtype`` is shared, as PyTorch aliases it.
+
+    Args:
+        name: the constructor's name, for errors (``"Tensor"``, ``"LongTensor"``...).
+        dtype: the NumPy dtype it makes.
+        args: its positional arguments.
+    """
+    if not args:
+        return numpy.empty((0,), dtype)
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        return _legacy_alias(name, dtype, args[0])
+    if all(isinstance(s, int) and not isinstance(s, bool) for s in args):
+        if any(s < 0 for s in args):
+            raise RuntimeError(f"{name}(): trying to create tensor with negative dimension: {args}")
+        return numpy.zeros(args, dtype)
+    if len(args) == 1:
+        return _legacy_data(name, dtype, args[0])
+    raise TypeError(f"{name}(): expected sizes as ints or one sequence of data, got "
+                    f"({', '.join(type(a).__name__ for a in args)})")
+
+
+def _legacy_alias(name, dtype, other):
+    if other.array.dtype != dtype:
+        raise TypeError(f"{name}(): expected a tensor of dtype {dtypes.as_dtype(dtype)}, got {other.dtype}")
+    return other.array
+
+
+def _legacy_data(name, dtype, data):
+    if isinstance(data, (float, bool)):
+        raise TypeError(f"new(): data must be a sequence (got {type(data).__name__}); {name}() takes sizes "
+                        "as ints or a sequence of numbers")
+    if isinstance(data, (str, bytes, dict, set)):
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}' ({name}() takes sizes or a "
+                        "sequence of numbers)")
+    try:
+        host = numpy.asarray(data)
+    except ValueError as error:
+        raise TypeError(f"{name}(): data must be numbers or (nested) sequences of numbers of one shape "
+                        f"({error})") from None
+    if host.dtype.kind not in "biuf":
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}' ({name}() takes sizes or a "
+                        f"sequence of numbers, got elements of dtype {host.dtype})")
+    return numpy.array(host, dtype=dtype)
