@@ -120,10 +120,25 @@ def _shape(size):
     return tuple(int(s) for s in size)
 
 
+def _size_arg(fn, args, size):
+    """The shape given as ``*size`` ints (or one tuple) or as the keyword ``size=``: PyTorch takes either.
+
+    Args:
+        fn: the factory's name, for the error.
+        args: the positional sizes.
+        size: the ``size=`` keyword, or None.
+    """
+    if size is None:
+        return args
+    if args:
+        raise TypeError(f"{fn}() got multiple values for argument 'size'")
+    return (size,)
+
+
 _SIZE_ARGS = """
 
     Args:
-        *size: the shape, as ints or one tuple.
+        *size: the shape, as ints or one tuple (or the keyword ``size=``).
         dtype: ``get_default_dtype()`` (float32 unless changed) when None.
         device: default device when None.
         requires_grad: make it a leaf that records gradients.
@@ -139,8 +154,8 @@ def _sized(name, summary, create):
         create: ``create(size, dtype, device, requires_grad)`` makes the Tensor.
     """
 
-    def make(*size, dtype=None, device=None, requires_grad=False):
-        return create(size, dtype, device, requires_grad)
+    def make(*args, size=None, dtype=None, device=None, requires_grad=False):
+        return create(_size_arg(name, args, size), dtype, device, requires_grad)
 
     make.__name__ = make.__qualname__ = name
     make.__doc__ = summary + _SIZE_ARGS
@@ -158,16 +173,17 @@ zeros = _sized("zeros", "A tensor of zeros.", _constant("zeros"))
 ones = _sized("ones", "A tensor of ones.", _constant("ones"))
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False):
+def empty(*args, size=None, dtype=None, device=None, requires_grad=False):
     """An uninitialised tensor (zeros here: NumPy/CuPy allocation is cheap enough to be safe).
 
     Args:
-        *size: the shape.
+        *args: the shape, as ints or one tuple.
+        size: the shape, by keyword (instead of ``*args``).
         dtype: ``get_default_dtype()`` (float32 unless changed) when None.
         device: default device when None.
         requires_grad: make it a leaf that records gradients.
     """
-    return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+    return zeros(*_size_arg("empty", args, size), dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
@@ -267,8 +283,8 @@ def _random_factory(name, summary, draw):
         draw: ``draw(array_generator, shape, dtype)`` makes the array.
     """
 
-    def make(*size, generator=None, dtype=None, device=None, requires_grad=False):
-        return _random(draw, size, generator, dtype, device, requires_grad, name)
+    def make(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
+        return _random(draw, _size_arg(name, args, size), generator, dtype, device, requires_grad, name)
 
     make.__name__ = make.__qualname__ = name
     make.__doc__ = (summary + _SIZE_ARGS.rstrip()

@@ -1,7 +1,8 @@
 """PyTorch's legacy constructors (issue 13: pytorch/examples gcn and gat build parameters with
 ``torch.Tensor(in, out)`` and data with ``torch.FloatTensor(ndarray)`` / ``torch.LongTensor(ndarray)``):
 ``Tensor(*sizes)``, ``Tensor(data)``, ``Tensor(tensor)``, ``Tensor()`` and the typed ``FloatTensor`` & co.,
-compared with torch's shapes, dtypes, values and isinstance answers."""
+compared with torch's shapes, dtypes, values and isinstance answers; and the factories' ``size=`` keyword
+(gat's ``torch.empty(size=(n, m))``)."""
 
 import numpy
 import pytest
@@ -90,3 +91,11 @@ def test_parameter_from_legacy_sizes_trains():
 def test_bad_arguments_name_what_was_expected(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+@pytest.mark.parametrize("fn", [cupynet.zeros, cupynet.ones, cupynet.empty, cupynet.rand, cupynet.randn])
+def test_factories_take_size_by_keyword_as_torch(fn):
+    assert fn(size=(2, 3)).shape == (2, 3) == tuple(getattr(torch, fn.__name__)(size=(2, 3)).shape)
+    assert fn(size=[4]).shape == (4,)
+    with pytest.raises(TypeError, match=f"{fn.__name__}\\(\\) got multiple values for argument 'size'"):
+        fn(2, size=(2, 3))
