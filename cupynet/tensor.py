@@ -73,6 +73,7 @@ class Tensor:
     __slots__ = ("array", "grad", "_requires_grad", "grad_fn", "_output_nr", "_vc", "_hooks", "_view", "_views",
                  "_post_acc_hooks", "__weakref__")
     __array_priority__ = 1000  # NOTE: make numpy_array * tensor call Tensor.__rmul__
+    is_sparse = False  # NOTE: PyTorch's layout question; cupynet stores sparse COO tensors dense (ops/sparse.py)
 
     def __init__(self, data=None, *size, requires_grad=False):
         if size or isinstance(data, _LEGACY_DATA):
