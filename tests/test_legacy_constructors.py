@@ -99,3 +99,28 @@ def test_factories_take_size_by_keyword_as_torch(fn):
     assert fn(size=[4]).shape == (4,)
     with pytest.raises(TypeError, match=f"{fn.__name__}\\(\\) got multiple values for argument 'size'"):
         fn(2, size=(2, 3))
+
+
+def test_variable_is_a_new_leaf_sharing_the_data_as_torch():
+    # NOTE: issue 13: the older tutorials wrap every tensor in autograd.Variable (nlp/sequence_models_tutorial)
+    from cupynet.autograd import Variable
+    data = cupynet.ones(2)
+    for requires_grad in (False, True):
+        ours, theirs = Variable(data, requires_grad=requires_grad), torch.autograd.Variable(
+            torch.ones(2), requires_grad=requires_grad)
+        assert ours is not data and ours.array is data.array
+        assert (ours.requires_grad, ours.is_leaf) == (theirs.requires_grad, theirs.is_leaf) == (requires_grad, True)
+    graph = cupynet.ones(2, requires_grad=True) * 2
+    assert Variable(graph).grad_fn is None and isinstance(graph, Variable) and not isinstance(1.0, Variable)
+    with pytest.warns(UserWarning, match="volatile was removed"):
+        assert not Variable(data, volatile=True).requires_grad
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: cupynet.autograd.Variable([1.0, 2.0]), TypeError, "Variable data has to be a tensor, but got list"),
+    (lambda: cupynet.autograd.Variable(cupynet.arange(2), requires_grad=True), RuntimeError,
+     "only Tensors of floating point dtype can require gradients"),
+])
+def test_variable_refuses_what_torch_refuses(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
