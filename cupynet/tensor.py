@@ -791,8 +791,9 @@ def _float_style(shown, options):
 
 
 # NOTE: what ``Tensor(...)`` reads as PyTorch's legacy constructor rather than an array to wrap (None is
-# ``Tensor()``); internal code always passes an array, so the check costs one isinstance per tensor
-_LEGACY_DATA = (int, float, list, tuple, str, bytes, dict, set, Tensor, type(None))
+# ``Tensor()``); internal code passes an array or a NumPy scalar, so the check costs one isinstance per
+# tensor. ``float`` is left out: numpy.float64 is a subclass of it, and ops wrap 0-d results of that type
+_LEGACY_DATA = (int, list, tuple, str, bytes, dict, set, Tensor, type(None))
 
 
 def legacy_array(name, dtype, args) -> object:

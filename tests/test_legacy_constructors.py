@@ -81,7 +81,8 @@ def test_parameter_from_legacy_sizes_trains():
 @pytest.mark.parametrize("call, error, match", [
     (lambda: cupynet.FloatTensor("ab"), TypeError, "invalid data type 'str'"),
     (lambda: cupynet.Tensor({1: 2}), TypeError, "invalid data type 'dict'"),
-    (lambda: cupynet.Tensor(1.5), TypeError, r"data must be a sequence \(got float\)"),
+    (lambda: cupynet.FloatTensor(1.5), TypeError, r"data must be a sequence \(got float\)"),
+    (lambda: cupynet.Tensor(True), TypeError, r"data must be a sequence \(got bool\)"),
     (lambda: cupynet.LongTensor([[1, 2], [3]]), TypeError, "sequences of numbers of one shape"),
     (lambda: cupynet.FloatTensor(cupynet.arange(3)), TypeError, "expected a tensor of dtype float32, got int64"),
     (lambda: cupynet.Tensor(2, -1), RuntimeError, "negative dimension"),
