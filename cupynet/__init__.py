@@ -57,7 +57,20 @@ __version__ = "0.1.0"
 # ---- PyTorch drop-in names (issue 13; `cupynet run` maps torch.X to these) -------------------------------
 from . import accelerator, backends, distributions, multiprocessing, settings, utils  # noqa: E402
 from .autograd import inference_mode, is_inference_mode_enabled  # noqa: E402
-from .creation import is_tensor, numel  # noqa: E402
+from .creation import (  # noqa: E402
+    BFloat16Tensor,
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+    is_tensor,
+    numel,
+)
 from .dtypes import finfo, iinfo  # noqa: E402
 from .random import Generator, default_generator, seed  # noqa: E402
 from .settings import (  # noqa: E402

@@ -14,9 +14,10 @@ import numpy
 
 from . import backend, dtypes
 from .random import generator_for, resolve_generator
-from .tensor import Tensor
+from .tensor import Tensor, legacy_array
 
-__all__ = ["is_tensor", "numel",
+__all__ = ["is_tensor", "numel", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor",
+           "CharTensor", "ShortTensor", "IntTensor", "LongTensor", "BoolTensor",
            "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange", "linspace", "eye",
            "rand", "randn", "randint", "randperm", "zeros_like", "ones_like", "full_like", "empty_like",
            "rand_like", "randn_like"]
@@ -119,10 +120,25 @@ def _shape(size):
     return tuple(int(s) for s in size)
 
 
+def _size_arg(fn, args, size):
+    """The shape given as ``*size`` ints (or one tuple) or as the keyword ``size=``: PyTorch takes either.
+
+    Args:
+        fn: the factory's name, for the error.
+        args: the positional sizes.
+        size: the ``size=`` keyword, or None.
+    """
+    if size is None:
+        return args
+    if args:
+        raise TypeError(f"{fn}() got multiple values for argument 'size'")
+    return (size,)
+
+
 _SIZE_ARGS = """
 
     Args:
-        *size: the shape, as ints or one tuple.
+        *size: the shape, as ints or one tuple (or the keyword ``size=``).
         dtype: ``get_default_dtype()`` (float32 unless changed) when None.
         device: default device when None.
         requires_grad: make it a leaf that records gradients.
@@ -138,8 +154,8 @@ def _sized(name, summary, create):
         create: ``create(size, dtype, device, requires_grad)`` makes the Tensor.
     """
 
-    def make(*size, dtype=None, device=None, requires_grad=False):
-        return create(size, dtype, device, requires_grad)
+    def make(*args, size=None, dtype=None, device=None, requires_grad=False):
+        return create(_size_arg(name, args, size), dtype, device, requires_grad)
 
     make.__name__ = make.__qualname__ = name
     make.__doc__ = summary + _SIZE_ARGS
@@ -157,16 +173,17 @@ zeros = _sized("zeros", "A tensor of zeros.", _constant("zeros"))
 ones = _sized("ones", "A tensor of ones.", _constant("ones"))
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False):
+def empty(*args, size=None, dtype=None, device=None, requires_grad=False):
     """An uninitialised tensor (zeros here: NumPy/CuPy allocation is cheap enough to be safe).
 
     Args:
-        *size: the shape.
+        *args: the shape, as ints or one tuple.
+        size: the shape, by keyword (instead of ``*args``).
         dtype: ``get_default_dtype()`` (float32 unless changed) when None.
         device: default device when None.
         requires_grad: make it a leaf that records gradients.
     """
-    return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+    return zeros(*_size_arg("empty", args, size), dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
@@ -266,8 +283,8 @@ def _random_factory(name, summary, draw):
         draw: ``draw(array_generator, shape, dtype)`` makes the array.
     """
 
-    def make(*size, generator=None, dtype=None, device=None, requires_grad=False):
-        return _random(draw, size, generator, dtype, device, requires_grad, name)
+    def make(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
+        return _random(draw, _size_arg(name, args, size), generator, dtype, device, requires_grad, name)
 
     make.__name__ = make.__qualname__ = name
     make.__doc__ = (summary + _SIZE_ARGS.rstrip()
@@ -412,3 +429,37 @@ def numel(input) -> int:  # noqa: A002 - PyTorch's name
     if not isinstance(input, Tensor):
         raise TypeError(f"numel(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     return input.numel()
+
+
+# ---- PyTorch's legacy typed constructors: torch.FloatTensor(2, 3), torch.LongTensor([1, 2]) --------------------
+class _LegacyTensorType(type):
+    """The metaclass of ``FloatTensor`` & co.: calling one builds a CPU Tensor of its dtype, and
+    ``isinstance(x, FloatTensor)`` asks whether ``x`` is a CPU float32 Tensor (PyTorch's meaning)."""
+
+    def __call__(cls, *args):
+        return Tensor(legacy_array(cls.__name__, cls.dtype, args))
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.array.dtype == cls.dtype and obj.device.type == "cpu"
+
+
+def _legacy_type(name, dtype):
+    doc = f"""``torch.{name}``: ``{name}(*sizes)`` zeros, ``{name}(data)`` a copy, ``{name}(tensor)`` an alias
+    (see ``cupynet.tensor.legacy_array``), always a CPU Tensor of dtype {dtypes.as_dtype(dtype)}.
+
+    Args:
+        *args: sizes (ints or one tuple), or one sequence of numbers, or one Tensor of this dtype.
+    """
+    return _LegacyTensorType(name, (), {"dtype": dtype, "__doc__": doc, "__module__": __name__})
+
+
+FloatTensor = _legacy_type("FloatTensor", dtypes.float32)
+DoubleTensor = _legacy_type("DoubleTensor", dtypes.float64)
+HalfTensor = _legacy_type("HalfTensor", dtypes.float16)
+BFloat16Tensor = _legacy_type("BFloat16Tensor", dtypes.bfloat16)
+ByteTensor = _legacy_type("ByteTensor", dtypes.uint8)
+CharTensor = _legacy_type("CharTensor", dtypes.int8)
+ShortTensor = _legacy_type("ShortTensor", dtypes.int16)
+IntTensor = _legacy_type("IntTensor", dtypes.int32)
+LongTensor = _legacy_type("LongTensor", dtypes.int64)
+BoolTensor = _legacy_type("BoolTensor", dtypes.bool_)

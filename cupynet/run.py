@@ -86,6 +86,7 @@ TORCH_MODULES = {
     "torch.utils.data.sampler": "cupynet.data.sampler",
     "torch.utils.data.distributed": "cupynet.data.distributed",
     "torch.utils.checkpoint": "cupynet.utils.checkpoint",
+    "torch.utils.tensorboard": "cupynet.utils.tensorboard",
     "torch.amp": "cupynet.amp",
     "torch.cuda": "cupynet.cuda",
     "torch.cuda.amp": "cupynet.cuda.amp",

@@ -70,42 +70,16 @@ def _is_raw_array(data) -> bool:
     return False
 
 
-def _legacy_array(data, sizes):
-    """The array of PyTorch's legacy ``torch.Tensor(...)`` forms (float32, on the CPU), or a clear error."""
-    if isinstance(data, Tensor):
-        if sizes:
-            raise TypeError("Tensor(tensor): no sizes may follow a Tensor")
-        return data.array
-    if isinstance(data, int) and not isinstance(data, bool):
-        shape = (data,) + sizes
-        bad = [s for s in shape if not isinstance(s, int) or isinstance(s, bool)]
-        if bad:
-            raise TypeError(f"Tensor(*sizes): every size must be an int, got {bad[0]!r}")
-        if any(s < 0 for s in shape):
-            raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
-        return numpy.empty(shape, dtype=dtypes.float32)
-    if isinstance(data, (list, tuple)) and not sizes:
-        try:
-            return numpy.array(data, dtype=dtypes.float32)
-        except (TypeError, ValueError) as error:
-            raise TypeError(f"Tensor(data): expected a (nested) list of numbers, got {data!r:.80} ({error})") from None
-    raise TypeError(f"Tensor(): invalid data type '{type(data).__name__}'; expected an array, a (nested) list of "
-                    "numbers, sizes, or a Tensor")
-
-
 class Tensor:
     """An n-dimensional array that can record the ops applied to it for backward.
 
-    ``Tensor(array)`` wraps a NumPy or CuPy array as is (no copy, its dtype kept): the constructor
-    every op uses. PyTorch's legacy constructor forms give float32 on the CPU, as in torch:
-    ``Tensor([1, 2])`` / ``Tensor(((1, 2),))`` (data, nested 0-d tensors allowed), ``Tensor(2, 3)``
-    (uninitialized memory of that shape, as ``torch.Tensor(2, 3)``), ``Tensor()`` (empty), and
-    ``Tensor(t)`` for a Tensor ``t`` (shares its array).
+    ``Tensor(2, 3)``, ``Tensor([1.0, 2.0])``, ``Tensor(other)`` and ``Tensor()`` are PyTorch's legacy
+    constructor (see ``legacy_array``): a CPU tensor of the default dtype.
 
     Args:
-        data: a NumPy or CuPy array (taken as is, not copied); it becomes ``array``. Or, for the
-            legacy forms: a (nested) list or tuple of numbers, a first size, or a Tensor.
-        sizes: further sizes after an int ``data`` (legacy ``Tensor(2, 3)``).
+        data: a NumPy or CuPy array (taken as is, not copied); it becomes ``array``. Python ints, lists,
+            tuples or a Tensor take the legacy constructor's path.
+        *size: more sizes after an int ``data`` (the legacy ``Tensor(2, 3)``).
         requires_grad: whether gradients should be computed for this (leaf) tensor.
     """
 
@@ -115,12 +89,15 @@ class Tensor:
     __slots__ = ("array", "grad", "_requires_grad", "grad_fn", "_output_nr", "_vc", "_hooks", "_view", "_views",
                  "_post_acc_hooks", "__weakref__")
     __array_priority__ = 1000  # NOTE: make numpy_array * tensor call Tensor.__rmul__
+    is_sparse = False  # NOTE: PyTorch's layout question; cupynet stores sparse COO tensors dense (ops/sparse.py)
 
-    def __init__(self, data=(), *sizes, requires_grad=False):
+    def __init__(self, data=None, *size, requires_grad=False):
         if type(data) not in _RAW_ARRAYS and not _is_raw_array(data):
-            data = _legacy_array(data, sizes)  # NOTE: torch.Tensor([1, 2]) / torch.Tensor(2, 3): float32
-        elif sizes:
-            raise TypeError(f"Tensor(array, *sizes): sizes follow an int, not an array; got {len(sizes)} after one")
+            # NOTE: PyTorch's legacy constructor (torch.Tensor([1, 2]), torch.Tensor(2, 3)); arrays (the ops'
+            # constructor) pass with one type check, anything else that is not an array goes here
+            data = legacy_array("Tensor", dtypes.get_default_dtype(), () if data is None else (data, *size))
+        elif size:
+            raise TypeError(f"Tensor(array, *size): sizes follow an int, not an array; got {len(size)} after it")
         self.array = data
         self.grad = None
         self.grad_fn = None
@@ -849,3 +826,54 @@ def _float_style(shown, options):
     if options["sci_mode"] is False:
         return {"suppress_small": True, "floatmode": "maxprec" if integral else "fixed"}
     return {"floatmode": "maxprec" if integral and not spread else "fixed"}
+
+
+def legacy_array(name, dtype, args) -> object:
+    """The array of PyTorch's legacy constructors: ``torch.Tensor(2, 3)``, ``torch.FloatTensor([1, 2])``.
+
+    ``()`` is an empty 1-D array; ints are a shape, filled with zeros (PyTorch leaves the memory
+    uninitialised); one sequence (a tuple too: PyTorch reads only its ``torch.Size`` as a shape) or NumPy
+    array is data, copied into ``dtype``; one Tensor of ``dtype`` is shared, as PyTorch aliases it.
+
+    Args:
+        name: the constructor's name, for errors (``"Tensor"``, ``"LongTensor"``...).
+        dtype: the NumPy dtype it makes.
+        args: its positional arguments.
+    """
+    if not args:
+        return numpy.empty((0,), dtype)
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        return _legacy_alias(name, dtype, args[0])
+    if all(isinstance(s, int) and not isinstance(s, bool) for s in args):
+        if any(s < 0 for s in args):
+            raise RuntimeError(f"{name}(): trying to create tensor with negative dimension: {args}")
+        return numpy.zeros(args, dtype)
+    if len(args) == 1:
+        return _legacy_data(name, dtype, args[0])
+    raise TypeError(f"{name}(): expected sizes as ints or one sequence of data, got "
+                    f"({', '.join(type(a).__name__ for a in args)})")
+
+
+def _legacy_alias(name, dtype, other):
+    # NOTE: torch.Tensor(t) is t's storage whatever its dtype; FloatTensor(t) & co. insist on theirs
+    if name != "Tensor" and other.array.dtype != dtype:
+        raise TypeError(f"{name}(): expected a tensor of dtype {dtypes.as_dtype(dtype)}, got {other.dtype}")
+    return other.array
+
+
+def _legacy_data(name, dtype, data):
+    if isinstance(data, (float, bool)):
+        raise TypeError(f"new(): data must be a sequence (got {type(data).__name__}); {name}() takes sizes "
+                        "as ints or a sequence of numbers")
+    if isinstance(data, (str, bytes, dict, set)):
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}' ({name}() takes sizes or a "
+                        "sequence of numbers)")
+    try:
+        host = numpy.asarray(data)
+    except ValueError as error:
+        raise TypeError(f"{name}(): data must be numbers or (nested) sequences of numbers of one shape "
+                        f"({error})") from None
+    if host.dtype.kind not in "biuf":
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}' ({name}() takes sizes or a "
+                        f"sequence of numbers, got elements of dtype {host.dtype})")
+    return numpy.array(host, dtype=dtype)

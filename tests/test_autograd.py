@@ -257,3 +257,18 @@ def test_mixing_devices_is_a_clear_error():
         return
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         cn.zeros(2) + cn.zeros(2, device="cuda")
+
+
+def test_next_functions_walk_back_as_torch_shows_them():
+    # NOTE: issue 13: pytorch/tutorials blitz/neural_networks_tutorial prints grad_fn.next_functions[0][0]
+    w = cn.ones(3, requires_grad=True)
+    x = cn.ones(3)
+    h = (w * 2).relu()
+    loss = (h * x).sum()
+    (mul_node, nr), = loss.grad_fn.next_functions
+    assert nr == 0 and mul_node.name() == "MulBackward"
+    (relu_node, _), (absent, absent_nr) = mul_node.next_functions
+    assert relu_node is h.grad_fn and (absent, absent_nr) == (None, 0)
+    (scale_node, _), = relu_node.next_functions
+    (leaf, _), _ = scale_node.next_functions
+    assert leaf.name() == "AccumulateGrad" and leaf.variable is w and leaf.next_functions == ()

@@ -1062,6 +1062,16 @@ for _label, _specs, _kw in (("plain", (X(4, 3, lay="T"), X(4, 3), X(4, 3, dom="p
     _loss("gaussian_nll_loss", _label, lambda lib, x, t, v, kw=_kw, **r: nnf(lib).gaussian_nll_loss(
         x, t, v, **kw, **r), *_specs)
 
+# --- issue 13 (h-progs): sparse COO tensors, stored dense (gcn, gat); repeated indices of Idx accumulate
+for _label, _specs, _size in (("plain", (Idx(2, 5, high=3), X(5, lay="flip")), (3, 3)),
+                              ("dense-dim", (Idx(1, 4, high=3), X(4, 3, lay="T")), (3, 3)),
+                              ("empty", (Idx(2, 0, high=3), X(0)), (3, 3))):
+    case("sparse_coo_tensor", _label, lambda lib, i, v, s=_size: lib.sparse_coo_tensor(i, v, s).to_dense(),
+         *_specs, fwd=4, bwd=1)
+for _label, _specs in (("plain", (X(3, 4, lay="T"), X(4, 2, lay="flip"))), ("empty", (X(0, 3), X(3, 2))),
+                       ("npT", (X(2, 3, lay="npT"), X(3, 1)))):
+    case("spmm", _label, lambda lib, a, b: lib.spmm(a.to_sparse(), b), *_specs, fwd=16, bwd=16)
+
 
 def _params():
     return [pytest.param(c, d, id=f"{c.name}-{c.label}-{d}") for c in CASES for d in c.dtypes]

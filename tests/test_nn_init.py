@@ -111,3 +111,41 @@ def test_init_bad_inputs():
         init.uniform_(np.zeros(3))
     with pytest.raises(ValueError, match="expected a < b"):
         init.trunc_normal_(cn.empty(3), a=1.0, b=-1.0)
+
+
+@pytest.mark.parametrize("shape, gain", [((6, 4), 1.0), ((4, 6), 2.0), ((8, 2, 3, 3), math.sqrt(2)), ((5, 5), 0.5)])
+def test_orthogonal_has_orthonormal_rows_or_columns_times_gain(shape, gain):
+    # NOTE: issue 13: pytorch/examples super_resolution initialises its convolutions with orthogonal_
+    w = cn.empty(*shape)
+    version = w._version
+    assert init.orthogonal_(w, gain) is w and w._version > version
+    m = _values(w).reshape(shape[0], -1)
+    gram = m.T @ m if m.shape[0] >= m.shape[1] else m @ m.T
+    # NOTE: float32 values, products summed over at most 18 terms: a few eps of float32
+    np.testing.assert_allclose(gram, gain ** 2 * np.eye(len(gram)), atol=32 * 2.0 ** -23 * gain ** 2)
+
+
+def test_orthogonal_is_haar_distributed_and_reproducible():
+    # NOTE: over Haar-random 3x3 orthogonal matrices every entry has mean 0 and mean square 1/3; QR
+    # without the sign fix biases the diagonal (numpy's Householder QR gives Q[0, 0] < 0 mostly)
+    gen = cn.Generator().manual_seed(5)
+    draws = np.stack([_values(init.orthogonal_(cn.empty(3, 3, dtype=cn.float64), generator=gen))
+                      for _ in range(2000)])
+    standard_error = math.sqrt(1 / 3 / 2000)
+    np.testing.assert_allclose(draws.mean(axis=0), 0.0, atol=5 * standard_error)
+    # NOTE: an entry squared is Beta(1/2, 1) for n = 3: variance 4/45
+    np.testing.assert_allclose((draws ** 2).mean(axis=0), 1 / 3, atol=5 * math.sqrt(4 / 45 / 2000))
+    first = _values(init.orthogonal_(cn.empty(4, 3), generator=cn.Generator().manual_seed(1)))
+    np.testing.assert_array_equal(first, _values(init.orthogonal_(cn.empty(4, 3),
+                                                                  generator=cn.Generator().manual_seed(1))))
+
+
+def test_orthogonal_refuses_what_torch_refuses():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(ValueError, match="Only tensors with 2 or more dimensions are supported"):
+        torch.nn.init.orthogonal_(torch.ones(3))
+    with pytest.raises(ValueError, match="Only tensors with 2 or more dimensions are supported, got a 1-D"):
+        init.orthogonal_(cn.ones(3))
+    with pytest.raises(TypeError, match="expected a floating point tensor, got dtype int64"):
+        init.orthogonal_(cn.zeros(2, 2, dtype=cn.int64))
+    assert init.orthogonal_(cn.ones(0, 3)).shape == (0, 3)

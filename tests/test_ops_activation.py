@@ -112,8 +112,8 @@ def test_bad_arguments_are_clear_errors():
     with pytest.raises(IndexError, match=r"softmax: Dimension out of range \(expected to be in range of \[-2, 1\], "
                                          r"but got 2\)"):
         cn.softmax(x, dim=2)
-    with pytest.raises(TypeError, match="log_softmax: dim must be given"):
-        cn.log_softmax(x, None)
+    with pytest.warns(UserWarning, match="Implicit dimension choice for log_softmax has been deprecated"):
+        cn.log_softmax(x, None)  # NOTE: F.log_softmax's legacy choice (dim 1 here), tested against torch elsewhere
     with pytest.raises(TypeError, match="softmax: dtype must be a floating dtype, got int64"):
         cn.softmax(x, 1, dtype=cn.int64)
     with pytest.raises(ValueError, match="softplus: beta must be non-zero"):
@@ -329,3 +329,17 @@ def test_dropout2d_of_other_ranks_warns_and_drops_per_sample_and_channel_as_torc
     assert set(np.unique(y)) <= {0.0, 2.0} and 0.2 < (y == 0).mean() < 0.8
     with pytest.warns(UserWarning):
         assert cn.dropout2d(x, p=0.5, training=False) is x
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "softmin"])
+@pytest.mark.parametrize("shape", [(), (4,), (2, 3), (2, 3, 4), (2, 3, 2, 2)])
+def test_implicit_dim_is_torch_legacy_choice_with_its_warning(name, shape):
+    # NOTE: issue 13: the old tutorials call F.log_softmax(x) without dim (nlp/sequence_models_tutorial)
+    torch = pytest.importorskip("torch")
+    values = np.random.default_rng(len(shape)).standard_normal(shape)
+    with pytest.warns(UserWarning, match=f"Implicit dimension choice for {name} has been deprecated"):
+        ours = getattr(cn.nn.functional, name)(cn.tensor(values))
+    with pytest.warns(UserWarning, match=f"Implicit dimension choice for {name}"):
+        theirs = getattr(torch.nn.functional, name)(torch.tensor(values))
+    # NOTE: float64, a max, an exp, a sum and a log: 16 ulps leaves room for another libm
+    np.testing.assert_allclose(ours.array, theirs.numpy(), rtol=16 * 2.0 ** -52, atol=16 * 2.0 ** -52)

@@ -203,3 +203,37 @@ def test_half_inputs_compute_in_float32_and_round_once():
 ])
 def test_repr_is_torchs(name, kwargs):
     assert repr(getattr(nn, name)(**kwargs)) == repr(getattr(torch.nn, name)(**kwargs))
+
+
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "smooth_l1_loss"])
+@pytest.mark.parametrize("target_dtype", ["int64", "int32", "bool"])
+@pytest.mark.parametrize("input_dtype", ["float32", "float64"])
+def test_distance_losses_promote_an_integer_target_as_torch(name, target_dtype, input_dtype):
+    if name == "l1_loss" and target_dtype == "bool":
+        pytest.skip("torch refuses a bool target of l1_loss (it subtracts it): tested below")
+    # NOTE: issue 13: pytorch/tutorials blitz/neural_networks_tutorial compares a float output with
+    # torch.arange(1, 11) (an int64 target); torch promotes it to the input's dtype
+    values = np.linspace(-2.0, 3.0, 6).reshape(2, 3)
+    target = (np.arange(6).reshape(2, 3) % (2 if target_dtype == "bool" else 4)).astype(target_dtype)
+    ours_x = cn.tensor(values, dtype=getattr(cn, input_dtype), requires_grad=True)
+    theirs_x = torch.tensor(values, dtype=getattr(torch, input_dtype), requires_grad=True)
+    ours = getattr(F, name)(ours_x, cn.tensor(target))
+    theirs = getattr(torch.nn.functional, name)(theirs_x, torch.tensor(target))
+    ours.backward()
+    theirs.backward()
+    assert str(ours.dtype) == input_dtype == str(theirs.dtype).removeprefix("torch.")
+    # NOTE: six exact inputs, one subtraction, a square or abs, a mean: a few roundings of the dtype
+    eps = 8 * np.finfo(input_dtype).eps
+    np.testing.assert_allclose(ours.array, theirs.detach().numpy(), rtol=eps, atol=eps)
+    np.testing.assert_allclose(ours_x.grad.array, theirs_x.grad.numpy(), rtol=eps, atol=eps)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: F.mse_loss(cn.arange(3), cn.arange(3)), TypeError,
+     "mse_loss: expected a floating point input or target .*; got int64 and int64"),
+    (lambda: F.huber_loss(cn.ones(3), cn.arange(3)), TypeError, "huber_loss: expected a floating point target"),
+    (lambda: F.l1_loss(cn.ones(3), cn.ones(3, dtype=cn.bool)), TypeError, "the other floating or integer; got"),
+])
+def test_integer_operands_refused_where_torch_refuses(call, error, match):
+    with pytest.raises(error, match=match):
+        call()

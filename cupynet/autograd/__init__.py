@@ -12,8 +12,9 @@ from .grad_mode import (
     set_grad_enabled,
 )
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .variable import Variable
 
 __all__ = ["Function", "Node", "once_differentiable", "backward", "grad", "no_grad", "enable_grad",
            "set_grad_enabled", "is_grad_enabled",
            "inference_mode", "is_inference_mode_enabled", "gradcheck", "gradgradcheck", "GradcheckError",
-           "functional"]
+           "functional", "Variable"]

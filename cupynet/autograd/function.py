@@ -71,6 +71,16 @@ class Node:
 
     __repr__ = name
 
+    @property
+    def next_functions(self) -> tuple:
+        """PyTorch's view of the graph one step back: a ``(node, output_nr)`` pair per input.
+
+        An input made by an op gives its node; a leaf that requires grad gives an ``AccumulateGrad``
+        holding it (``.variable``); an input that needs no gradient gives ``(None, 0)``.
+        """
+        return tuple((None, 0) if edge is None else (AccumulateGrad(edge[0]), 0) if edge[1] is None else edge
+                     for edge in self.next_edges)
+
     def save_for_backward(self, *tensors):
         """Keep tensors for backward; an in-place change before backward is then an error.
 
@@ -164,6 +174,28 @@ class Node:
         if self.fn.save_outputs:
             self._output_meta = tuple((s, d, None) for s, d, _ in self._output_meta)
         self.freed = True
+
+
+class AccumulateGrad:
+    """What ``next_functions`` shows for a leaf that requires grad: PyTorch's node that adds into ``.grad``.
+
+    cupynet's engine accumulates into leaves directly; this object only names that step for code that
+    walks the graph (``grad_fn.next_functions[0][0].variable`` is the leaf).
+
+    Args:
+        variable: the leaf Tensor.
+    """
+
+    next_functions = ()
+
+    def __init__(self, variable):
+        self.variable = variable
+
+    def name(self) -> str:
+        """``"AccumulateGrad"``, PyTorch's name."""
+        return "AccumulateGrad"
+
+    __repr__ = name
 
 
 class Function:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import inspect
 import numbers
-import warnings
 
 from .. import creation
 from . import functional as F
@@ -110,12 +109,6 @@ class PReLU(Module):
         return f"num_parameters={self.num_parameters}"
 
 
-def _implicit_dim(name: str, ndim: int) -> int:
-    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
-                  "as an argument.", stacklevel=3)
-    return 0 if ndim in (0, 1, 3) else 1
-
-
 class _AlongDim(Module):
     """Shared body of Softmax and LogSoftmax: apply ``F.<function>`` along ``dim``."""
 
@@ -132,8 +125,8 @@ class _AlongDim(Module):
             input: a Tensor.
         """
         check_input(self, input)
-        dim = self.dim if self.dim is not None else _implicit_dim(self._function, input.ndim)
-        return getattr(F, self._function)(input, dim)
+        # NOTE: dim None is F's legacy choice, with its warning
+        return getattr(F, self._function)(input, self.dim)
 
     def extra_repr(self) -> str:
         """``dim=..``."""

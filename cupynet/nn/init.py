@@ -16,7 +16,7 @@ from ..random import resolve_generator
 from ..tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",
-           "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"]
+           "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_"]
 
 _LINEAR_GAINS = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
                  "conv_transpose3d", "sigmoid")
@@ -242,3 +242,39 @@ def kaiming_normal_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: st
     """
     return _kaiming("kaiming_normal_", tensor, a, mode, nonlinearity,
                     lambda std: normal_(tensor, 0.0, std, generator))
+
+
+def orthogonal_(tensor, gain: float = 1, generator=None):
+    """Fill with a (semi-)orthogonal matrix times ``gain``, drawn uniformly (Haar) among them.
+
+    The tensor is seen as a ``(size(0), numel // size(0))`` matrix; the shorter of its two sides gets
+    orthonormal vectors (``W W^T = gain^2 I`` for a wide one, ``W^T W = gain^2 I`` for a tall one).
+    A tall matrix ``A`` of N(0, 1) values is factored ``A = QR``, and each column of ``Q`` multiplied
+    by the sign of the matching diagonal entry of ``R``.
+
+    NOTE: the sign fix makes the factorisation unique, and with it ``Q`` is Haar-distributed; without
+    it the QR routine's own sign convention would skew the distribution (Mezzadri, 2007).
+
+    Args:
+        tensor: a floating Tensor of at least 2 dimensions (a Linear or Conv weight).
+        gain: the scale of the result.
+        generator: a ``cupynet.Generator`` to draw from (default: the device's).
+    """
+    _check_tensor("orthogonal_", tensor)
+    if tensor.ndim < 2:
+        raise ValueError(f"nn.init.orthogonal_: Only tensors with 2 or more dimensions are supported, got a "
+                         f"{tensor.ndim}-D tensor of shape {tuple(tensor.shape)}")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    wide = rows < cols
+
+    def draw(gen):
+        xp = backend.get_array_module(tensor.array)
+        a = gen.standard_normal((cols, rows) if wide else (rows, cols), dtype=_draw_dtype(tensor))
+        q, r = xp.linalg.qr(a)
+        q = q * xp.sign(xp.diagonal(r))
+        return (q.T if wide else q).reshape(tensor.shape) * gain
+
+    return _write(tensor, _on_device(tensor, draw, generator, "orthogonal_"))

@@ -16,7 +16,7 @@ from ..autograd.function import Cast, Function
 FAMILIES = ("shape", "arith", "compare", "inplace", "reduce", "unary", "activation", "indexing", "linalg",
             "contraction", "conv", "pool", "norm", "loss", "attention", "embedding", "dropout",
             "resample", "sorting", "scattering", "ternary", "matrix", "cumulative", "arrange",
-            "selection", "decomposition", "sampling", "grid")
+            "selection", "decomposition", "sampling", "grid", "sparse")
 
 TENSOR_METHODS = {}
 _modules = []

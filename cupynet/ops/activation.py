@@ -502,10 +502,26 @@ def hardswish(input, inplace=False):  # noqa: A002 - PyTorch's argument names
 
 
 # ---- softmax, log_softmax (along a dimension), prelu (per channel), glu (halves) ------------
+def implicit_dim(op_name, ndim, stacklevel=3) -> int:
+    """PyTorch's legacy dimension for softmax-like ops called without ``dim``, with its deprecation warning.
+
+    NOTE: the rule of PyTorch 0.3: dim 0 for 0-, 1- and 3-D inputs (a vector, or one unbatched
+    sequence of (seq, batch, features)), dim 1 otherwise (the classes of a (batch, classes) input).
+
+    Args:
+        op_name: the op, for the warning.
+        ndim: the input's number of dimensions.
+        stacklevel: the frame the warning names (the caller's caller by default).
+    """
+    warnings.warn(f"Implicit dimension choice for {op_name} has been deprecated. Change the call to include "
+                  "dim=X as an argument.", UserWarning, stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
 def _softmax_args(op_name, input, dim, dtype):  # noqa: A002
     _check_tensor(op_name, input)
     if dim is None:
-        raise TypeError(f"{op_name}: dim must be given (an int), got None")
+        dim = implicit_dim(op_name, input.ndim, stacklevel=4)
     axis = normalize_dim(op_name, dim, input.ndim)
     if dtype is not None:
         target = dtypes.as_dtype(dtype)
@@ -538,15 +554,16 @@ class Softmax(Function):
         return gy - y * reduce_sum(gy, dim=ctx.axis, keepdim=True)
 
 
-def softmax(input, dim, dtype=None):  # noqa: A002
+def softmax(input, dim=None, dtype=None, *, _stacklevel=3):  # noqa: A002
     """``exp(input) / sum(exp(input))`` along ``dim``, computed stably (the row max is subtracted first).
 
     Under autocast the result is float32 (fp32 policy). Half inputs are computed in float32.
 
     Args:
         input: a floating Tensor (any Tensor when ``dtype`` is given: it is cast first, as in PyTorch).
-        dim: the dimension the values sum to 1 along.
+        dim: the dimension the values sum to 1 along (None: PyTorch's legacy choice, with a warning).
         dtype: cast the input to this dtype first (the result has it).
+        _stacklevel: accepted for PyTorch compatibility.
     """
     input, axis = _softmax_args("softmax", input, dim, dtype)
     return Softmax.apply(input, dim=axis)
@@ -572,13 +589,14 @@ class LogSoftmax(Function):
         return grad - exp(y) * reduce_sum(grad, dim=ctx.axis, keepdim=True)
 
 
-def log_softmax(input, dim, dtype=None):  # noqa: A002
+def log_softmax(input, dim=None, dtype=None, *, _stacklevel=3):  # noqa: A002
     """``input - logsumexp(input)`` along ``dim``, computed stably; fp32 under autocast.
 
     Args:
         input: a floating Tensor (any Tensor when ``dtype`` is given: it is cast first, as in PyTorch).
-        dim: the dimension to normalise along.
+        dim: the dimension to normalise along (None: PyTorch's legacy choice, with a warning).
         dtype: cast the input to this dtype first (the result has it).
+        _stacklevel: accepted for PyTorch compatibility.
     """
     input, axis = _softmax_args("log_softmax", input, dim, dtype)
     return LogSoftmax.apply(input, dim=axis)
@@ -954,9 +972,7 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002 - PyTorch
     """
     _check_tensor("softmin", input)
     if dim is None:
-        warnings.warn("Implicit dimension choice for softmin has been deprecated. Change the call to include "
-                      "dim=X as an argument.", stacklevel=2)
-        dim = 0 if input.ndim in (0, 1, 3) else 1
+        dim = implicit_dim("softmin", input.ndim)
     if dtype is not None:
         input = input.to(dtypes.as_dtype(dtype))  # noqa: A001
     return softmax(-input, dim)

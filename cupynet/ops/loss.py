@@ -995,8 +995,32 @@ class HuberLoss(_DistanceLoss, Function):
         return elem, (ad <= delta).astype(d.dtype), delta * xp.sign(d) * (ad > delta)
 
 
-def _distance_loss(cls, op, input, target, reduction, **options):  # noqa: A002
+def _promote_integral(op, input, target, kinds):  # noqa: A002
+    """An integer (or bool) operand cast to the other's floating dtype, as PyTorch's mse/l1/smooth_l1 promote.
+
+    Args:
+        op: the loss, for the message.
+        input: the input Tensor.
+        target: the target Tensor.
+        kinds: the NumPy dtype kinds promoted: ``"iu"`` ints, ``"biu"`` bools too (l1_loss subtracts a
+            bool target, which PyTorch refuses).
+    """
+    check_tensor(op, "input", input, floating=False)
+    check_tensor(op, "target", target, floating=False)
+    if dtypes.is_floating(input.dtype) and dtypes.is_floating(target.dtype):
+        return input, target
+    common = dtypes.result_type(input.dtype, target.dtype)
+    if not dtypes.is_floating(common) or {input.dtype.kind, target.dtype.kind} - set(kinds) - {"f", "V"}:
+        raise TypeError(f"{op}: expected a floating point input or target (float16, bfloat16, float32 or float64), "
+                        f"the other floating or {'integer or bool' if 'b' in kinds else 'integer'}; got "
+                        f"{input.dtype} and {target.dtype}")
+    return input.to(common), target.to(common)
+
+
+def _distance_loss(cls, op, input, target, reduction, promote="", **options):  # noqa: A002
     check_reduction(op, reduction)
+    if promote:
+        input, target = _promote_integral(op, input, target, promote)  # noqa: A001
     input, target = broadcast_pair(op, input, target, warn=True)  # noqa: A001 - warns and broadcasts, as PyTorch
     return cls.apply(input, target, reduction=reduction, **options)
 
@@ -1006,7 +1030,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
     Args:
         input: a floating Tensor.
-        target: a floating Tensor, the input's shape (another shape broadcasts with a warning, as torch).
+        target: a Tensor of the input's shape (another shape broadcasts with a warning, as torch); an
+            integer or bool operand is promoted to the other's floating dtype, as torch.
         size_average: deprecated in PyTorch; must be None.
         reduce: deprecated in PyTorch; must be None.
         reduction: 'none', 'mean' or 'sum'.
@@ -1014,7 +1039,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     """
     no_legacy("mse_loss", size_average, reduce)
     _no_weight("mse_loss", weight)
-    return _distance_loss(MSELoss, "mse_loss", input, target, reduction)
+    return _distance_loss(MSELoss, "mse_loss", input, target, reduction, promote="biu")
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
@@ -1022,7 +1047,8 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
     Args:
         input: a floating Tensor.
-        target: a floating Tensor, the input's shape (another shape broadcasts with a warning, as torch).
+        target: a Tensor of the input's shape (another shape broadcasts with a warning, as torch); an
+            integer or bool operand is promoted to the other's floating dtype, as torch.
         size_average: deprecated in PyTorch; must be None.
         reduce: deprecated in PyTorch; must be None.
         reduction: 'none', 'mean' or 'sum'.
@@ -1030,7 +1056,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     """
     no_legacy("l1_loss", size_average, reduce)
     _no_weight("l1_loss", weight)
-    return _distance_loss(L1Loss, "l1_loss", input, target, reduction)
+    return _distance_loss(L1Loss, "l1_loss", input, target, reduction, promote="iu")
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):  # noqa: A002
@@ -1038,7 +1064,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
     Args:
         input: a floating Tensor.
-        target: a floating Tensor, the input's shape (another shape broadcasts with a warning, as torch).
+        target: a Tensor of the input's shape (another shape broadcasts with a warning, as torch); an
+            integer or bool operand is promoted to the other's floating dtype, as torch.
         size_average: deprecated in PyTorch; must be None.
         reduce: deprecated in PyTorch; must be None.
         reduction: 'none', 'mean' or 'sum'.
@@ -1046,7 +1073,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     """
     no_legacy("smooth_l1_loss", size_average, reduce)
     check_number("smooth_l1_loss", "beta", beta, 0.0)
-    return _distance_loss(SmoothL1Loss, "smooth_l1_loss", input, target, reduction, beta=float(beta))
+    return _distance_loss(SmoothL1Loss, "smooth_l1_loss", input, target, reduction, promote="biu",
+                          beta=float(beta))
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa: A002
