@@ -29,7 +29,14 @@ __all__ = ["embedding", "one_hot", "embedding_bag"]
 
 
 def scatter_add_rows(xp, out, rows, values):
-    """``out[rows[i]] += values[i]`` with repeated rows accumulating (NumPy and CuPy)."""
+    """``out[rows[i]] += values[i]`` with repeated rows accumulating (NumPy and CuPy); returns ``out``.
+
+    Args:
+        xp: the array module of ``out``.
+        out: the array added into, in place.
+        rows: integer row index per value.
+        values: the rows to add, ``values[i]`` into ``out[rows[i]]``.
+    """
     if xp.__name__ == "numpy":
         numpy.add.at(out, rows, values)
     else:
