@@ -179,8 +179,9 @@ def test_adaptive_averaging_matrix_is_computed_on_the_device():
         np.testing.assert_allclose(m, want, rtol=1e-15, atol=0)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("seed", range(4))
-def test_2x2_stride_2_fast_path_matches_torch_on_ties_nan_and_inf(seed):
+def test_2x2_stride_2_fast_path_matches_torch_on_ties_nan_and_inf(seed, dtype):
     # NOTE: small integers make ties in most windows (the tap rule: the first maximum in C order);
     # NaN wins where present (the last NaN tap), inf ties too; odd sizes drop the last row/column
     rng = np.random.default_rng(seed)
@@ -189,9 +190,11 @@ def test_2x2_stride_2_fast_path_matches_torch_on_ties_nan_and_inf(seed):
         x = rng.integers(-2, 3, size=shape).astype(np.float32)
         x[rng.random(shape) < 0.05 * seed] = np.nan
         x[rng.random(shape) < 0.05 * seed] = np.inf
-        out, idx = ops.max_pool2d(cn.tensor(x), 2, return_indices=True)
-        t_out, t_idx = F.max_pool2d(torch.tensor(x), 2, return_indices=True)
-        np.testing.assert_array_equal(out.numpy(), t_out.numpy())
+        # NOTE: half inputs are widened to float32 (exact), pooled and narrowed back (exact): same bits
+        out, idx = ops.max_pool2d(cn.tensor(x).to(getattr(cn, dtype)), 2, return_indices=True)
+        t_out, t_idx = F.max_pool2d(torch.tensor(x).to(getattr(torch, dtype)), 2, return_indices=True)
+        assert out.dtype == getattr(cn, dtype)
+        np.testing.assert_array_equal(out.float().numpy(), t_out.float().numpy())
         np.testing.assert_array_equal(idx.numpy(), t_idx.numpy())
 
 # ---- adaptive max pooling and max unpooling (issue 13)

@@ -59,6 +59,9 @@ def _window_max(x, geoms):
     whether there is one).
     """
     xp = xp_of(x)
+    if type(x) is numpy.ndarray and x.dtype in dtypes.LOW_PRECISION:
+        best, arg = _window_max(x.astype(dtypes.float32), geoms)
+        return _narrow_exact(best, x.dtype), arg
     if _is_2x2_stride_2(x, geoms):
         return _window_max_2x2(x, geoms)
     padded = pad_input(x, geoms, -numpy.inf)
@@ -74,6 +77,19 @@ def _window_max(x, geoms):
         for tap, index in enumerate(slices):
             arg = xp.where(xp.isnan(padded[index]), tap_dtype.type(tap), arg)
     return best, arg
+
+
+def _narrow_exact(a, dtype):
+    """A float32 array whose values all came from ``dtype`` (float16 / bfloat16) back in ``dtype``, exactly.
+
+    NOTE (issue 15): NumPy compares half and bfloat16 values element by element in software (ml_dtypes),
+    ~3x slower than float32, so max pooling widens (exact), runs in float32 and narrows its output:
+    bfloat16 is the upper half of float32's bits (the lower half is zero for these values: a shift,
+    not ml_dtypes' slower rounding cast); float16 rounds exactly through ``astype``.
+    """
+    if dtype == dtypes.bfloat16:
+        return (a.view(numpy.uint32) >> 16).astype(numpy.uint16).view(dtype)
+    return a.astype(dtype)
 
 
 def _is_2x2_stride_2(x, geoms):
