@@ -52,7 +52,7 @@ tests/test_ops_indexing.py tests/test_ops_linalg.py tests/test_ops_loss.py tests
 tests/test_ops_pool.py tests/test_ops_reduce.py tests/test_ops_unary.py tests/test_autograd.py \
 tests/test_autocast.py tests/test_serialization.py tests/test_tensor_backend.py \
 tests/test_optim_amp.py tests/test_grad_scaler.py tests/test_amp_netcl.py tests/test_amp_prototype.py \
-tests/test_amp_functional.py tests/test_nn_utils.py"
+tests/test_amp_functional.py tests/test_nn_utils.py tests/test_multiprocessing.py"
 KERNEL_TESTS="tests/test_kernels_gpu.py tests/test_fused_ops.py"
 # Under compute-sanitizer CuPy's memory pool is switched off, so each array is its own allocation
 # and memcheck sees an out-of-bounds access instead of a read inside a pooled block.
