@@ -70,6 +70,22 @@ def _is_raw_array(data) -> bool:
     return False
 
 
+# NOTE: PyTorch's legacy type names by dtype ("torch.FloatTensor"), for Tensor.type()
+_LEGACY_TYPE_NAMES = {dtypes.float32: "Float", dtypes.float64: "Double", dtypes.float16: "Half",
+                      dtypes.bfloat16: "BFloat16", dtypes.uint8: "Byte", dtypes.int8: "Char", dtypes.int16: "Short",
+                      dtypes.int32: "Int", dtypes.int64: "Long", dtypes.bool_: "Bool"}
+
+
+def _parse_legacy_type_name(name):
+    """``'torch.FloatTensor'`` -> (float32, "cpu"), ``'torch.cuda.LongTensor'`` -> (int64, "cuda"); else ValueError."""
+    device, rest = ("cuda", name[len("torch.cuda."):]) if name.startswith("torch.cuda.") else \
+        ("cpu", name[len("torch."):] if name.startswith("torch.") else None)
+    for dtype, short in _LEGACY_TYPE_NAMES.items():
+        if rest == f"{short}Tensor":
+            return dtype, device
+    raise ValueError(f"invalid type: {name!r} (expected a name like 'torch.FloatTensor' or 'torch.cuda.LongTensor')")
+
+
 class Tensor:
     """An n-dimensional array that can record the ops applied to it for backward.
 
@@ -573,12 +589,21 @@ class Tensor:
         return self.to(dtypes.bool_)
 
     def type(self, dtype=None):
-        """The dtype name, or a cast when a dtype is given.
+        """PyTorch's legacy type name (``'torch.FloatTensor'``, ``'torch.cuda.LongTensor'``), or a cast.
 
         Args:
-            dtype: the target dtype, or None.
+            dtype: None for the name; else the target: a dtype, a legacy type (``cupynet.LongTensor``) or its
+                name (``'torch.DoubleTensor'``, ``'torch.cuda.HalfTensor'``: also moves to that device).
         """
-        return str(self.dtype) if dtype is None else self.to(dtype)
+        if dtype is None:
+            prefix = "torch.cuda." if self.device.type == "cuda" else "torch."
+            return f"{prefix}{_LEGACY_TYPE_NAMES[self.array.dtype]}Tensor"
+        if isinstance(dtype, str):
+            target, device = _parse_legacy_type_name(dtype)
+            return self.to(device=device, dtype=target)
+        if isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), numpy.dtype):
+            return self.to(dtype.dtype)  # NOTE: cupynet.FloatTensor & co. carry their dtype
+        return self.to(dtype)
 
     def __getattr__(self, name):
         # NOTE: every other method (sum, reshape, exp, add_, ...) is a function in

@@ -63,3 +63,28 @@ def test_bad_forms_name_what_was_wrong(args, error, message):
 def test_a_tensor_followed_by_sizes_is_refused():
     with pytest.raises(TypeError, match="expected sizes as ints or one sequence of data"):
         cn.Tensor(cn.tensor([1.0]), 2)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "uint8", "int8", "int16", "int32",
+                                   "int64", "bool"])
+def test_type_names_match_torch(dtype):
+    ours, theirs = cn.ones(2).to(getattr(cn, dtype)), torch.ones(2).to(getattr(torch, dtype))
+    assert ours.type() == theirs.type()
+
+
+@pytest.mark.parametrize("target,expected", [("torch.DoubleTensor", "float64"), ("torch.LongTensor", "int64"),
+                                             ("torch.BFloat16Tensor", "bfloat16")])
+def test_type_casts_by_name_legacy_type_or_dtype_like_torch(target, expected):
+    x = cn.ones(2)
+    assert x.type(target).dtype == getattr(cn, expected)
+    assert x.type(getattr(cn, target.split(".")[1])).dtype == getattr(cn, expected)
+    assert x.type(getattr(cn, expected)).dtype == getattr(cn, expected)
+    assert str(torch.ones(2).type(target).dtype) == f"torch.{expected}"
+
+
+@pytest.mark.parametrize("name", ["foo", "torch.FooTensor", "FloatTensor"])
+def test_an_unknown_type_name_is_refused_as_torch_does(name):
+    with pytest.raises(ValueError, match="invalid type"):
+        cn.ones(2).type(name)
+    with pytest.raises(ValueError, match="invalid type"):
+        torch.ones(2).type(name)
