@@ -47,7 +47,7 @@ from .ops import *  # noqa: F403 - the functional API: cupynet.matmul, cupynet.e
 from .random import get_rng_state, initial_seed, manual_seed, set_rng_state
 from .safetensors_io import load_safetensors, save_safetensors
 from .serialization import load, save
-from .tensor import Tensor
+from .tensor import Size, Tensor
 
 bool = bool_  # noqa: A001 - PyTorch's name: cupynet.bool
 float = float32  # noqa: A001

@@ -27,7 +27,7 @@ import numpy
 
 from . import backend, dtypes, settings, shared_memory
 
-__all__ = ["Tensor"]
+__all__ = ["Tensor", "Size"]
 
 
 class _LazyOps:
@@ -84,6 +84,44 @@ def _parse_legacy_type_name(name):
         if rest == f"{short}Tensor":
             return dtype, device
     raise ValueError(f"invalid type: {name!r} (expected a name like 'torch.FloatTensor' or 'torch.cuda.LongTensor')")
+
+
+class Size(tuple):
+    """A shape: PyTorch's ``torch.Size``, a tuple of ints, returned by ``Tensor.size()``.
+
+    NOTE: ``Tensor.shape`` stays a plain tuple (it is read on every op's hot path); the two compare
+    equal. A Size given to a legacy constructor is a shape (``Tensor(x.size())``), a tuple is data.
+
+    Args:
+        sizes: the dimensions (an iterable of non-negative ints).
+    """
+
+    def __new__(cls, sizes=()):
+        sizes = tuple(sizes)
+        bad = [s for s in sizes if not isinstance(s, (int, numpy.integer))]  # NOTE: True is 1, as in torch
+        if bad:
+            raise TypeError(f"Size(): expected a sequence of ints, got an element of type {type(bad[0]).__name__}")
+        return super().__new__(cls, (int(s) for s in sizes))
+
+    def numel(self) -> int:
+        """The number of elements of a tensor of this shape."""
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, index):
+        item = super().__getitem__(index)
+        return Size(item) if isinstance(index, slice) else item
+
+    def __add__(self, other):
+        return Size(tuple(self) + tuple(other))
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self))
+
+    def __repr__(self):
+        return f"Size({list(self)})"
 
 
 class Tensor:
@@ -263,7 +301,7 @@ class Tensor:
         Args:
             dim: a dimension index, or None for the whole shape.
         """
-        return self.array.shape if dim is None else self.array.shape[dim]
+        return Size(self.array.shape) if dim is None else self.array.shape[dim]
 
     @property
     def ndim(self) -> int:
@@ -869,6 +907,8 @@ def legacy_array(name, dtype, args) -> object:
         return numpy.empty((0,), dtype)
     if len(args) == 1 and isinstance(args[0], Tensor):
         return _legacy_alias(name, dtype, args[0])
+    if len(args) == 1 and isinstance(args[0], Size):
+        args = tuple(args[0])  # NOTE: a Size is a shape (torch.Tensor(x.size())); a plain tuple is data
     if all(isinstance(s, int) and not isinstance(s, bool) for s in args):
         if any(s < 0 for s in args):
             raise RuntimeError(f"{name}(): trying to create tensor with negative dimension: {args}")

@@ -88,3 +88,25 @@ def test_an_unknown_type_name_is_refused_as_torch_does(name):
         cn.ones(2).type(name)
     with pytest.raises(ValueError, match="invalid type"):
         torch.ones(2).type(name)
+
+
+def test_size_behaves_like_torch_size():
+    ours, theirs = cn.ones(2, 3).size(), torch.ones(2, 3).size()
+    assert isinstance(ours, cn.Size) and isinstance(ours, tuple) and ours == theirs == (2, 3)
+    assert ours[1:] == theirs[1:] and isinstance(ours[1:], cn.Size) and isinstance(ours[0], int)
+    assert ours + (4,) == theirs + (4,) and isinstance(ours + (4,), cn.Size)
+    assert (1,) + ours == (1,) + theirs and isinstance((1,) + ours, cn.Size)
+    assert ours.numel() == theirs.numel() == 6 and cn.Size().numel() == torch.Size().numel() == 1
+    assert repr(ours) == "Size([2, 3])"  # NOTE: torch prints torch.Size([2, 3]) (docs/differences.md)
+
+
+def test_a_size_given_to_the_legacy_constructor_is_a_shape_and_a_tuple_is_data():
+    shape = cn.ones(2, 3).size()
+    assert tuple(cn.Tensor(shape).shape) == tuple(torch.Tensor(torch.Size([2, 3])).shape) == (2, 3)
+    assert cn.Tensor((2, 3)).numpy().tolist() == torch.Tensor((2, 3)).tolist() == [2.0, 3.0]
+
+
+@pytest.mark.parametrize("bad", [[1.5], ["a"], [None]])
+def test_size_refuses_what_is_not_an_int(bad):
+    with pytest.raises(TypeError, match="expected a sequence of ints"):
+        cn.Size(bad)
