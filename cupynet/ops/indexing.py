@@ -704,6 +704,10 @@ def cat(tensors, dim=0):
         dim: the dimension to join along.
     """
     tensors = check_tensor_list("cat", tensors)
+    for i, t in enumerate(tensors):
+        if t.ndim == 0:
+            raise RuntimeError(f"cat: zero-dimensional tensor (at position {i}) cannot be concatenated; "
+                               "give it a dimension first (t.view(1) or t.unsqueeze(0)), or use stack")
     shaped = [t for t in tensors if tuple(t.shape) != (0,)]
     if shaped and len(shaped) < len(tensors) and any(t.ndim != 1 for t in shaped):
         # NOTE: PyTorch's legacy rule: a 1-D empty tensor is skipped, whatever the others' shapes (it gets no
