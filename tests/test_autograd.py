@@ -308,3 +308,31 @@ def test_next_functions_walk_back_as_torch_shows_them():
     (scale_node, _), = relu_node.next_functions
     (leaf, _), _ = scale_node.next_functions
     assert leaf.name() == "AccumulateGrad" and leaf.variable is w and leaf.next_functions == ()
+
+
+class _HalfAProduct(Function):
+    """y = (x0 * x1, x1 * x0); the right vjp is (g0 + g1) * flip(x), this backward gives g * flip(x)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.array * x.array[::-1]
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * x.flip(0)
+
+
+def test_gradcheck_full_jacobian_mode():
+    # NOTE: torch's gradcheck(..., fast_mode=False) (the conv-bn tutorial): the full Jacobian, row by row
+    x = cn.tensor([[0.3, -1.2, 2.0], [0.5, 0.7, -0.4]], dtype=cn.float64, requires_grad=True)
+    w = cn.tensor([1.5, -0.5, 2.0], dtype=cn.float64, requires_grad=True)
+    assert cn.autograd.gradcheck(lambda a, b: (a * b).tanh().sum(1), (x, w), fast_mode=False)
+    assert cn.autograd.gradgradcheck(lambda a, b: (a * b).tanh(), (x, w), fast_mode=False)
+    bad = cn.tensor([0.8, 1.9], dtype=cn.float64, requires_grad=True)
+    with pytest.raises(cn.autograd.GradcheckError, match="Jacobian mismatch for input 0"):
+        cn.autograd.gradcheck(_HalfAProduct.apply, bad, fast_mode=False)
+    assert cn.autograd.gradcheck(_HalfAProduct.apply, bad, fast_mode=False, raise_exception=False) is False
+    with pytest.raises(TypeError, match="fast_mode must be True, False or None, got 'no'"):
+        cn.autograd.gradcheck(cn.exp, bad, fast_mode="no")
