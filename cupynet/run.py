@@ -96,6 +96,7 @@ TORCH_MODULES = {
     "torch.backends.mps": "cupynet.backends.mps",
     "torch.accelerator": "cupynet.accelerator",
     "torch.autograd": "cupynet.autograd",
+    "torch.autograd.function": "cupynet.autograd.function",
     "torch.autograd.functional": "cupynet.autograd.functional",
     "torch.linalg": "cupynet.linalg",
     "torch.distributions": "cupynet.distributions",

@@ -418,11 +418,17 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
             allow-listed (``add_safe_globals``, ``safe_globals``), else ``WeightsOnlyError``. False: any
             class or function the file names is imported (the file is then as trusted as code: importing a
             module runs it); even then nothing else runs: objects get no ``__init__`` or ``__setstate__``.
-        mmap: accepted for ``torch.load`` compatibility; must be None or False.
+        mmap: True to memory-map the arrays instead of reading them (``f`` must be a path): each CPU array is
+            a copy-on-write view of the file (PyTorch's default ``MAP_PRIVATE``: writing to it never changes the
+            file), read from disk when touched. The file's structure is checked as always, but the arrays'
+            CRC-32 checksums are not (that would read every byte); arrays mapped to ``cuda`` are copied there.
     """
-    if pickle_module is not None or mmap:
-        raise ValueError("load: cupynet checkpoints are never unpickled or memory-mapped; pickle_module and mmap "
-                         "are not supported")
+    if pickle_module is not None:
+        raise ValueError("load: cupynet checkpoints are never unpickled; pickle_module is not supported")
+    if mmap not in (None, True, False) or not isinstance(mmap, (bool, type(None))):
+        raise TypeError(f"load: mmap must be True, False or None, got {mmap!r:.80}")
+    if mmap and _is_file_object(f):
+        raise ValueError("load: f must be a file path in order to use the mmap argument")
     if weights_only not in (None, True, False) or not isinstance(weights_only, (bool, type(None))):
         raise TypeError(f"load: weights_only must be True, False or None, got {weights_only!r:.80}")
     allowed = None if weights_only is False else _allowed_globals()
@@ -432,7 +438,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     if not os.path.isfile(path):
         raise FileNotFoundError(f"load: {path} does not exist or is not a file")
     with open(path, "rb") as opened:
-        return _load_file(opened, path, map_location, allowed)
+        return _load_file(opened, path, map_location, allowed, mmap=bool(mmap))
 
 
 def _file_name(f):
@@ -484,17 +490,18 @@ class _Window(io.RawIOBase):
         return len(data)
 
 
-def _load_file(f, path, map_location, allowed):
+def _load_file(f, path, map_location, allowed, mmap=False):
     """Load from the seekable binary file ``f`` (named ``path`` in errors), from its current position.
 
     Args:
         f: the file.
-        path: its name, for errors.
+        path: its name, for errors (and the file mapped when ``mmap``).
         map_location: as ``load`` takes it.
         allowed: {name: object} of the globals the file may name, or None to import whatever it names.
+        mmap: map the arrays copy-on-write from ``path`` instead of reading them.
     """
     f, size, manifest, specs = _open_checked(f, path)
-    arrays = [_read_array(f, path, size, spec) for spec in specs]
+    arrays = [_map_array(f, path, size, spec) if mmap else _read_array(f, path, size, spec) for spec in specs]
     f.seek(size)  # NOTE: the archive runs to the end of the file (its directory is at the end); leave f there
     target = backend.device(map_location) if map_location is not None else None
     return _Decoder(path, arrays, target, allowed).decode_root(manifest["tree"])
@@ -650,9 +657,9 @@ def _check_array_entry(path, entry, index, infos):
     return index, info, dtype, tuple(shape), crc, device
 
 
-def _read_array(f, path, size, spec):
-    """Read one array straight into its final buffer (one copy of the data, the CRC computed once)."""
-    index, info, dtype, shape, crc, device = spec
+def _data_start(f, path, size, spec):
+    """Where the bytes of array ``spec`` start in ``f``, after checking its local header against the directory."""
+    index, info = spec[0], spec[1]
     where = f"load: {path}: array {index}"
     f.seek(info.header_offset)
     fixed = f.read(30)
@@ -665,6 +672,24 @@ def _read_array(f, path, size, spec):
     start = info.header_offset + 30 + name_length + extra_length
     if start + info.file_size > size:
         raise CheckpointError(f"{where}: data of {info.filename} runs past the end of the {size}-byte file")
+    return start
+
+
+def _map_array(f, path, size, spec):
+    """One array as a copy-on-write memory map of its bytes in ``path`` (nothing read until it is touched)."""
+    _, info, dtype, shape, _, device = spec
+    start = _data_start(f, path, size, spec)
+    if info.file_size == 0:  # NOTE: an empty range cannot be mapped
+        return numpy.empty(shape, dtype), device
+    mapped = numpy.memmap(path, dtype=dtype, mode="c", offset=f.start + start, shape=shape)
+    return mapped.view(numpy.ndarray), device  # NOTE: a plain ndarray whose base keeps the map alive
+
+
+def _read_array(f, path, size, spec):
+    """Read one array straight into its final buffer (one copy of the data, the CRC computed once)."""
+    index, info, dtype, shape, crc, device = spec
+    where = f"load: {path}: array {index}"
+    start = _data_start(f, path, size, spec)
     host = numpy.empty(shape, dtype)
     flat, done = host.reshape(-1).view(numpy.uint8), 0
     f.seek(start)

@@ -152,6 +152,42 @@ def test_grad_wrt_intermediate():
     np.testing.assert_allclose(gh.numpy(), 2 * np.array([3.0, 6.0]))
 
 
+class _CountingDouble(Function):
+    calls = 0
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        _CountingDouble.calls += 1
+        return g * 2
+
+
+def test_grad_runs_nothing_beyond_its_inputs():
+    # NOTE: PyTorch's rule (the double-backward tutorial's gradcheck then gradgradcheck of Exp.apply on a cloned x
+    # hit it): grad(y, h) never runs the backward of the ops that made h, so their freed graph is no error
+    x = cn.tensor([1.0, 2.0], dtype=cn.float64, requires_grad=True)
+    h = _CountingDouble.apply(x)
+    _CountingDouble.calls = 0
+    for _ in range(2):  # each grad frees y's graph; h's history is never entered
+        (gh,) = cn.autograd.grad((h * h).sum(), h)
+        np.testing.assert_allclose(gh.numpy(), [4.0, 8.0])
+    assert _CountingDouble.calls == 0
+    cloned = cn.tensor(1.0, dtype=cn.float64, requires_grad=True).clone()
+    cn.autograd.grad(cloned.exp(), cloned)  # frees CloneBackward's successors only
+    cn.autograd.gradcheck(cn.exp, cloned)
+    cn.autograd.gradgradcheck(cn.exp, cloned)
+    # a node both captured and on the way to another input still runs, once
+    (gx, gh) = cn.autograd.grad((h * h).sum(), (x, h))
+    np.testing.assert_allclose(gx.numpy(), [8.0, 16.0])
+    np.testing.assert_allclose(gh.numpy(), [4.0, 8.0])
+    assert _CountingDouble.calls == 1
+    (x * 1.0).sum().backward()  # backward() still runs the whole graph down to the leaves
+    assert x.grad.tolist() == [1.0, 1.0]
+
+
 def test_non_scalar_backward_needs_gradient():
     x = cn.ones(2, 3, requires_grad=True)
     with pytest.raises(RuntimeError, match=r"only for scalar outputs \(got an output of shape \(2, 3\)\)"):
@@ -272,3 +308,31 @@ def test_next_functions_walk_back_as_torch_shows_them():
     (scale_node, _), = relu_node.next_functions
     (leaf, _), _ = scale_node.next_functions
     assert leaf.name() == "AccumulateGrad" and leaf.variable is w and leaf.next_functions == ()
+
+
+class _HalfAProduct(Function):
+    """y = (x0 * x1, x1 * x0); the right vjp is (g0 + g1) * flip(x), this backward gives g * flip(x)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.array * x.array[::-1]
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * x.flip(0)
+
+
+def test_gradcheck_full_jacobian_mode():
+    # NOTE: torch's gradcheck(..., fast_mode=False) (the conv-bn tutorial): the full Jacobian, row by row
+    x = cn.tensor([[0.3, -1.2, 2.0], [0.5, 0.7, -0.4]], dtype=cn.float64, requires_grad=True)
+    w = cn.tensor([1.5, -0.5, 2.0], dtype=cn.float64, requires_grad=True)
+    assert cn.autograd.gradcheck(lambda a, b: (a * b).tanh().sum(1), (x, w), fast_mode=False)
+    assert cn.autograd.gradgradcheck(lambda a, b: (a * b).tanh(), (x, w), fast_mode=False)
+    bad = cn.tensor([0.8, 1.9], dtype=cn.float64, requires_grad=True)
+    with pytest.raises(cn.autograd.GradcheckError, match="Jacobian mismatch for input 0"):
+        cn.autograd.gradcheck(_HalfAProduct.apply, bad, fast_mode=False)
+    assert cn.autograd.gradcheck(_HalfAProduct.apply, bad, fast_mode=False, raise_exception=False) is False
+    with pytest.raises(TypeError, match="fast_mode must be True, False or None, got 'no'"):
+        cn.autograd.gradcheck(cn.exp, bad, fast_mode="no")

@@ -570,6 +570,13 @@ for _label, _spec in (("0d", X(grad=False)), ("empty", X(0, 3, grad=False)), ("T
     case("fill_", _label + "-0d-tensor", lambda lib, x, v: x.clone().fill_(v), _spec, X(grad=False))
     case("copy_", _label, lambda lib, x, y: x.clone().copy_(y), _spec, X(*_spec.shape[1:], lay="c", grad=False))
 
+for _label, _spec, _dim in (("0d", X(grad=False), 0), ("T", X(1, 3, 4, lay="T", grad=False), 0),
+                            ("empty", X(0, 3, grad=False), 1), ("flip", X(2, 1, lay="flip", grad=False), 1)):
+    case("unsqueeze_", _label, lambda lib, x, d=_dim: x.clone().unsqueeze_(d), _spec)
+    case("squeeze_", _label, lambda lib, x, d=_dim: x.clone().squeeze_(d), _spec)
+    case("squeeze_", _label + "-all", lambda lib, x: x.clone().squeeze_(), _spec)
+case("unsqueeze_", "bad-dim", lambda lib, x: x.clone().unsqueeze_(3), X(2, grad=False))
+
 # --- linalg, contraction. NOTE: a dot product of k terms: fp32 accumulation, one final rounding
 for _label, _specs in (("1d-1d", (X(4), X(4, lay="npflip"))), ("1d-2d", (X(3), X(3, 4, lay="T"))),
                        ("2d-1d", (X(3, 4, lay="flip"), X(4))), ("batch-bcast", (X(2, 1, 3, 4), X(3, 4, 2, lay="T"))),

@@ -185,3 +185,22 @@ def test_half_precision_accumulator_takes_its_own_dtype_with_a_gradient():
     assert acc.dtype == cn.float16
     acc.sum().backward()
     assert x.grad.dtype == cn.float32 and x.grad.tolist() == [3.0, 3.0]
+
+
+def test_unsqueeze_and_squeeze_in_place_keep_the_memory_and_refuse_graph_tensors():
+    # NOTE: the char-RNN generation tutorial's target_line_tensor.unsqueeze_(-1)
+    t = cn.tensor([1, 2, 3])
+    memory, version = t.array, t._version
+    assert t.unsqueeze_(-1) is t and t.shape == (3, 1) and np.shares_memory(t.array, memory)
+    assert t._version == version + 1
+    assert t.squeeze_().shape == (3,) and t.squeeze_(0).shape == (3,)
+    with pytest.raises(IndexError):
+        t.unsqueeze_(2)
+    assert t.shape == (3,)
+    leaf = cn.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"unsqueeze_: changing the shape of a tensor that requires grad in place is "
+                                           r"not supported by cupynet .* use unsqueeze\(\)"):
+        leaf.unsqueeze_(0)
+    assert leaf.shape == (2,)
+    with cn.no_grad():
+        assert leaf.unsqueeze_(0).shape == (1, 2)

@@ -238,6 +238,11 @@ def test_linear_with_wrong_feature_count_names_layer_and_both_shapes():
 
 
 @pytest.mark.parametrize("loss", ["MSELoss", "L1Loss", "CrossEntropyLoss", "BCEWithLogitsLoss"])
-def test_loss_layers_refuse_legacy_arguments(loss):
-    with pytest.raises(ValueError, match=f"{loss}: size_average and reduce are deprecated"):
-        getattr(cn.nn, loss)(size_average=True)
+def test_loss_layers_turn_legacy_arguments_into_a_reduction(loss):
+    # NOTE: PyTorch's rule and warning (the spatial transformer tutorial's size_average=False)
+    with pytest.warns(UserWarning, match=r"please use reduction='sum' instead"):
+        assert getattr(cn.nn, loss)(size_average=False).reduction == "sum"
+    with pytest.warns(UserWarning, match=r"please use reduction='none' instead"):
+        assert getattr(cn.nn, loss)(size_average=True, reduce=False, reduction="sum").reduction == "none"
+    with pytest.raises(TypeError, match=f"{loss}: size_average must be a bool or None .* got 'yes'"):
+        getattr(cn.nn, loss)(size_average="yes")

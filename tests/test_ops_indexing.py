@@ -200,6 +200,10 @@ def test_joining_bad_inputs_name_the_tensors():
         cn.stack([a, cn.randn(3, 3)])
     with pytest.raises(RuntimeError, match=r"cat: Tensors must have same number of dimensions"):
         cn.cat([a, cn.randn(3)])
+    for parts, at in (([cn.tensor(1.0)], 0), ([cn.zeros(2), cn.tensor(1.0)], 1), ([cn.zeros(0), cn.tensor(1.0)], 1)):
+        with pytest.raises(RuntimeError, match=rf"cat: zero-dimensional tensor \(at position {at}\) cannot be "
+                                               r"concatenated"):  # torch's text (the BiLSTM-CRF tutorial hits it)
+            cn.cat(parts)
     with pytest.raises(RuntimeError, match=r"cat: expected a non-empty list of Tensors"):
         cn.cat([])
     with pytest.raises(TypeError, match=r"stack: expected Tensors, but tensors\[1\] is ndarray"):

@@ -207,8 +207,8 @@ def test_pointwise_target_errors():
         cn.kl_div(x, x, reduction="avg")
     with pytest.raises(ValueError, match="huber_loss: delta must be > 0"):
         cn.huber_loss(x, x, delta=0)
-    with pytest.raises(ValueError, match="mse_loss: size_average and reduce are deprecated"):
-        cn.mse_loss(x, x, size_average=True)
+    with pytest.raises(TypeError, match="mse_loss: reduce must be a bool or None"):
+        cn.mse_loss(x, x, reduce="mean")
 
 
 # ---- a target of another shape, loss by loss as PyTorch (issue 16) -----------------------------------------------
@@ -427,3 +427,36 @@ def test_cross_entropy_loss_module_takes_an_unbatched_one_element_target():
     got = cn.nn.CrossEntropyLoss()(cn.tensor(x), cn.tensor([1]))
     want = torch.nn.CrossEntropyLoss()(torch.tensor(x), torch.tensor([1]))
     np.testing.assert_allclose(got.item(), want.item(), rtol=1e-12)
+
+
+# (name, cupynet function, torch function, make inputs): every loss with PyTorch's legacy size_average / reduce
+_LEGACY_LOSSES = [
+    ("nll_loss", lambda r: (r.standard_normal((4, 3)), r.integers(0, 3, 4))),
+    ("cross_entropy", lambda r: (r.standard_normal((4, 3)), r.integers(0, 3, 4))),
+    ("mse_loss", lambda r: (r.standard_normal((4, 3)), r.standard_normal((4, 3)))),
+    ("l1_loss", lambda r: (r.standard_normal((4, 3)), r.standard_normal((4, 3)))),
+    ("smooth_l1_loss", lambda r: (r.standard_normal((4, 3)), r.standard_normal((4, 3)))),
+    ("binary_cross_entropy", lambda r: (r.uniform(0.1, 0.9, (4, 3)), r.uniform(0, 1, (4, 3)))),
+    ("binary_cross_entropy_with_logits", lambda r: (r.standard_normal((4, 3)), r.uniform(0, 1, (4, 3)))),
+    ("kl_div", lambda r: (np.log(r.uniform(0.1, 1, (4, 3))), r.uniform(0.1, 1, (4, 3)))),
+    ("soft_margin_loss", lambda r: (r.standard_normal((4, 3)), np.sign(r.standard_normal((4, 3))))),
+    ("multi_margin_loss", lambda r: (r.standard_normal((4, 3)), r.integers(0, 3, 4))),
+    ("multilabel_soft_margin_loss", lambda r: (r.standard_normal((4, 3)), r.integers(0, 2, (4, 3)).astype(float))),
+]
+
+
+@pytest.mark.parametrize("size_average,reduce", [(False, None), (None, False), (True, True), (False, True)])
+@pytest.mark.parametrize("name,make", _LEGACY_LOSSES, ids=[row[0] for row in _LEGACY_LOSSES])
+def test_legacy_size_average_and_reduce_match_torch(name, make, size_average, reduce):
+    torch = pytest.importorskip("torch")
+    x, t = make(np.random.default_rng(0))
+    cn_t = cn.tensor(t) if t.dtype.kind == "i" else cn.tensor(t, dtype=cn.float64)
+    with pytest.warns(UserWarning, match="size_average and reduce args will be deprecated") as got:
+        ours = getattr(cn.nn.functional, name)(cn.tensor(x), cn_t, size_average=size_average, reduce=reduce,
+                                               reduction="mean")
+    with pytest.warns(UserWarning) as theirs_warning:
+        theirs = getattr(torch.nn.functional, name)(torch.tensor(x), torch.tensor(t), size_average=size_average,
+                                                    reduce=reduce, reduction="mean")
+    assert str(got[0].message) == str(theirs_warning[0].message)
+    # NOTE: float64 throughout; only summation order differs
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12, atol=1e-14)

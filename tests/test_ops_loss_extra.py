@@ -113,7 +113,7 @@ def test_gaussian_nll_loss_takes_a_float_var():
      "same number of dimensions"),
     (lambda: F.triplet_margin_loss(cn.ones(2, 3), cn.ones(2, 3), cn.ones(2, 3), reduction="avg"), ValueError,
      "reduction"),
-    (lambda: F.triplet_margin_loss(cn.ones(2, 3), cn.ones(2, 3), cn.ones(2, 3), size_average=True), ValueError,
+    (lambda: F.triplet_margin_loss(cn.ones(2, 3), cn.ones(2, 3), cn.ones(2, 3), size_average="sum"), TypeError,
      "deprecated"),
     (lambda: F.cosine_embedding_loss(cn.ones(2, 3), cn.ones(2, 3), cn.ones(2, 1)), RuntimeError,
      "multi-target not supported"),
@@ -167,10 +167,10 @@ def test_layers_match_torch(make, make_torch, inputs):
     np.testing.assert_allclose(got.array, want.numpy(), rtol=1e-12, atol=1e-14)
 
 
-def test_layer_weight_is_a_buffer_and_legacy_arguments_are_refused():
+def test_layer_weight_is_a_buffer_and_bad_legacy_arguments_are_refused():
     assert list(nn.MultiMarginLoss(weight=cn.ones(3)).state_dict()) == ["weight"]
-    with pytest.raises(ValueError, match="deprecated"):
-        nn.TripletMarginLoss(size_average=True)
+    with pytest.raises(TypeError, match="deprecated"):
+        nn.TripletMarginLoss(size_average="mean")
     with pytest.raises(ValueError, match="reduction"):
         nn.CosineEmbeddingLoss(reduction="avg")
 

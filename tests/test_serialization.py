@@ -2,6 +2,7 @@
 
 import io
 import json
+import mmap
 import os
 import pickle
 import random
@@ -667,8 +668,10 @@ def test_torch_keywords_are_accepted_and_pickle_ones_refused(tmp_path):
         assert load(path, map_location="cpu", weights_only=weights_only)["a"].shape == (2,)
     with pytest.raises(ValueError, match="never unpickled"):
         load(path, pickle_module=pickle)
-    with pytest.raises(ValueError, match="memory-mapped"):
-        load(path, mmap=True)
+    with pytest.raises(ValueError, match="f must be a file path in order to use the mmap argument"):
+        load(open(path, "rb"), mmap=True)
+    with pytest.raises(TypeError, match="mmap must be True, False or None, got 'yes'"):
+        load(path, mmap="yes")
     with pytest.raises(ValueError, match="pickle-free"):
         save({"a": 1}, tmp_path / "d.ckpt", pickle_module=pickle)
     assert not (tmp_path / "d.ckpt").exists()
@@ -716,3 +719,34 @@ def test_a_file_like_object_with_read_and_seek_only_loads(tmp_path):
 
     save({"w": cn.arange(4)}, tmp_path / "c.ckpt")
     np.testing.assert_array_equal(load(Plain((tmp_path / "c.ckpt").read_bytes()))["w"].numpy(), np.arange(4))
+
+
+def test_mmap_maps_the_arrays_copy_on_write(tmp_path):
+    # NOTE: torch.load(mmap=True) (the module_load_state_dict_tips recipe): the values are the saved ones, the
+    # memory is a map of the file (not a copy), and a write to a loaded tensor never reaches the file
+    path = tmp_path / "c.ckpt"
+    weights = np.arange(12, dtype=np.float32).reshape(3, 4)
+    save({"w": cn.tensor(weights), "empty": cn.zeros(0, 5), "p": cn.nn.Parameter(cn.ones(2))}, path)
+    state = load(path, mmap=True)
+    np.testing.assert_array_equal(state["w"].numpy(), weights)
+    assert state["empty"].shape == (0, 5) and isinstance(state["p"], cn.nn.Parameter)
+    base = state["w"].array
+    while isinstance(base, np.ndarray):
+        base = base.base
+    assert isinstance(base, mmap.mmap)
+    state["w"].add_(1.0)
+    np.testing.assert_array_equal(load(path)["w"].numpy(), weights)
+    module = cn.nn.Linear(4, 3)
+    module.load_state_dict({"weight": state["w"], "bias": cn.zeros(3)})
+    np.testing.assert_array_equal(module.weight.detach().numpy(), weights + 1)
+
+
+def test_mmap_still_checks_the_structure(tmp_path):
+    path = tmp_path / "c.ckpt"
+    save({"w": cn.ones(4)}, path)
+    raw = bytearray(path.read_bytes())
+    header = raw.index(b"arrays/0.bin")  # NOTE: the local header's name: corrupt it, the directory disagrees
+    raw[header] = ord("X")
+    path.write_bytes(bytes(raw))
+    with pytest.raises(CheckpointError, match=r"local header of arrays/0.bin does not match the central directory"):
+        load(path, mmap=True)

@@ -57,7 +57,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             raise RuntimeError(f"One of the differentiated Tensors does not require grad (inputs[{i}])")
     roots, seeds = _roots_and_seeds(outputs, grad_outputs, "grad")
     capture = {_capture_key(t): [i, None] for i, t in enumerate(inputs)}
-    _run(roots, seeds, create_graph if retain_graph is None else retain_graph, create_graph, capture)
+    _run(roots, seeds, create_graph if retain_graph is None else retain_graph, create_graph, capture,
+         needed=_nodes_leading_to(roots, capture))
     results = [None] * len(inputs)
     for slot in capture.values():
         results[slot[0]] = slot[1]
@@ -114,6 +115,38 @@ def leaf_edges(roots):
                 stack.append(target)
 
 
+def _nodes_leading_to(roots, capture):
+    """The nodes behind ``roots`` with a path to a captured input: the only ones ``grad`` must run.
+
+    NOTE: as in PyTorch, nothing beyond the inputs runs: ``grad(y, x)`` with ``x`` an intermediate result
+    never calls the backward of the ops that made ``x`` (their saved values may already be freed).
+    Iterative post-order walk: a node is judged once all its inputs' nodes are.
+
+    Args:
+        roots: the output Tensors.
+        capture: ``grad``'s table of inputs, keyed as ``_capture_key`` keys them.
+    """
+    needed, seen = set(), set()
+    stack = [(t.grad_fn, False) for t in roots if t.grad_fn is not None]
+    while stack:
+        node, inputs_done = stack.pop()
+        if inputs_done:
+            if any(_leads_to(edge, capture, needed) for edge in node.next_edges if edge is not None):
+                needed.add(node)
+        elif node not in seen:
+            seen.add(node)
+            stack.append((node, True))
+            stack.extend((edge[0], False) for edge in node.next_edges if edge is not None and edge[1] is not None)
+    return needed
+
+
+def _leads_to(edge, capture, needed):
+    target, nr = edge
+    if nr is None:
+        return (id(target), None) in capture
+    return (target, nr) in capture or target in needed
+
+
 def _capture_key(t):
     return (t.grad_fn, t._output_nr) if t.grad_fn is not None else (id(t), None)
 
@@ -156,15 +189,16 @@ def _ones_like(array):
 class _Pass:
     """The bookkeeping of one backward pass."""
 
-    def __init__(self, retain_graph, create_graph, capture):
+    def __init__(self, retain_graph, create_graph, capture, needed):
         self.retain_graph, self.create_graph, self.capture = retain_graph, create_graph, capture
+        self.needed = needed       # the nodes whose backward runs (None: all; ``grad`` skips those past its inputs)
         self.pending = {}          # Node -> [grad per output]
         self.heap, self.counter = [], itertools.count()
         self.handed_out = set()    # owners of arrays already stored in some leaf's .grad
 
 
-def _run(roots, seeds, retain_graph, create_graph, capture):
-    run = _Pass(retain_graph, create_graph, capture)
+def _run(roots, seeds, retain_graph, create_graph, capture, needed=None):
+    run = _Pass(retain_graph, create_graph, capture, needed)
     saved_mode, saved_autocast, saved_callbacks = STATE.grad_enabled, STATE.autocast, STATE.final_callbacks
     # NOTE: backward formulas run with autocast off: the forward already decided
     # every dtype, and re-deciding would change the math of the gradient.
@@ -200,6 +234,10 @@ def _send(run, edge, g):
 
 def _run_node(run, node):
     grads = run.pending.pop(node)
+    if run.needed is not None and node not in run.needed:
+        for nr, g in enumerate(grads):  # NOTE: its outputs may be inputs of ``grad``: capture, then stop here
+            _output_grad_hooks(run, node, nr, g)
+        return
     if node.freed:
         from .function import _FREED_MESSAGE  # noqa: PLC0415
         raise RuntimeError(_FREED_MESSAGE)

@@ -71,7 +71,64 @@ def _numerical_vjp(fn, inputs, diff, cotangents, eps):
     return result
 
 
-def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, seed=0, raise_exception=True):
+def _full_jacobians(fn, inputs, diff, eps):
+    """Every output's full Jacobian, analytical (one backward per output element) and numerical.
+
+    Returns a list, per differentiable input, of (analytical, numerical) arrays of shape
+    ``(total output elements, input elements)``.
+    """
+    outputs = _outputs(fn, inputs)
+    sizes = [int(o.array.size) for o in outputs]
+    rows = []
+    for o, size in zip(outputs, sizes):
+        for j in range(size):
+            if not o.requires_grad:
+                rows.append([None] * len(diff))
+                continue
+            unit = numpy.zeros(size)
+            unit[j] = 1.0
+            cot = Tensor(_like(o, unit.reshape(o.shape)))
+            rows.append(grad(o, diff, cot, retain_graph=True, allow_unused=True))
+    result = []
+    for k, t in enumerate(diff):
+        analytical = numpy.array([numpy.zeros(t.array.size) if row[k] is None
+                                  else numpy.asarray(to_numpy(row[k].array), dtype=numpy.float64).reshape(-1)
+                                  for row in rows]).reshape(sum(sizes), t.array.size)
+        result.append((analytical, _numerical_jacobian(fn, inputs, t, sum(sizes), eps)))
+    return result
+
+
+def _numerical_jacobian(fn, inputs, t, rows, eps):
+    flat, columns = t.array.reshape(-1), []
+    for i in range(flat.size):
+        orig = float(flat[i])
+        flat[i] = orig + eps
+        plus = _flat_outputs(fn, inputs)
+        flat[i] = orig - eps
+        minus = _flat_outputs(fn, inputs)
+        flat[i] = orig
+        columns.append((plus - minus) / (2 * eps))
+    return numpy.array(columns).T.reshape(rows, flat.size)
+
+
+def _flat_outputs(fn, inputs):
+    return numpy.concatenate([numpy.asarray(to_numpy(o.array), dtype=numpy.float64).reshape(-1)
+                              for o in _outputs(fn, inputs)])
+
+
+def _compare(pairs, atol, rtol, raise_exception):
+    """True when every (analytical, numerical) pair of host arrays agrees; else GradcheckError or False."""
+    for k, (a, n) in enumerate(pairs):
+        if not numpy.allclose(a, n, atol=atol, rtol=rtol):
+            if not raise_exception:
+                return False
+            worst = numpy.abs(a - n).max()
+            raise GradcheckError(f"gradcheck: Jacobian mismatch for input {k} (max abs diff {worst:.3g})\n"
+                                 f"analytical:\n{a}\nnumerical:\n{n}")
+    return True
+
+
+def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, seed=0, raise_exception=True, *, fast_mode=None):
     """Check autograd's gradients of ``fn`` at ``inputs`` against central differences in float64.
 
     Args:
@@ -82,8 +139,15 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, seed=0, raise_exceptio
         rtol: relative tolerance.
         seed: seed of the random cotangent.
         raise_exception: raise GradcheckError on mismatch (else return False).
+        fast_mode: None or True: compare one vector-Jacobian product ``v^T J`` for a random ``v`` (one
+            backward; PyTorch's fast mode is also a random projection). False: compare the full Jacobian, one
+            backward per output element (PyTorch's default; slow for large outputs).
     """
+    if fast_mode not in (None, True, False):
+        raise TypeError(f"gradcheck: fast_mode must be True, False or None, got {fast_mode!r:.80}")
     inputs, diff = _check_inputs(inputs)
+    if fast_mode is False:
+        return _compare(_full_jacobians(fn, inputs, diff, eps), atol, rtol, raise_exception)
     rng = numpy.random.default_rng(seed)
     outputs = _outputs(fn, inputs)
     cots = [Tensor(_like(o, rng.standard_normal(o.shape))) for o in outputs]
@@ -93,23 +157,17 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, seed=0, raise_exceptio
     analytical = (grad([o for o, _ in pairs], diff, [c for _, c in pairs], allow_unused=True) if pairs
                   else (None,) * len(diff))
     numerical = _numerical_vjp(fn, inputs, diff, cots, eps)
-    for k, (a, n) in enumerate(zip(analytical, numerical)):
-        a_host = numpy.zeros_like(n) if a is None else numpy.asarray(to_numpy(a.array), dtype=numpy.float64)
-        if not numpy.allclose(a_host, n, atol=atol, rtol=rtol):
-            if not raise_exception:
-                return False
-            worst = numpy.abs(a_host - n).max()
-            raise GradcheckError(f"gradcheck: Jacobian mismatch for input {k} (max abs diff {worst:.3g})\n"
-                                 f"analytical:\n{a_host}\nnumerical:\n{n}")
-    return True
+    hosts = [numpy.zeros_like(n) if a is None else numpy.asarray(to_numpy(a.array), dtype=numpy.float64)
+             for a, n in zip(analytical, numerical)]
+    return _compare(zip(hosts, numerical), atol, rtol, raise_exception)
 
 
-def gradgradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, seed=0, raise_exception=True):
+def gradgradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, seed=0, raise_exception=True, *, fast_mode=None):
     """Check second derivatives: gradcheck of ``x -> grad(fn(x), x, v, create_graph=True)``.
 
     Args:
-        fn, inputs, eps, atol, rtol, seed, raise_exception: as in ``gradcheck`` (the random ``v`` is drawn
-            with ``seed + 1``).
+        fn, inputs, eps, atol, rtol, seed, raise_exception, fast_mode: as in ``gradcheck`` (the random ``v`` is
+            drawn with ``seed + 1``).
     """
     inputs, diff = _check_inputs(inputs)
     rng = numpy.random.default_rng(seed + 1)
@@ -123,4 +181,5 @@ def gradgradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, seed=0, raise_exce
         gs = grad(outs, targets, cot, create_graph=True, allow_unused=True)
         return tuple(g for g in gs if g is not None)
 
-    return gradcheck(first_grad, inputs, eps=eps, atol=atol, rtol=rtol, seed=seed, raise_exception=raise_exception)
+    return gradcheck(first_grad, inputs, eps=eps, atol=atol, rtol=rtol, seed=seed, raise_exception=raise_exception,
+                     fast_mode=fast_mode)

@@ -1,15 +1,15 @@
 """Loss modules: hold the options and call the matching ``cupynet.nn.functional`` loss.
 
 Each class is one row of a table (``_loss``): PyTorch's constructor signature, the function it calls
-and the inputs ``forward`` takes; ``_Loss`` checks the reduction and refuses the deprecated
-``size_average``/``reduce`` (they must be None). Like PyTorch, class weights (``weight``,
-``pos_weight``) are registered as buffers, so they move with ``.to()`` and appear in
-``state_dict()`` when given.
+and the inputs ``forward`` takes; ``_Loss`` checks the reduction and turns the deprecated
+``size_average``/``reduce`` into the ``reduction`` they stand for (with PyTorch's warning). Like
+PyTorch, class weights (``weight``, ``pos_weight``) are registered as buffers, so they move with
+``.to()`` and appear in ``state_dict()`` when given.
 """
 
 from __future__ import annotations
 
-from ..ops.loss import no_legacy
+from ..ops.loss import legacy_reduction
 from ..tensor import Tensor
 from .module import FunctionalLayer, functional_layer
 
@@ -28,14 +28,14 @@ class _Loss(FunctionalLayer):
     _reductions = ("none", "mean", "sum")
 
     def check_options(self, **options) -> None:
-        """Refuse a bad reduction, a legacy argument that is not None and a weight that is not a Tensor.
+        """Refuse a bad reduction, a legacy argument that is not a bool or None, and a weight that is not a Tensor.
 
         Args:
             **options: every constructor argument by name.
         """
         name = type(self).__name__
-        no_legacy(name, options.get("size_average"), options.get("reduce"))
-        reduction = options.get("reduction", "mean")
+        reduction = legacy_reduction(name, options.get("size_average"), options.get("reduce"),
+                                     options.get("reduction", "mean"), warn=False)
         if reduction not in self._reductions:
             raise ValueError(f"{name}: {reduction!r} is not a valid value for reduction; expected one of "
                              f"{self._reductions}")
@@ -47,7 +47,7 @@ class _Loss(FunctionalLayer):
             self.check(**options)
 
     def keep_option(self, name, value) -> None:
-        """Store an argument: weights as buffers, legacy arguments not at all.
+        """Store an argument: weights as buffers, legacy arguments only as the reduction they stand for.
 
         Args:
             name: the argument's name.
@@ -55,7 +55,13 @@ class _Loss(FunctionalLayer):
         """
         if name in _BUFFERS:
             self.register_buffer(name, value)
-        elif name not in _LEGACY:
+        elif name in _LEGACY:
+            self._legacy = {**getattr(self, "_legacy", {}), name: value}
+        elif name == "reduction":  # NOTE: after the legacy arguments in every signature, as in PyTorch's
+            legacy = getattr(self, "_legacy", {})
+            self.reduction = legacy_reduction(type(self).__name__, legacy.get("size_average"), legacy.get("reduce"),
+                                              value)
+        else:
             setattr(self, name, value)
 
     def options(self) -> dict:
@@ -70,8 +76,8 @@ class _Loss(FunctionalLayer):
 _OPTION_DOCS = {
     "weight": "per-class weights (C,) or a weight broadcast to the input, or None.",
     "pos_weight": "weight of positive examples per class, or None.",
-    "size_average": "deprecated; must be None.",
-    "reduce": "deprecated; must be None.",
+    "size_average": "deprecated: None, or a bool that overrides reduction (False: sum).",
+    "reduce": "deprecated: None, or a bool that overrides reduction (False: no reduction).",
     "reduction": '"none", "mean" or "sum".',
     "ignore_index": "target value that contributes nothing.",
     "label_smoothing": "in [0, 1].",

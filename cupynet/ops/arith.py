@@ -16,6 +16,7 @@ from ..autograd.function import Cast, Function
 from ..autograd.state import STATE
 from ..tensor import Tensor
 from ._util import data, fix_float_dtype, lift, xp_of
+from .out import write_out
 from .shape import _sum_to_array, sum_to
 from .unary import log
 
@@ -234,29 +235,33 @@ def _zero_dim_follows(a, b):
     return a, b
 
 
-def add(input, other, alpha=1):  # noqa: A002 - PyTorch's argument name
+def add(input, other, alpha=1, *, out=None):  # noqa: A002 - PyTorch's argument name
     """Elementwise ``input + alpha * other`` with broadcasting.
 
     Args:
         input: a Tensor or number.
         other: a Tensor or number.
         alpha: multiplier of ``other``.
+        out: an optional Tensor the result is written into (and returned), as PyTorch's ``out=``.
     """
-    return _binary(Add, input, other if alpha == 1 else other * alpha)
+    result = _binary(Add, input, other if alpha == 1 else other * alpha)
+    return result if out is None else write_out("add", result, out)
 
 
-def sub(input, other, alpha=1):  # noqa: A002
+def sub(input, other, alpha=1, *, out=None):  # noqa: A002
     """Elementwise ``input - alpha * other`` with broadcasting.
 
     Args:
         input: a Tensor or number.
         other: a Tensor or number.
         alpha: multiplier of ``other``.
+        out: an optional Tensor the result is written into (and returned), as PyTorch's ``out=``.
     """
-    return _binary(Sub, input, other if alpha == 1 else other * alpha)
+    result = _binary(Sub, input, other if alpha == 1 else other * alpha)
+    return result if out is None else write_out("sub", result, out)
 
 
-def mul(input, other):  # noqa: A002
+def mul(input, other, *, out=None):  # noqa: A002
     """Elementwise product with broadcasting.
 
     ``out = input * other``.
@@ -264,11 +269,13 @@ def mul(input, other):  # noqa: A002
     Args:
         input: a Tensor or number.
         other: a Tensor or number.
+        out: an optional Tensor the result is written into (and returned), as PyTorch's ``out=``.
     """
-    return _binary(Mul, input, other)
+    result = _binary(Mul, input, other)
+    return result if out is None else write_out("mul", result, out)
 
 
-def div(input, other):  # noqa: A002
+def div(input, other, *, out=None):  # noqa: A002
     """Elementwise true division with broadcasting.
 
     ``out = input / other``; integers give float32. (The operator ``number / tensor`` is
@@ -277,8 +284,10 @@ def div(input, other):  # noqa: A002
     Args:
         input: a Tensor or number.
         other: a Tensor or number.
+        out: an optional Tensor the result is written into (and returned), as PyTorch's ``out=``.
     """
-    return _binary(Div, input, other)
+    result = _binary(Div, input, other)
+    return result if out is None else write_out("div", result, out)
 
 
 def neg(input):  # noqa: A002
@@ -292,14 +301,16 @@ def neg(input):  # noqa: A002
     return Neg.apply(input)
 
 
-def pow(input, exponent):  # noqa: A001, A002 - PyTorch's names
+def pow(input, exponent, *, out=None):  # noqa: A001, A002 - PyTorch's names
     """Elementwise ``input ** exponent``; either may be a number.
 
     Args:
         input: a Tensor or number.
         exponent: a Tensor or number.
+        out: an optional Tensor the result is written into (and returned), as PyTorch's ``out=``.
     """
-    return _binary(Pow, input, exponent)
+    result = _binary(Pow, input, exponent)
+    return result if out is None else write_out("pow", result, out)
 
 
 def cast(input, dtype):  # noqa: A002

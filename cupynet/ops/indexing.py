@@ -34,6 +34,7 @@ from ..tensor import Tensor, mark_view
 from ._util import compute_in_fp32, data, lift, normalize_dim, xp_of
 from .arith import cast
 from .inplace import ZeroAt, write_in_place  # NOTE: the in-place rules, one definition
+from .out import write_out
 from .shape import reshape, sum_to
 
 __all__ = [
@@ -696,14 +697,19 @@ class Unbind(Function):
         return Stack.apply(*grads, dim=ctx.dim)
 
 
-def cat(tensors, dim=0):
+def cat(tensors, dim=0, *, out=None):
     """Concatenate tensors along an existing dimension (dtypes promote).
 
     Args:
         tensors: a non-empty list or tuple of Tensors whose shapes match except in ``dim``.
         dim: the dimension to join along.
+        out: an optional Tensor the result is written into (and returned), as PyTorch's ``out=``.
     """
     tensors = check_tensor_list("cat", tensors)
+    for i, t in enumerate(tensors):
+        if t.ndim == 0:
+            raise RuntimeError(f"cat: zero-dimensional tensor (at position {i}) cannot be concatenated; "
+                               "give it a dimension first (t.view(1) or t.unsqueeze(0)), or use stack")
     shaped = [t for t in tensors if tuple(t.shape) != (0,)]
     if shaped and len(shaped) < len(tensors) and any(t.ndim != 1 for t in shaped):
         # NOTE: PyTorch's legacy rule: a 1-D empty tensor is skipped, whatever the others' shapes (it gets no
@@ -712,23 +718,26 @@ def cat(tensors, dim=0):
         tensors = [t if t.dtype == dtype else cast(t, dtype) for t in shaped]
     d = normalize_dim("cat", dim, tensors[0].ndim)
     check_same_shapes("cat", tensors, skip_dim=d)
-    return Cat.apply(*tensors, dim=d)
+    result = Cat.apply(*tensors, dim=d)
+    return result if out is None else write_out("cat", result, out)
 
 
 concat = cat
 
 
-def stack(tensors, dim=0):
+def stack(tensors, dim=0, *, out=None):
     """Join equal-shaped tensors along a new dimension ``dim`` (dtypes promote).
 
     Args:
         tensors: a non-empty list or tuple of Tensors of one shape.
         dim: where the new dimension goes, in ``[-(ndim + 1), ndim]``.
+        out: an optional Tensor the result is written into (and returned), as PyTorch's ``out=``.
     """
     tensors = check_tensor_list("stack", tensors)
     d = normalize_dim("stack", dim, tensors[0].ndim + 1)
     check_same_shapes("stack", tensors)
-    return Stack.apply(*tensors, dim=d)
+    result = Stack.apply(*tensors, dim=d)
+    return result if out is None else write_out("stack", result, out)
 
 
 def _split_sizes(n, split_size_or_sections, dim):

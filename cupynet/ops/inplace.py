@@ -37,10 +37,11 @@ from ..random import resolve_generator
 from ..tensor import Tensor, live_views, remember_view, view_info, view_root
 from ._util import data, xp_of, zero_where_not
 from .arith import _move, add, cast, div, mul, sub
-from .shape import BroadcastTo, sum_to
+from .shape import BroadcastTo, squeezed_shape, sum_to, unsqueezed_shape
 from .unary import clamp
 
-__all__ = ["add_", "sub_", "mul_", "div_", "zero_", "fill_", "copy_", "clamp_", "clip_", "normal_", "uniform_"]
+__all__ = ["add_", "sub_", "mul_", "div_", "zero_", "fill_", "copy_", "clamp_", "clip_", "normal_", "uniform_",
+           "unsqueeze_", "squeeze_"]
 
 _LEAF = "a leaf Variable that requires grad is being used in an in-place operation."
 _VIEW_OF_LEAF = "a view of a leaf Variable that requires grad is being used in an in-place operation."
@@ -448,4 +449,36 @@ def uniform_(input, from_=0.0, to=1.0, generator=None):  # noqa: A002
                  "uniform_")
 
 
+# ---- in-place shape changes ----------------------------------------------------------------------------
+def _reshape_in_place(name, t, shape):
+    """Give ``t`` the new ``shape`` over the same memory (only size-1 dimensions come or go: always a view)."""
+    if STATE.grad_enabled and t._requires_grad:
+        raise RuntimeError(f"{name}: changing the shape of a tensor that requires grad in place is not supported by "
+                           f"cupynet (PyTorch records it in the graph); use {name[:-1]}(), which returns a view")
+    t.array = t.array.reshape(shape)
+    t._bump_version()
+    return t
+
+
+def unsqueeze_(input, dim):  # noqa: A002 - PyTorch's names
+    """Insert a dimension of size 1 at ``dim``, in place (the same memory; bumps the version).
+
+    Args:
+        input: a Tensor that does not require grad (or grad mode off).
+        dim: where the new dimension goes (negative counts from the end of the result).
+    """
+    return _reshape_in_place("unsqueeze_", input, unsqueezed_shape("unsqueeze_", input.shape, dim))
+
+
+def squeeze_(input, dim=None):  # noqa: A002
+    """Drop dimensions of size 1 (all of them, or only ``dim``), in place (the same memory; bumps the version).
+
+    Args:
+        input: a Tensor that does not require grad (or grad mode off).
+        dim: a dimension or tuple of dimensions, or None for all.
+    """
+    return _reshape_in_place("squeeze_", input, squeezed_shape("squeeze_", input.shape, dim))
+
+
 METHODS = {name: globals()[name] for name in __all__}
+

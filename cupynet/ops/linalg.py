@@ -33,6 +33,7 @@ from ._linalg_checks import (
     _same_dtype,
 )
 from ._util import xp_of
+from .out import write_out
 from .shape import broadcast_to, reshape, squeeze, sum_to, unsqueeze
 
 __all__ = ["matmul", "linear", "mm", "bmm", "mv", "addmm", "addmv", "addr", "baddbmm", "addbmm", "dot", "vdot",
@@ -333,14 +334,16 @@ class Vdot(Dot):
     op_name = "vdot"
 
 
-def matmul(input, other):  # noqa: A002
+def matmul(input, other, *, out=None):  # noqa: A002
     """Matrix product with broadcasting batch dimensions (``input @ other``).
 
     Args:
         input: a Tensor with at least 1 dimension.
         other: a Tensor with at least 1 dimension.
+        out: an optional Tensor the result is written into (and returned), as PyTorch's ``out=``.
     """
-    return Matmul.apply(input, other)
+    result = Matmul.apply(input, other)
+    return result if out is None else write_out("matmul", result, out)
 
 
 def linear(input, weight, bias=None):  # noqa: A002
@@ -354,30 +357,34 @@ def linear(input, weight, bias=None):  # noqa: A002
     return Linear.apply(input, weight, bias) if bias is not None else Linear.apply(input, weight)
 
 
-def mm(input, mat2):  # noqa: A002
+def mm(input, mat2, *, out=None):  # noqa: A002
     """Product of two matrices ``(n, m) @ (m, p)``.
 
     Args:
         input: a 2-D Tensor.
         mat2: a 2-D Tensor.
+        out: an optional Tensor the result is written into (and returned), as PyTorch's ``out=``.
     """
     _require_ndim("mm", "input", input, 2)
     _require_ndim("mm", "mat2", mat2, 2)
-    return Matmul.apply(input, mat2, op_name="mm")
+    result = Matmul.apply(input, mat2, op_name="mm")
+    return result if out is None else write_out("mm", result, out)
 
 
-def bmm(input, mat2):  # noqa: A002
+def bmm(input, mat2, *, out=None):  # noqa: A002
     """Batched product ``(b, n, m) @ (b, m, p)`` (no broadcasting of the batch).
 
     Args:
         input: a 3-D Tensor.
         mat2: a 3-D Tensor.
+        out: an optional Tensor the result is written into (and returned), as PyTorch's ``out=``.
     """
     _require_ndim("bmm", "input", input, 3)
     _require_ndim("bmm", "mat2", mat2, 3)
     if input.shape[0] != mat2.shape[0]:
         raise RuntimeError(f"bmm: batch sizes differ: input {tuple(input.shape)} and mat2 {tuple(mat2.shape)}")
-    return Matmul.apply(input, mat2, op_name="bmm")
+    result = Matmul.apply(input, mat2, op_name="bmm")
+    return result if out is None else write_out("bmm", result, out)
 
 
 def mv(input, vec):  # noqa: A002

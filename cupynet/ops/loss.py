@@ -328,16 +328,30 @@ def numel(shape):
     return n
 
 
-def no_legacy(op, size_average, reduce):
-    """Raise for PyTorch's deprecated ``size_average`` / ``reduce`` arguments (use ``reduction``).
+def legacy_reduction(op, size_average, reduce, reduction, warn=True):
+    """The reduction PyTorch's deprecated ``size_average`` / ``reduce`` stand for, else ``reduction`` itself.
+
+    As in PyTorch, either one given (not None) overrides ``reduction``: a missing one counts as True;
+    ``reduce=False`` is ``'none'``, else ``size_average=False`` is ``'sum'``, else ``'mean'``; with its warning.
 
     Args:
         op: the loss, for the message.
-        size_average: must be None.
-        reduce: must be None.
+        size_average: None, or a bool: average (True) or sum (False) over the elements.
+        reduce: None, or a bool: False returns the per-element losses.
+        reduction: the ``reduction`` argument, returned when both legacy arguments are None.
+        warn: give PyTorch's deprecation warning (a loss module's constructor checks first without it).
     """
-    if size_average is not None or reduce is not None:
-        raise ValueError(f"{op}: size_average and reduce are deprecated and not supported; use reduction=")
+    if size_average is None and reduce is None:
+        return reduction
+    for name, value in (("size_average", size_average), ("reduce", reduce)):
+        if value is not None and not isinstance(value, (bool, numpy.bool_)):
+            raise TypeError(f"{op}: {name} must be a bool or None (it is deprecated: use reduction=), got "
+                            f"{value!r:.80}")
+    legacy = "none" if reduce is False else ("sum" if size_average is False else "mean")
+    if warn:
+        warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{legacy}' instead.",
+                      UserWarning, stacklevel=3)
+    return legacy
 
 
 
@@ -665,13 +679,13 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         target: integer class indices of shape ``(N, d1, ...)`` (``()`` or ``(1,)`` for an input ``(C,)``), or
             probabilities of the input's shape.
         weight: optional per-class weights of shape ``(C,)``.
-        size_average: deprecated in PyTorch; must be None.
+        size_average: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
         ignore_index: a class index whose elements contribute nothing (index targets only).
-        reduce: deprecated in PyTorch; must be None.
+        reduce: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
         reduction: 'none', 'mean' (weighted mean over non-ignored elements) or 'sum'.
         label_smoothing: ``s`` in [0, 1].
     """
-    no_legacy("cross_entropy", size_average, reduce)
+    reduction = legacy_reduction("cross_entropy", size_average, reduce, reduction)
     check_number("cross_entropy", "label_smoothing", label_smoothing, 0.0, 1.0)
     target = _check_class_input("cross_entropy", input, target, weight, ignore_index, reduction, True)
     check_same_device("cross_entropy", input=input, target=target, weight=weight)
@@ -687,12 +701,12 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         input: log-probabilities of shape ``(C,)``, ``(N, C)`` or ``(N, C, d1, ...)``.
         target: integer class indices of shape ``(N, d1, ...)`` (``()`` or ``(1,)`` for an input ``(C,)``).
         weight: optional per-class weights of shape ``(C,)``.
-        size_average: deprecated in PyTorch; must be None.
+        size_average: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
         ignore_index: a class index whose elements contribute nothing.
-        reduce: deprecated in PyTorch; must be None.
+        reduce: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
         reduction: 'none', 'mean' (divided by the summed weights of non-ignored elements) or 'sum'.
     """
-    no_legacy("nll_loss", size_average, reduce)
+    reduction = legacy_reduction("nll_loss", size_average, reduce, reduction)
     target = _check_class_input("nll_loss", input, target, weight, ignore_index, reduction, False)
     check_same_device("nll_loss", input=input, target=target, weight=weight)
     return NLLLoss.apply(input, target, weight=weight, ignore_index=int(ignore_index), reduction=reduction)
@@ -779,11 +793,11 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         input: probabilities in [0, 1].
         target: floating targets in [0, 1] of the same shape.
         weight: optional weights broadcasting to the input's shape (no gradient).
-        size_average: deprecated in PyTorch; must be None.
-        reduce: deprecated in PyTorch; must be None.
+        size_average: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
+        reduce: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
         reduction: 'none', 'mean' or 'sum'.
     """
-    no_legacy("binary_cross_entropy", size_average, reduce)
+    reduction = legacy_reduction("binary_cross_entropy", size_average, reduce, reduction)
     check_binary_target("binary_cross_entropy", input, target,
                         "Using a target size {target} that is different to the input size {input} is deprecated. "
                         "Please ensure they have the same size.")
@@ -810,13 +824,13 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         input: logits.
         target: floating targets in [0, 1] of the same shape.
         weight: optional weights broadcasting to the input's shape (no gradient).
-        size_average: deprecated in PyTorch; must be None.
-        reduce: deprecated in PyTorch; must be None.
+        size_average: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
+        reduce: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
         reduction: 'none', 'mean' or 'sum'.
         pos_weight: optional weight of positive examples, broadcasting along the last (class) dim.
     """
     op = "binary_cross_entropy_with_logits"
-    no_legacy(op, size_average, reduce)
+    reduction = legacy_reduction(op, size_average, reduce, reduction)
     check_binary_target(op, input, target, "Target size {target} must be the same as input size {input}")
     check_reduction(op, reduction)
     check_optional_weight(op, "weight", weight, input.shape)
@@ -899,12 +913,12 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     Args:
         input: log-probabilities.
         target: probabilities (log-probabilities when ``log_target``) of the same shape.
-        size_average: deprecated in PyTorch; must be None.
-        reduce: deprecated in PyTorch; must be None.
+        size_average: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
+        reduce: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
         reduction: 'none', 'batchmean' (the true KL: sum / batch size), 'sum' or 'mean' (over all elements).
         log_target: whether ``target`` holds log-probabilities.
     """
-    no_legacy("kl_div", size_average, reduce)
+    reduction = legacy_reduction("kl_div", size_average, reduce, reduction)
     check_reduction("kl_div", reduction, ("none", "batchmean", "sum", "mean"))
     if reduction == "mean":
         warnings.warn(KL_DIV_MEAN_WARNING, UserWarning, stacklevel=2)
@@ -1032,12 +1046,12 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
         input: a floating Tensor.
         target: a Tensor of the input's shape (another shape broadcasts with a warning, as torch); an
             integer or bool operand is promoted to the other's floating dtype, as torch.
-        size_average: deprecated in PyTorch; must be None.
-        reduce: deprecated in PyTorch; must be None.
+        size_average: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
+        reduce: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
         reduction: 'none', 'mean' or 'sum'.
         weight: not supported (must be None).
     """
-    no_legacy("mse_loss", size_average, reduce)
+    reduction = legacy_reduction("mse_loss", size_average, reduce, reduction)
     _no_weight("mse_loss", weight)
     return _distance_loss(MSELoss, "mse_loss", input, target, reduction, promote="biu")
 
@@ -1049,12 +1063,12 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
         input: a floating Tensor.
         target: a Tensor of the input's shape (another shape broadcasts with a warning, as torch); an
             integer or bool operand is promoted to the other's floating dtype, as torch.
-        size_average: deprecated in PyTorch; must be None.
-        reduce: deprecated in PyTorch; must be None.
+        size_average: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
+        reduce: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
         reduction: 'none', 'mean' or 'sum'.
         weight: not supported (must be None).
     """
-    no_legacy("l1_loss", size_average, reduce)
+    reduction = legacy_reduction("l1_loss", size_average, reduce, reduction)
     _no_weight("l1_loss", weight)
     return _distance_loss(L1Loss, "l1_loss", input, target, reduction, promote="iu")
 
@@ -1066,12 +1080,12 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
         input: a floating Tensor.
         target: a Tensor of the input's shape (another shape broadcasts with a warning, as torch); an
             integer or bool operand is promoted to the other's floating dtype, as torch.
-        size_average: deprecated in PyTorch; must be None.
-        reduce: deprecated in PyTorch; must be None.
+        size_average: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
+        reduce: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
         reduction: 'none', 'mean' or 'sum'.
         beta: the threshold, >= 0.
     """
-    no_legacy("smooth_l1_loss", size_average, reduce)
+    reduction = legacy_reduction("smooth_l1_loss", size_average, reduce, reduction)
     check_number("smooth_l1_loss", "beta", beta, 0.0)
     return _distance_loss(SmoothL1Loss, "smooth_l1_loss", input, target, reduction, promote="biu",
                           beta=float(beta))
@@ -1146,12 +1160,12 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
         target: counts of the same shape.
         log_input: whether ``input`` holds log-rates.
         full: add Stirling's approximation of ``log(target!)``.
-        size_average: deprecated in PyTorch; must be None.
+        size_average: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
         eps: keeps ``log(input + eps)`` finite when ``log_input`` is False.
-        reduce: deprecated in PyTorch; must be None.
+        reduce: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
         reduction: 'none', 'mean' or 'sum'.
     """
-    no_legacy("poisson_nll_loss", size_average, reduce)
+    reduction = legacy_reduction("poisson_nll_loss", size_average, reduce, reduction)
     check_reduction("poisson_nll_loss", reduction)
     check_number("poisson_nll_loss", "eps", eps, 0.0)
     input, target = broadcast_pair("poisson_nll_loss", input, target)  # noqa: A001 - silently, as PyTorch
@@ -1240,11 +1254,11 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
         input: a floating Tensor (typically distances).
         target: a Tensor of 1 and -1 of the same shape (no gradient).
         margin: the margin for negative pairs.
-        size_average: deprecated in PyTorch; must be None.
-        reduce: deprecated in PyTorch; must be None.
+        size_average: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
+        reduce: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
         reduction: 'none', 'mean' or 'sum'.
     """
-    no_legacy("hinge_embedding_loss", size_average, reduce)
+    reduction = legacy_reduction("hinge_embedding_loss", size_average, reduce, reduction)
     check_tensor("hinge_embedding_loss", "input", input)
     check_tensor("hinge_embedding_loss", "target", target, floating=False)
     check_number("hinge_embedding_loss", "margin", margin)
@@ -1265,11 +1279,11 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
         input2: a floating Tensor of the same shape.
         target: a floating Tensor of 1 and -1 of the same shape.
         margin: the wanted gap.
-        size_average: deprecated in PyTorch; must be None.
-        reduce: deprecated in PyTorch; must be None.
+        size_average: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
+        reduce: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
         reduction: 'none', 'mean' or 'sum'.
     """
-    no_legacy("margin_ranking_loss", size_average, reduce)
+    reduction = legacy_reduction("margin_ranking_loss", size_average, reduce, reduction)
     for name, t in (("input1", input1), ("input2", input2), ("target", target)):
         check_tensor("margin_ranking_loss", name, t)
     check_number("margin_ranking_loss", "margin", margin)
@@ -1289,11 +1303,11 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     Args:
         input: a floating Tensor.
         target: a floating Tensor of 1 and -1 of the same shape (no gradient).
-        size_average: deprecated in PyTorch; must be None.
-        reduce: deprecated in PyTorch; must be None.
+        size_average: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
+        reduce: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
         reduction: 'none', 'mean' or 'sum'.
     """
-    no_legacy("soft_margin_loss", size_average, reduce)
+    reduction = legacy_reduction("soft_margin_loss", size_average, reduce, reduction)
     check_tensor("soft_margin_loss", "input", input)
     check_tensor("soft_margin_loss", "target", target)
     check_reduction("soft_margin_loss", reduction)
@@ -1485,11 +1499,11 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
         p: the norm's order of the pairwise distance.
         eps: added to differences (see ``pairwise_distance``).
         swap: use min(d(a, n), d(p, n)) as the negative distance.
-        size_average: deprecated in PyTorch; must be None.
-        reduce: deprecated in PyTorch; must be None.
+        size_average: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
+        reduce: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
         reduction: 'none', 'mean' or 'sum'.
     """
-    no_legacy("triplet_margin_loss", size_average, reduce)
+    reduction = legacy_reduction("triplet_margin_loss", size_average, reduce, reduction)
     named = (("anchor", anchor), ("positive", positive), ("negative", negative))
     for name, t in named:
         check_tensor("triplet_margin_loss", name, t)
@@ -1531,11 +1545,11 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
         input2: a floating Tensor of the same shape.
         target: 1 or -1 per pair, (N,) or 0-d (no gradient).
         margin: negative pairs cost nothing below this cosine (in [-1, 1]; 0 to 0.5 is typical).
-        size_average: deprecated in PyTorch; must be None.
-        reduce: deprecated in PyTorch; must be None.
+        size_average: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
+        reduce: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
         reduction: 'none', 'mean' or 'sum'.
     """
-    no_legacy("cosine_embedding_loss", size_average, reduce)
+    reduction = legacy_reduction("cosine_embedding_loss", size_average, reduce, reduction)
     check_tensor("cosine_embedding_loss", "input1", input1)
     check_tensor("cosine_embedding_loss", "input2", input2)
     check_tensor("cosine_embedding_loss", "target", target, floating=False)
@@ -1553,9 +1567,8 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     return CosineEmbeddingLoss.apply(input1, input2, target.detach(), margin=float(margin), reduction=reduction)
 
 
-def _class_rows(op, input, target, size_average, reduce, reduction):  # noqa: A002
+def _class_rows(op, input, target, reduction):  # noqa: A002
     """Check a (C,) / (N, C) input, its class-index target and the reduction; the (N, C) input and the target."""
-    no_legacy(op, size_average, reduce)
     check_tensor(op, "input", input)
     check_tensor(op, "target", target, floating=False)
     check_reduction(op, reduction)
@@ -1599,14 +1612,15 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         p: 1 or 2 (the hinge, or its square).
         margin: the wanted gap.
         weight: per-class weights (C,) applied by target class, or None.
-        size_average: deprecated in PyTorch; must be None.
-        reduce: deprecated in PyTorch; must be None.
+        size_average: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
+        reduce: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
         reduction: 'none', 'mean' or 'sum'.
     """
     check_number("multi_margin_loss", "margin", margin)
     if p not in (1, 2) or isinstance(p, bool):
         raise ValueError(f"multi_margin_loss: only p == 1 and p == 2 supported, got {p!r}")
-    x, target = _class_rows("multi_margin_loss", input, target, size_average, reduce, reduction)
+    reduction = legacy_reduction("multi_margin_loss", size_average, reduce, reduction)
+    x, target = _class_rows("multi_margin_loss", input, target, reduction)
     if target.array.size != x.shape[0] or target.ndim > 1:
         raise RuntimeError(f"multi_margin_loss: inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
@@ -1654,11 +1668,12 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     Args:
         input: a floating Tensor of scores (N, C) or (C,).
         target: the same shape, integer class indices per row, ended by the first -1 (no gradient).
-        size_average: deprecated in PyTorch; must be None.
-        reduce: deprecated in PyTorch; must be None.
+        size_average: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
+        reduce: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
         reduction: 'none', 'mean' or 'sum'.
     """
-    x, target = _class_rows("multilabel_margin_loss", input, target, size_average, reduce, reduction)
+    reduction = legacy_reduction("multilabel_margin_loss", size_average, reduce, reduction)
+    x, target = _class_rows("multilabel_margin_loss", input, target, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise RuntimeError(f"multilabel_margin_loss: inconsistent target size: {list(target.shape)} for input of "
                            f"size: {list(input.shape)}")
@@ -1680,11 +1695,11 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
         input: a floating Tensor (N, C) (or (C,)).
         target: a floating Tensor of the same shape with values in [0, 1].
         weight: per-class weights broadcast to the input, or None.
-        size_average: deprecated in PyTorch; must be None.
-        reduce: deprecated in PyTorch; must be None.
+        size_average: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
+        reduce: deprecated in PyTorch: None, or a bool that overrides ``reduction`` (with a warning).
         reduction: 'none', 'mean' or 'sum'.
     """
-    no_legacy("multilabel_soft_margin_loss", size_average, reduce)
+    reduction = legacy_reduction("multilabel_soft_margin_loss", size_average, reduce, reduction)
     check_tensor("multilabel_soft_margin_loss", "input", input)
     check_tensor("multilabel_soft_margin_loss", "target", target)
     check_reduction("multilabel_soft_margin_loss", reduction)

@@ -297,6 +297,32 @@ def sum_to(input, shape):  # noqa: A002
     return input if tuple(input.shape) == shape else SumTo.apply(input, shape=shape)
 
 
+def squeezed_shape(op_name, shape, dim):
+    """``shape`` without its size-1 dimensions (all of them, or those among ``dim``).
+
+    Args:
+        op_name: the op, for errors.
+        shape: the input's shape.
+        dim: a dimension or tuple of dimensions, or None for all.
+    """
+    if dim is None:
+        return tuple(s for s in shape if s != 1)
+    dims = {normalize_dim(op_name, d, len(shape)) for d in (dim if isinstance(dim, tuple) else (dim,))}
+    return tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
+
+
+def unsqueezed_shape(op_name, shape, dim):
+    """``shape`` with a dimension of size 1 inserted at ``dim``.
+
+    Args:
+        op_name: the op, for errors.
+        shape: the input's shape.
+        dim: where the new dimension goes (negative counts from the end of the result).
+    """
+    d = normalize_dim(op_name, dim, len(shape) + 1)
+    return tuple(shape[:d]) + (1,) + tuple(shape[d:])
+
+
 def squeeze(input, dim=None):  # noqa: A002
     """Drop dimensions of size 1 (all of them, or only ``dim``).
 
@@ -304,12 +330,7 @@ def squeeze(input, dim=None):  # noqa: A002
         input: a Tensor.
         dim: a dimension or tuple of dimensions, or None for all.
     """
-    if dim is None:
-        shape = tuple(s for s in input.shape if s != 1)
-    else:
-        dims = {normalize_dim("squeeze", d, input.ndim) for d in (dim if isinstance(dim, tuple) else (dim,))}
-        shape = tuple(s for i, s in enumerate(input.shape) if not (i in dims and s == 1))
-    return reshape(input, shape)
+    return reshape(input, squeezed_shape("squeeze", input.shape, dim))
 
 
 def unsqueeze(input, dim):  # noqa: A002
@@ -319,8 +340,7 @@ def unsqueeze(input, dim):  # noqa: A002
         input: a Tensor.
         dim: where the new dimension goes (negative counts from the end of the result).
     """
-    d = normalize_dim("unsqueeze", dim, input.ndim + 1)
-    return reshape(input, input.shape[:d] + (1,) + input.shape[d:])
+    return reshape(input, unsqueezed_shape("unsqueeze", input.shape, dim))
 
 
 def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
