@@ -19,6 +19,8 @@ import os
 
 import numpy
 
+from .meta import META, MetaArray
+
 __all__ = [
     "Device", "device", "default_device", "cuda_available", "get_array_module",
     "array_module_for", "to_numpy", "device_of_array", "cupy_or_none",
@@ -61,8 +63,8 @@ class Device:
         if not isinstance(spec, str):
             raise TypeError(f"device: expected 'cpu', 'cuda' or 'cuda:N', got {spec!r}")
         kind, _, index = spec.partition(":")
-        if kind not in ("cpu", "cuda") or (kind == "cpu" and index):
-            raise ValueError(f"device: expected 'cpu', 'cuda' or 'cuda:N', got {spec!r}")
+        if kind not in ("cpu", "cuda", "meta") or (kind != "cuda" and index):
+            raise ValueError(f"device: expected 'cpu', 'cuda', 'cuda:N' or 'meta', got {spec!r}")
         if index and not index.isdigit():
             raise ValueError(f"device: the index in {spec!r} must be a non-negative integer")
         self.type = kind
@@ -72,8 +74,19 @@ class Device:
 
     @property
     def xp(self):
-        """The array module of this device (``numpy`` or ``cupy``)."""
-        return numpy if self.type == "cpu" else cupy_or_none()
+        """The array module of this device (``numpy``, ``cupy``, or the meta device's factories)."""
+        if self.type == "cpu":
+            return numpy
+        return META if self.type == "meta" else cupy_or_none()
+
+    def __enter__(self):
+        """``with device("cuda"):`` / ``with device("meta"):``: the default device of new tensors inside."""
+        _DEVICE_STACK.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _DEVICE_STACK.pop()
+        return False
 
     def __eq__(self, other):
         if isinstance(other, str):
@@ -87,7 +100,7 @@ class Device:
         return f"device(type='{self.type}'" + (f", index={self.index})" if self.type == "cuda" else ")")
 
     def __str__(self):
-        return self.type if self.type == "cpu" else f"cuda:{self.index}"
+        return f"cuda:{self.index}" if self.type == "cuda" else self.type
 
 
 def _require_cuda(spec, index):
@@ -113,7 +126,10 @@ def device(spec="cpu") -> Device:
 
 
 def default_device() -> Device:
-    """The device new tensors go to: ``CUPYNET_DEVICE`` if set, else cuda when usable, else cpu."""
+    """The device new tensors go to: the innermost ``with device(...)``, else ``CUPYNET_DEVICE`` if set, else
+    cuda when usable, else cpu."""
+    if _DEVICE_STACK:
+        return _DEVICE_STACK[-1]
     forced = os.environ.get("CUPYNET_DEVICE", "").strip()
     if forced:
         if forced not in ("cpu", "cuda") and not forced.startswith("cuda:"):
@@ -153,6 +169,8 @@ def device_of_array(array) -> Device:
     """
     if isinstance(array, numpy.ndarray) or numpy.isscalar(array):
         return _CPU
+    if isinstance(array, MetaArray):
+        return _META_DEVICE
     d = Device.__new__(Device)
     d.type, d.index = "cuda", int(array.device.id)
     return d
@@ -170,3 +188,6 @@ def to_numpy(array):
 
 
 _CPU = Device("cpu")
+_META_DEVICE = Device("meta")
+# NOTE: the devices of the enclosing `with device(...)` blocks, innermost last (PyTorch's device context)
+_DEVICE_STACK = []

@@ -26,6 +26,7 @@ import weakref
 import numpy
 
 from . import backend, dtypes, settings, shared_memory
+from .meta import MetaArray, meta_error
 
 __all__ = ["Tensor", "Size"]
 
@@ -67,7 +68,7 @@ def _is_raw_array(data) -> bool:
     if cupy is not None and isinstance(data, cupy.ndarray):
         _RAW_ARRAYS.add(type(data))
         return True
-    return False
+    return isinstance(data, MetaArray)  # NOTE: the meta device's storage: a shape and a dtype (meta.py)
 
 
 # NOTE: PyTorch's legacy type names by dtype ("torch.FloatTensor"), for Tensor.type()
@@ -324,7 +325,7 @@ class Tensor:
     @property
     def is_cuda(self) -> bool:
         """True when the data is a CuPy array."""
-        return not isinstance(self.array, numpy.ndarray)
+        return not isinstance(self.array, (numpy.ndarray, MetaArray))
 
     # NOTE: torch's small metadata questions and factories, each one line over the array (issue 13)
     @property
@@ -503,6 +504,8 @@ class Tensor:
         extras = []
         if self.dtype not in (dtypes.float32, dtypes.int64, dtypes.bool_):
             extras.append(f"dtype=cupynet.{self.dtype}")
+        if isinstance(self.array, MetaArray):  # NOTE: no values to show, as PyTorch prints a meta tensor
+            return f"tensor(..., device='meta', size={self.shape}" + "".join(", " + e for e in extras) + ")"
         if self.is_cuda:
             extras.append(f"device='{self.device}'")
         if self.grad_fn is not None:
@@ -526,6 +529,8 @@ class Tensor:
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                                "instead.")
+        if isinstance(self.array, MetaArray):
+            raise meta_error("numpy()")
         return backend.to_numpy(self.array)
 
     def item(self):

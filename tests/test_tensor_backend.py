@@ -36,7 +36,7 @@ def test_asking_for_cuda_without_gpu_is_a_clear_error(monkeypatch):
 
 
 def test_bad_device_strings(monkeypatch):
-    with pytest.raises(ValueError, match="expected 'cpu', 'cuda' or 'cuda:N', got 'gpu'"):
+    with pytest.raises(ValueError, match="expected 'cpu', 'cuda', 'cuda:N' or 'meta', got 'gpu'"):
         cn.device("gpu")
     with pytest.raises(ValueError, match="must be a non-negative integer"):
         cn.device("cuda:x")

@@ -8,6 +8,7 @@ in float32 (float64 for float64 tensors) and rounded once to the tensor's dtype.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 
@@ -278,3 +279,19 @@ def orthogonal_(tensor, gain: float = 1, generator=None):
         return (q.T if wide else q).reshape(tensor.shape) * gain
 
     return _write(tensor, _on_device(tensor, draw, generator, "orthogonal_"))
+
+
+def _skip_meta(fill):
+    """``fill`` that leaves a meta tensor as it is: it has no values to fill (PyTorch does the same)."""
+    @functools.wraps(fill)
+    def wrapper(tensor, *args, **kwargs):
+        if isinstance(tensor, Tensor) and tensor.device.type == "meta":
+            return tensor
+        return fill(tensor, *args, **kwargs)
+    return wrapper
+
+
+# NOTE: every in-place fill above skips meta tensors (meta.py): a module built under `with device("meta")`
+for _name in [n for n in __all__ if n.endswith("_")]:
+    globals()[_name] = _skip_meta(globals()[_name])
+del _name

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 
 from .. import backend, dtypes
 from ..amp.functional import to_device
+from ..meta import MetaArray
 from ..tensor import Tensor
 from . import functional as F
 from .parameter import Parameter
@@ -180,13 +181,32 @@ def copy_into(target, array):
     xp.copyto(target.array, array.astype(target.dtype, copy=False), casting="unsafe")
     target._bump_version()
 
-def load_state(module, state, strict=True):
-    """Validate ``state`` against ``module``'s own keys, then copy every value in place.
+def _assign(module, key, value, array):
+    """``load_state_dict(assign=True)`` for one key: the state's tensor becomes the parameter or buffer.
+
+    NOTE: as in PyTorch, a parameter keeps its ``requires_grad`` and becomes a Parameter sharing the
+    state's memory (no copy: a module built on the meta device gets real storage this way).
+    """
+    *path, name = key.split(".")
+    owner = module
+    for part in path:
+        owner = owner._modules[part]
+    if name in owner._parameters:
+        old = owner._parameters[name]
+        new = value if isinstance(value, Parameter) else Parameter(array, requires_grad=old.requires_grad)
+        owner._parameters[name] = new
+    else:
+        owner._buffers[name] = value if isinstance(value, Tensor) else Tensor(array)
+
+
+def load_state(module, state, strict=True, assign=False):
+    """Validate ``state`` against ``module``'s own keys, then copy every value in place (or assign it).
 
     Args:
         module: the Module to load into.
         state: a mapping of key -> Tensor / array.
         strict: missing or unexpected keys raise (listed all at once).
+        assign: make the state's tensors the module's parameters and buffers instead of copying.
     """
     name = type(module).__name__
     if not isinstance(state, Mapping):
@@ -200,8 +220,15 @@ def load_state(module, state, strict=True):
             errors.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
     if errors:
         raise RuntimeError(f"Error(s) in loading state_dict for {name}:\n\t" + "\n\t".join(errors))
+    meta = [key for key in arrays if isinstance(own[key].array, MetaArray)]
+    if meta and not assign:
+        raise RuntimeError(f"load_state_dict: {meta[0]} is on the meta device (no storage to copy into); load with "
+                           "assign=True to make the state's tensors the module's own")
     for key, array in arrays.items():
-        copy_into(own[key], array)
+        if assign:
+            _assign(module, key, state[key], array)
+        else:
+            copy_into(own[key], array)
     return IncompatibleKeys(missing, unexpected)
 
 def _add_indent(text: str, spaces: int) -> str:
@@ -658,9 +685,11 @@ class Module:
         Args:
             state_dict: a mapping of key -> cupynet Tensor, NumPy/CuPy array or torch tensor.
             strict: missing or unexpected keys are an error (else reported in the result).
-            assign: accepted for PyTorch compatibility; values are always copied into the existing tensors.
+            assign: make the state's tensors the module's parameters and buffers (sharing their memory, each
+                parameter keeping its ``requires_grad``) instead of copying into the existing ones; the way to give
+                a module built on the meta device real storage.
         """
-        return load_state(self, state_dict, strict)
+        return load_state(self, state_dict, strict, assign)
 
     def extra_repr(self) -> str:
         """The text inside the parentheses of ``repr`` (e.g. ``in_features=4, out_features=2, bias=True``)."""
