@@ -101,6 +101,18 @@ def windows(x, geoms, value=0.0):
     return view[index]
 
 
+def tap_windows(geoms):
+    """For each kernel tap, in C order: ``(tap, slices)``, the tap's index per dimension and the strided
+    slices of the padded grid that this tap reads in every window (what im2col copies and col2im adds back).
+
+    Args:
+        geoms: one Geometry per spatial dimension.
+    """
+    for tap in itertools.product(*(range(g.kernel) for g in geoms)):
+        yield tap, tuple(slice(k * g.dilation, k * g.dilation + (g.out - 1) * g.stride + 1, g.stride)
+                         for k, g in zip(tap, geoms))
+
+
 def col2im(cols, geoms, out_dtype):
     """Adjoint of ``windows``: add every window of ``cols`` (N, C, *out, *kernel) back onto the input grid.
 
@@ -115,9 +127,7 @@ def col2im(cols, geoms, out_dtype):
     xp = xp_of(cols)
     acc = dtypes.float32 if out_dtype in dtypes.LOW_PRECISION else out_dtype
     buf = xp.zeros(cols.shape[:2] + tuple(g.padded for g in geoms), dtype=acc)
-    for taps in itertools.product(*(range(g.kernel) for g in geoms)):
-        target = tuple(slice(k * g.dilation, k * g.dilation + (g.out - 1) * g.stride + 1, g.stride)
-                       for k, g in zip(taps, geoms))
+    for taps, target in tap_windows(geoms):
         buf[(slice(None), slice(None)) + target] += cols[(Ellipsis,) + taps]
     crop = tuple(slice(g.lo, g.lo + g.size) for g in geoms)
     return xp.ascontiguousarray(buf[(slice(None), slice(None)) + crop]).astype(out_dtype, copy=False)

@@ -27,14 +27,13 @@ overlapping-window sums of conv_transpose accumulate in fp32 too (``col2im``).
 
 from __future__ import annotations
 
-import itertools
 import math
 
 from .. import dtypes
 from ..autograd.function import Function
 from . import fused
 from ._conv_args import check_conv, check_conv_transpose, check_same_dtype
-from ._im2col import pad_input
+from ._im2col import pad_input, tap_windows
 from ._util import xp_of
 from .linalg import matmul_arrays
 from .reduce import sum as _sum
@@ -136,9 +135,7 @@ def _sample_cols(x, geoms, groups):
     kernel, out = tuple(g.kernel for g in geoms), tuple(g.out for g in geoms)
     padded = pad_input(x, geoms, 0.0)
     cols = xp.empty((n, c) + kernel + out, dtype=x.dtype)
-    for tap in itertools.product(*(range(k) for k in kernel)):
-        source = tuple(slice(k * g.dilation, k * g.dilation + (g.out - 1) * g.stride + 1, g.stride)
-                       for k, g in zip(tap, geoms))
+    for tap, source in tap_windows(geoms):
         cols[(slice(None), slice(None)) + tap] = padded[(Ellipsis,) + source]
     return cols.reshape(n, groups, c // groups * math.prod(kernel), math.prod(out))
 
@@ -254,11 +251,9 @@ def _transpose_by_tap(g, w, geoms, groups, rows=None):
     taps = w.reshape((groups, og, cg, math.prod(gm.kernel for gm in geoms)))  # (G, O/G, C/G, taps)
     acc = dtypes.float32 if g.dtype in dtypes.LOW_PRECISION else g.dtype
     buf = xp.zeros((n,) + tuple(gm.padded for gm in geoms) + (groups, cg), dtype=acc)
-    for t, tap in enumerate(itertools.product(*(range(gm.kernel) for gm in geoms))):
+    for t, (_, target) in enumerate(tap_windows(geoms)):
         block = _gemm(rows, xp.ascontiguousarray(taps[..., t]), fp32_out=True)  # (G, N * prod(out), C/G)
         block = block.reshape((groups, n) + out + (cg,))
-        target = tuple(slice(k * gm.dilation, k * gm.dilation + (gm.out - 1) * gm.stride + 1, gm.stride)
-                       for k, gm in zip(tap, geoms))
         buf[(slice(None),) + target] += xp.moveaxis(block, 0, -2) if groups > 1 else block[0][..., None, :]
     buf = buf[(slice(None),) + tuple(slice(gm.lo, gm.lo + gm.size) for gm in geoms)]
     buf = buf.reshape(buf.shape[:1 + nd] + (c,))

@@ -14,7 +14,6 @@ window sums and averaging matrices accumulate in fp32 and round once.
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy
@@ -23,7 +22,7 @@ from .. import dtypes
 from ..autograd.function import Function
 from ..tensor import Tensor
 from ._conv_args import check_input, ntuple
-from ._im2col import Geometry, col2im, output_length, pad_input
+from ._im2col import Geometry, col2im, output_length, pad_input, tap_windows
 from ._util import check_same_device, compute_in_fp32, host_check_range, xp_of
 from .linalg import matmul_arrays
 from .shape import squeeze, unsqueeze
@@ -36,9 +35,8 @@ __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
 
 def _tap_slices(geoms):
     """For each kernel tap (in C order), the strided slice of the padded input that this tap reads in every window."""
-    for taps in itertools.product(*(range(g.kernel) for g in geoms)):
-        yield (Ellipsis,) + tuple(slice(k * g.dilation, k * g.dilation + (g.out - 1) * g.stride + 1, g.stride)
-                                  for k, g in zip(taps, geoms))
+    for _, slices in tap_windows(geoms):
+        yield (Ellipsis,) + slices
 
 
 def _tap_dtype(geoms):
