@@ -69,16 +69,18 @@ def _channel_sums(a, b=None):
     """Per-channel sums of ``a`` (of ``a * b`` when given) over every dim but 1, as an (1, C, 1, ...) array.
 
     NOTE (issue 15): as a matrix-vector product with ones (``a``) and an ``einsum`` (``a * b``, no
-    product array): 2-2.5x faster than NumPy's reduction over the non-contiguous axes (0, 2, 3). Both
-    accumulate in the array's dtype (fp32/fp64) in BLAS's or einsum's blocked order.
+    product array): 2-2.5x faster than NumPy's reduction over the non-contiguous axes (0, 2, 3).
+    NOTE (numerics): both sum each (sample, channel) plane first, in the array's dtype (fp32/fp64) in
+    BLAS's or einsum's vectorised order, then the N plane sums; so no running sum is longer than one
+    plane (H*W terms), as in NumPy's reduction it replaces.
     """
     n, c = a.shape[:2]
     a3 = a.reshape(n, c, -1)
     if b is None:
-        sums = (a3 @ numpy.ones(a3.shape[2], dtype=a.dtype)).sum(axis=0)
+        planes = a3 @ numpy.ones(a3.shape[2], dtype=a.dtype)
     else:
-        sums = numpy.einsum("nci,nci->c", a3, b.reshape(n, c, -1))
-    return sums.reshape((1, c) + (1,) * (a.ndim - 2))
+        planes = numpy.einsum("nci,nci->nc", a3, b.reshape(n, c, -1))
+    return planes.sum(axis=0).reshape((1, c) + (1,) * (a.ndim - 2))
 
 
 def _standardize_array(xf, axes, eps):
