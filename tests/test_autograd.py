@@ -336,3 +336,16 @@ def test_gradcheck_full_jacobian_mode():
     assert cn.autograd.gradcheck(_HalfAProduct.apply, bad, fast_mode=False, raise_exception=False) is False
     with pytest.raises(TypeError, match="fast_mode must be True, False or None, got 'no'"):
         cn.autograd.gradcheck(cn.exp, bad, fast_mode="no")
+
+
+@pytest.mark.parametrize("fast_mode", [True, False])
+@pytest.mark.parametrize("layout", ["transposed", "fortran"])
+def test_gradcheck_perturbs_non_contiguous_inputs(fast_mode, layout):
+    # NOTE: reshape(-1) of a transposed array is a copy: perturbing it left the input unchanged, a zero
+    # numerical Jacobian and a false mismatch for a correct op
+    base = np.random.default_rng(0).standard_normal((3, 4))
+    array = base.T if layout == "transposed" else np.asfortranarray(base)
+    x = cn.tensor(array, requires_grad=True) if layout == "fortran" else cn.Tensor(array).requires_grad_()
+    assert not x.array.flags.c_contiguous
+    assert cn.autograd.gradcheck(lambda a: (a * a * a).sum(), (x,), fast_mode=fast_mode)
+    assert np.array_equal(x.array, array)  # NOTE: every perturbation put back

@@ -54,21 +54,25 @@ def _dot(outputs, cotangents):
     return total
 
 
+def _central_differences(fn, inputs, t, eps, measure):
+    """``(measure(f(t + eps e_i)) - measure(f(t - eps e_i))) / (2 eps)`` for every element ``i`` of ``t``, in C order.
+
+    NOTE: each element is perturbed in place through its index, so a transposed or otherwise
+    non-contiguous input is perturbed too (``reshape(-1)`` of such an array is a copy).
+    """
+    for index in numpy.ndindex(*t.shape):
+        orig = float(t.array[index])
+        t.array[index] = orig + eps
+        plus = measure(_outputs(fn, inputs))
+        t.array[index] = orig - eps
+        minus = measure(_outputs(fn, inputs))
+        t.array[index] = orig
+        yield (plus - minus) / (2 * eps)
+
+
 def _numerical_vjp(fn, inputs, diff, cotangents, eps):
-    result = []
-    for t in diff:
-        flat = t.array.reshape(-1)
-        g = numpy.zeros(flat.size)
-        for i in range(flat.size):
-            orig = float(flat[i])
-            flat[i] = orig + eps
-            plus = _dot(_outputs(fn, inputs), cotangents)
-            flat[i] = orig - eps
-            minus = _dot(_outputs(fn, inputs), cotangents)
-            flat[i] = orig
-            g[i] = (plus - minus) / (2 * eps)
-        result.append(g.reshape(t.shape))
-    return result
+    return [numpy.fromiter(_central_differences(fn, inputs, t, eps, lambda outs: _dot(outs, cotangents)),
+                           dtype=numpy.float64, count=int(t.array.size)).reshape(t.shape) for t in diff]
 
 
 def _full_jacobians(fn, inputs, diff, eps):
@@ -99,21 +103,12 @@ def _full_jacobians(fn, inputs, diff, eps):
 
 
 def _numerical_jacobian(fn, inputs, t, rows, eps):
-    flat, columns = t.array.reshape(-1), []
-    for i in range(flat.size):
-        orig = float(flat[i])
-        flat[i] = orig + eps
-        plus = _flat_outputs(fn, inputs)
-        flat[i] = orig - eps
-        minus = _flat_outputs(fn, inputs)
-        flat[i] = orig
-        columns.append((plus - minus) / (2 * eps))
-    return numpy.array(columns).T.reshape(rows, flat.size)
+    columns = list(_central_differences(fn, inputs, t, eps, _flat))
+    return numpy.array(columns).T.reshape(rows, int(t.array.size))
 
 
-def _flat_outputs(fn, inputs):
-    return numpy.concatenate([numpy.asarray(to_numpy(o.array), dtype=numpy.float64).reshape(-1)
-                              for o in _outputs(fn, inputs)])
+def _flat(outputs):
+    return numpy.concatenate([numpy.asarray(to_numpy(o.array), dtype=numpy.float64).reshape(-1) for o in outputs])
 
 
 def _compare(pairs, atol, rtol, raise_exception):
