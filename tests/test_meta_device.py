@@ -73,3 +73,15 @@ def test_device_blocks_nest_and_a_bad_device_name_is_refused():
         assert cn.ones(1).device.type == "meta"
     with pytest.raises(ValueError, match="expected 'cpu', 'cuda', 'cuda:N' or 'meta'"):
         cn.device("meta:0")
+
+
+def test_assign_keeps_the_modules_requires_grad_for_tensor_and_parameter_values_as_torch():
+    for state_of in (lambda m: m.state_dict(), lambda m: {"weight": m.weight, "bias": m.bias}):
+        ours, theirs = nn.Linear(2, 2), torch.nn.Linear(2, 2)
+        ours.weight.requires_grad_(False)
+        theirs.weight.requires_grad_(False)
+        ours.load_state_dict(state_of(nn.Linear(2, 2)), assign=True)
+        theirs.load_state_dict(state_of(torch.nn.Linear(2, 2)), assign=True)
+        assert ours.weight.requires_grad is theirs.weight.requires_grad is False
+        assert ours.bias.requires_grad is theirs.bias.requires_grad is True
+        assert isinstance(ours.weight, nn.Parameter)

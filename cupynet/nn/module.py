@@ -187,13 +187,12 @@ def _assign(module, key, value, array):
     NOTE: as in PyTorch, a parameter keeps its ``requires_grad`` and becomes a Parameter sharing the
     state's memory (no copy: a module built on the meta device gets real storage this way).
     """
-    *path, name = key.split(".")
-    owner = module
-    for part in path:
-        owner = owner._modules[part]
+    path, _, name = key.rpartition(".")
+    owner = module.get_submodule(path)
     if name in owner._parameters:
-        old = owner._parameters[name]
-        new = value if isinstance(value, Parameter) else Parameter(array, requires_grad=old.requires_grad)
+        keep = owner._parameters[name].requires_grad
+        # NOTE: a Parameter value is taken as it is and given the module's flag, as PyTorch does
+        new = value.requires_grad_(keep) if isinstance(value, Parameter) else Parameter(array, requires_grad=keep)
         owner._parameters[name] = new
     else:
         owner._buffers[name] = value if isinstance(value, Tensor) else Tensor(array)
