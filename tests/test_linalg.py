@@ -247,3 +247,13 @@ def test_new_linalg_bad_inputs():
         cn.linalg.solve_triangular(cn.eye(2), cn.ones(2, 1))  # NOTE: keyword-only and required, as in torch
     with pytest.raises(RuntimeError, match="linalg.vander: x must have at least one dimension"):
         cn.linalg.vander(cn.tensor(1.0))
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan")])
+def test_matrix_exp_of_a_non_finite_matrix_is_nan_as_torch(bad):
+    # NOTE: used to raise a bare OverflowError from int(ceil(log2(inf))) while choosing the squarings
+    a = np.array([[bad, 0.0], [0.0, 1.0]], dtype=np.float32)
+    ours = cn.linalg.matrix_exp(cn.tensor(a))
+    theirs = torch.linalg.matrix_exp(torch.tensor(a))
+    assert ours.dtype == cn.float32
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())

@@ -630,8 +630,12 @@ def _expm_array(a):
     xp = xp_of(a)
     x = a.astype(numpy.float64)
     norm = float(xp.abs(x).sum(axis=-2).max()) if x.size else 0.0
-    squarings = max(0, int(numpy.ceil(numpy.log2(norm)))) if norm > 0 else 0
+    # NOTE: an inf or NaN entry makes no number of squarings meaningful: none, and the series carries it
+    squarings = max(0, int(numpy.ceil(numpy.log2(norm)))) if 0 < norm < numpy.inf else 0
     x = x / 2.0 ** squarings
+    if not 0 <= norm < numpy.inf:
+        # NOTE: inf/NaN input: every entry of the result is NaN, as torch.linalg.matrix_exp gives (no warnings)
+        return xp.full(a.shape, numpy.nan, dtype=a.dtype)
     eye = xp.broadcast_to(xp.eye(a.shape[-1]), x.shape)
     out = eye
     for k in range(18, 0, -1):  # NOTE: Horner: I + x/1 (I + x/2 (I + ... (I + x/18)))
