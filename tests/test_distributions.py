@@ -332,3 +332,17 @@ def test_validate_args_off_and_default_switch():
         cd.Normal("0", 1.0)
     with pytest.raises(NotImplementedError, match="Categorical has no rsample"):
         cd.Categorical(cn.tensor([0.5, 0.5])).rsample()
+
+
+@pytest.mark.parametrize("make,expected", [
+    (lambda: cd.MultivariateNormal(cn.zeros(2), cn.eye(2, dtype=cn.float64)),
+     r"loc \(float32\) and covariance_matrix \(float64\) must have one floating dtype"),
+    (lambda: cd.MultivariateNormal(cn.zeros(2, dtype=cn.int64), scale_tril=cn.eye(2)),
+     r"loc \(int64\) and scale_tril \(float32\) must have one floating dtype"),
+    (lambda: cd.MultivariateNormal(cn.zeros(3, 2), cn.eye(2).expand(4, 2, 2)),
+     r"the batch shapes of loc \(3, 2\) and covariance_matrix \(4, 2, 2\) do not broadcast"),
+])
+def test_multivariate_normal_names_mismatched_parameters_up_front(make, expected):
+    # NOTE: these used to be accepted and fail later inside solve/matmul, or with NumPy's bare broadcast error
+    with pytest.raises(ValueError, match=expected):
+        make()

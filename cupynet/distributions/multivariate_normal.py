@@ -12,6 +12,7 @@ import math
 
 import numpy
 
+from .. import dtypes
 from ..backend import get_array_module
 from ..ops import broadcast_to, diagonal, log, matmul, squeeze, unsqueeze
 from ..ops.decomposition import inv, linalg_cholesky, solve_triangular
@@ -59,7 +60,14 @@ class MultivariateNormal(Distribution):
         if matrix.shape[-2:] != (k, k):
             raise ValueError(f"{self._given}: expected a (..., {k}, {k}) matrix for loc of shape {tuple(loc.shape)}, "
                              f"got {tuple(matrix.shape)}")
-        batch = tuple(numpy.broadcast_shapes(tuple(matrix.shape[:-2]), tuple(loc.shape[:-1])))
+        if not dtypes.is_floating(loc.dtype) or loc.dtype != matrix.dtype:
+            raise ValueError(f"MultivariateNormal: loc ({loc.dtype}) and {self._given} ({matrix.dtype}) must have "
+                             "one floating dtype")
+        try:
+            batch = tuple(numpy.broadcast_shapes(tuple(matrix.shape[:-2]), tuple(loc.shape[:-1])))
+        except ValueError:
+            raise ValueError(f"MultivariateNormal: the batch shapes of loc {tuple(loc.shape)} and {self._given} "
+                             f"{tuple(matrix.shape)} do not broadcast") from None
         self.loc = broadcast_to(loc, batch + (k,))
         setattr(self, "_" + self._given, matrix)
         super().__init__(batch_shape=batch, event_shape=(k,), validate_args=validate_args)
