@@ -37,6 +37,7 @@ __all__ = [
     "float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64",
     "bool_", "FLOATING", "LOW_PRECISION", "as_dtype", "is_dtype_like", "is_floating", "is_low_precision",
     "result_type", "compute_dtype", "get_default_dtype", "set_default_dtype", "finfo", "iinfo",
+    "TORCH_SCALAR_NAMES", "torch_scalar_name",
 ]
 
 
@@ -64,6 +65,21 @@ def set_default_dtype(dtype) -> None:
         raise TypeError(f"set_default_dtype: only floating dtypes are supported "
                         f"(float16, bfloat16, float32, float64), got {d}")
     _DefaultDtype.value = d
+
+
+# NOTE: PyTorch's scalar-type names ("Float", "Long"): its error texts and its legacy type names
+# ("torch.FloatTensor") use them
+TORCH_SCALAR_NAMES = {float32: "Float", float64: "Double", float16: "Half", bfloat16: "BFloat16", uint8: "Byte",
+                      int8: "Char", int16: "Short", int32: "Int", int64: "Long", bool_: "Bool"}
+
+
+def torch_scalar_name(dtype) -> str:
+    """PyTorch's scalar-type name of a dtype (``Float``, ``Long``, ``BFloat16``), else the dtype's own name.
+
+    Args:
+        dtype: a NumPy dtype.
+    """
+    return TORCH_SCALAR_NAMES.get(dtype, str(dtype))
 
 
 def as_dtype(dtype) -> numpy.dtype:

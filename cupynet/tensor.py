@@ -71,17 +71,11 @@ def _is_raw_array(data) -> bool:
     return isinstance(data, MetaArray)  # NOTE: the meta device's storage: a shape and a dtype (meta.py)
 
 
-# NOTE: PyTorch's legacy type names by dtype ("torch.FloatTensor"), for Tensor.type()
-_LEGACY_TYPE_NAMES = {dtypes.float32: "Float", dtypes.float64: "Double", dtypes.float16: "Half",
-                      dtypes.bfloat16: "BFloat16", dtypes.uint8: "Byte", dtypes.int8: "Char", dtypes.int16: "Short",
-                      dtypes.int32: "Int", dtypes.int64: "Long", dtypes.bool_: "Bool"}
-
-
 def _parse_legacy_type_name(name):
     """``'torch.FloatTensor'`` -> (float32, "cpu"), ``'torch.cuda.LongTensor'`` -> (int64, "cuda"); else ValueError."""
     device, rest = ("cuda", name[len("torch.cuda."):]) if name.startswith("torch.cuda.") else \
         ("cpu", name[len("torch."):] if name.startswith("torch.") else None)
-    for dtype, short in _LEGACY_TYPE_NAMES.items():
+    for dtype, short in dtypes.TORCH_SCALAR_NAMES.items():
         if rest == f"{short}Tensor":
             return dtype, device
     raise ValueError(f"invalid type: {name!r} (expected a name like 'torch.FloatTensor' or 'torch.cuda.LongTensor')")
@@ -640,7 +634,7 @@ class Tensor:
         """
         if dtype is None:
             prefix = "torch.cuda." if self.device.type == "cuda" else "torch."
-            return f"{prefix}{_LEGACY_TYPE_NAMES[self.array.dtype]}Tensor"
+            return f"{prefix}{dtypes.TORCH_SCALAR_NAMES[self.array.dtype]}Tensor"
         if isinstance(dtype, str):
             target, device = _parse_legacy_type_name(dtype)
             return self.to(device=device, dtype=target)

@@ -71,18 +71,13 @@ def _check_matrix(op_name, A, square=True, low_precision_ok=False):  # noqa: N80
     if A.ndim < 2:
         raise RuntimeError(f"{op_name}: The input tensor A must have at least 2 dimensions.")
     if A.dtype in dtypes.LOW_PRECISION and not low_precision_ok:
-        raise RuntimeError(f"{op_name}: Low precision dtypes not supported. Got {_torch_name(A.dtype)}")
+        raise RuntimeError(f"{op_name}: Low precision dtypes not supported. Got {dtypes.torch_scalar_name(A.dtype)}")
     if not dtypes.is_floating(A.dtype):
         raise RuntimeError(f"{op_name}: Expected a floating point or complex tensor as input. Got "
-                           f"{_torch_name(A.dtype)}")
+                           f"{dtypes.torch_scalar_name(A.dtype)}")
     if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"{op_name}: A must be batches of square matrices, but they are {A.shape[-2]} by "
                            f"{A.shape[-1]} matrices")
-
-
-def _torch_name(dtype):
-    return {"float16": "Half", "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "bool": "Bool",
-            "uint8": "Byte", "int8": "Char", "int16": "Short"}.get(str(dtype), str(dtype))
 
 
 def _lapack(op_name, fn, *arrays, **kwargs):
@@ -167,8 +162,9 @@ def solve(A, B, *, left=True):  # noqa: N803
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
                            f"({A.shape[-2]}x{A.shape[-1]} and {b.shape[-2]}x{b.shape[-1]})")
     if B.dtype != A.dtype:
+        name = dtypes.torch_scalar_name
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
-                           f"{_torch_name(A.dtype)} and B of type {_torch_name(B.dtype)} instead")
+                           f"{name(A.dtype)} and B of type {name(B.dtype)} instead")
     batch = _broadcast_batch(A.shape[:-2], b.shape[:-2])
     out = Solve.apply(_expand_batch(A, batch), _expand_batch(b, batch))
     return out[..., 0] if vector else out

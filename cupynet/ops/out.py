@@ -27,13 +27,6 @@ def _kind_rank(dtype):
     return 2 if dtypes.is_floating(dtype) else _KIND_RANK.get(dtype.kind, 3)
 
 
-def _torch_type_name(dtype):
-    """PyTorch's scalar-type name in its cast message (``Float``, ``Long``, ``BFloat16``)."""
-    names = {"float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double", "int64": "Long",
-             "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
-    return names.get(str(dtype), str(dtype))
-
-
 def _check_out(name, result, out):
     if not isinstance(out, Tensor):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
@@ -41,8 +34,8 @@ def _check_out(name, result, out):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
                            "but one of the arguments requires grad.")
     if _kind_rank(result.dtype) > _kind_rank(out.dtype):
-        raise RuntimeError(f"{name}: result type {_torch_type_name(result.dtype)} can't be cast to the desired "
-                           f"output type {_torch_type_name(out.dtype)}")
+        raise RuntimeError(f"{name}: result type {dtypes.torch_scalar_name(result.dtype)} can't be cast to the desired "
+                           f"output type {dtypes.torch_scalar_name(out.dtype)}")
     if xp_of(result) is not xp_of(out):
         raise RuntimeError(f"{name}: out is on {out.device} but the result is on {result.device}; expected out on "
                            f"{result.device}")
