@@ -375,13 +375,23 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A0
 # ----------------------------------------------------------------------------- batch norm
 
 
-def _update_running_stats(running_mean, running_var, batch_mean, batch_var, count, momentum):
+def _unbiased(var, count):
+    """The unbiased variance ``var * n / (n - 1)`` (``n`` an int or a device array: no host read) for the running stats.
+
+    Args:
+        var: the biased batch variance (array).
+        count: the number of values each variance was taken over.
+    """
+    denominator = max(count - 1, 1) if isinstance(count, int) else xp_of(count).maximum(count - 1, 1)
+    return var * (count / denominator)
+
+
+def _update_running_stats(running_mean, running_var, batch_mean, unbiased, momentum):
     """``r = (1 - momentum) * r + momentum * stat`` in fp32, in place, outside the graph (version bump).
 
-    NOTE: the running variance takes the unbiased batch variance (``var * n / (n - 1)``), as PyTorch;
-    the update is computed in fp32 (fp64 for fp64 buffers) and stored in the buffer's dtype.
+    NOTE: the running variance takes the unbiased batch variance (``_unbiased``), as PyTorch; the update
+    is computed in fp32 (fp64 for fp64 buffers) and stored in the buffer's dtype.
     """
-    unbiased = batch_var * (count / max(count - 1, 1))
     for buf, stat in ((running_mean, batch_mean), (running_var, unbiased)):
         if buf is None:
             continue
@@ -416,7 +426,7 @@ class BatchNorm(Function):
         if training:
             xhat, mu, var = _standardize_array(xf, axes, eps)
             _keep_for_backward(ctx, xhat, var, eps)
-            _update_running_stats(running_mean, running_var, mu, var, x.array.size // x.shape[1], momentum)
+            _update_running_stats(running_mean, running_var, mu, _unbiased(var, x.array.size // x.shape[1]), momentum)
         else:
             ctx.mean = running_mean.array.reshape(ctx.param_shape).astype(xf.dtype)
             ctx.rstd = 1.0 / xp_of(x).sqrt(running_var.array.reshape(ctx.param_shape).astype(xf.dtype) + eps)
@@ -553,10 +563,8 @@ def sync_batch_norm(input, running_mean, running_var, weight, bias, momentum, ep
         out = out * reshape(cast(weight, xf.dtype), shape)
     if bias is not None:
         out = out + reshape(cast(bias, xf.dtype), shape)
-    n_arr = n.array
-    # NOTE: count=1 keeps the already-unbiased variance as it is; the count stays on the device (no host read)
-    _update_running_stats(running_mean, running_var, mu.array, var.array * n_arr / xp_of(n_arr).maximum(n_arr - 1, 1),
-                          1, _momentum(momentum))
+    # NOTE: the all-reduced count stays on the device (no host read)
+    _update_running_stats(running_mean, running_var, mu.array, _unbiased(var.array, n.array), _momentum(momentum))
     return cast(out, input.dtype)
 
 
@@ -565,9 +573,7 @@ def _instance_running_update(input, running_mean, running_var, momentum, eps):
     n, c = input.shape[:2]
     _, mu, var = _standardize_array(compute_in_fp32(input.array).reshape(n, c, -1), (2,), eps)
     count = input.array.size // max(n * c, 1)
-    unbiased_mean_of_vars = (var * (count / max(count - 1, 1))).mean(axis=0)
-    # NOTE: passing count=1 keeps the already-unbiased variance as it is
-    _update_running_stats(running_mean, running_var, mu.mean(axis=0), unbiased_mean_of_vars, 1, momentum)
+    _update_running_stats(running_mean, running_var, mu.mean(axis=0), _unbiased(var, count).mean(axis=0), momentum)
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,  # noqa: A002
