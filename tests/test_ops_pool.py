@@ -305,3 +305,13 @@ def test_adaptive_max_and_unpool_layers_match_torch():
     for nd in (1, 3):
         assert repr(getattr(cn.nn, f"AdaptiveMaxPool{nd}d")(2)) == repr(getattr(torch.nn, f"AdaptiveMaxPool{nd}d")(2))
         assert repr(getattr(cn.nn, f"MaxUnpool{nd}d")(2)) == repr(getattr(torch.nn, f"MaxUnpool{nd}d")(2))
+
+
+def test_max_unpool_takes_numpy_integer_output_sizes_as_torch():
+    x = np.random.default_rng(1).standard_normal((1, 2, 5, 4)).astype(np.float32)
+    out, idx = ops.max_pool2d(cn.tensor(x), 2, return_indices=True)
+    t_out, t_idx = F.max_pool2d(torch.tensor(x), 2, return_indices=True)
+    size = (np.int64(5), np.int64(4))
+    ours = ops.max_unpool2d(out, idx, 2, output_size=size)
+    theirs = F.max_unpool2d(t_out, t_idx, 2, output_size=[int(s) for s in size])
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())

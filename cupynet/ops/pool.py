@@ -424,10 +424,15 @@ class MaxUnpool(_PlaneScatterAdd):
     op_name = "max_unpool"
 
 
-def _pool_geoms(op_name, nd, input, kernel_size, stride, padding, dilation, ceil_mode):  # noqa: A002
+def _window_args(op_name, nd, kernel_size, stride, padding):
+    """kernel, stride (the kernel when not given, as PyTorch) and padding as ``nd``-tuples, each checked."""
     kernel = ntuple(op_name, "kernel_size", kernel_size, nd, 1)
     stride = kernel if stride is None or stride == [] or stride == () else ntuple(op_name, "stride", stride, nd, 1)
-    padding = ntuple(op_name, "padding", padding, nd, 0)
+    return kernel, stride, ntuple(op_name, "padding", padding, nd, 0)
+
+
+def _pool_geoms(op_name, nd, input, kernel_size, stride, padding, dilation, ceil_mode):  # noqa: A002
+    kernel, stride, padding = _window_args(op_name, nd, kernel_size, stride, padding)
     dilation = ntuple(op_name, "dilation", dilation, nd, 1)
     geoms = []
     for size, k, s, p, d in zip(input.shape[-nd:], kernel, stride, padding, dilation):
@@ -561,21 +566,19 @@ def _adaptive_max_pool(nd, input, output_size, return_indices):  # noqa: A002
 
 def _unpool_size(op_name, nd, input, kernel_size, stride, padding, output_size):  # noqa: A002
     """The spatial output size of max unpooling: ``output_size`` checked, or ``(in - 1)*stride - 2*pad + kernel``."""
-    kernel = ntuple(op_name, "kernel_size", kernel_size, nd, 1)
-    stride = kernel if stride is None or stride == [] or stride == () else ntuple(op_name, "stride", stride, nd, 1)
-    padding = ntuple(op_name, "padding", padding, nd, 0)
+    kernel, stride, padding = _window_args(op_name, nd, kernel_size, stride, padding)
     default = tuple((n - 1) * s - 2 * p + k for n, s, p, k in zip(input.shape[-nd:], stride, padding, kernel))
     if output_size is None:
         return default
     size = tuple(output_size)[-nd:] if isinstance(output_size, (tuple, list)) and len(output_size) in (nd, nd + 2) \
         else None
-    if size is None or not all(isinstance(v, int) for v in size):
+    if size is None or not all(isinstance(v, (int, numpy.integer)) and not isinstance(v, bool) for v in size):
         raise ValueError(f"{op_name}: output_size should be a sequence of {nd} or {nd + 2} ints, got {output_size!r}")
     for v, d, s in zip(size, default, stride):
         if not d - s < v < d + s:
             raise ValueError(f"{op_name}: invalid output_size {output_size!r} (dim {v} must be between {d - s + 1} "
                              f"and {d + s - 1})")
-    return size
+    return tuple(int(v) for v in size)
 
 
 def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size):  # noqa: A002
