@@ -73,7 +73,12 @@ def test_requires_grad_makes_a_leaf():
     (lambda: cupynet.spmm(cupynet.ones(3), cupynet.ones(3, 2)), "spmm: input must be a 2D tensor, got shape"),
     (lambda: cupynet.ones(2, 2).to_sparse(sparse_dim=3), r"sparse_dim must be in \[0, 2\]"),
     (lambda: cupynet.ones(2, 2).to_sparse(blocksize=(1, 1)), "has only the COO form"),
+    (lambda: cupynet.sparse_coo_tensor(INDICES, cupynet.ones(4), "ab"),
+     "size must be a sequence of non-negative ints, got 'ab'"),
+    (lambda: cupynet.sparse_coo_tensor(INDICES, cupynet.ones(4), (3, -4)),
+     r"size must be a sequence of non-negative ints, got \(3, -4\)"),
+    (lambda: cupynet.ones(2, 2).to_sparse("a"), "sparse_dim must be an int or None, got 'a'"),
 ])
 def test_bad_arguments_are_refused_with_what_was_expected(call, match):
-    with pytest.raises((RuntimeError, NotImplementedError), match=match):
+    with pytest.raises((RuntimeError, NotImplementedError, TypeError), match=match):
         call()

@@ -54,6 +54,9 @@ def _coo_size(index, values, size):
     if size is None:
         rows = tuple(int(m) + 1 for m in index.max(axis=1)) if nnz else (0,) * sparse_dim
         return rows + tuple(values.shape[1:])
+    if isinstance(size, (str, bytes)) or not hasattr(size, "__iter__") or not all(
+            isinstance(s, (int, numpy.integer)) and not isinstance(s, bool) and s >= 0 for s in size):
+        raise TypeError(f"sparse_coo_tensor: size must be a sequence of non-negative ints, got {size!r}")
     size = tuple(int(s) for s in size)
     if len(size) != sparse_dim + values.ndim - 1:
         raise RuntimeError(f"sparse_coo_tensor: 'len(size) == sparse_dim + dense_dim' is not satisfied: "
@@ -123,6 +126,8 @@ def to_sparse(input, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=
     if layout is not None or blocksize is not None or dense_dim is not None:
         raise NotImplementedError("to_sparse: cupynet stores sparse tensors dense and has only the COO form: "
                                   "expected layout=None, blocksize=None, dense_dim=None")
+    if sparse_dim is not None and (not isinstance(sparse_dim, (int, numpy.integer)) or isinstance(sparse_dim, bool)):
+        raise TypeError(f"to_sparse: sparse_dim must be an int or None, got {sparse_dim!r}")
     if sparse_dim is not None and not 0 <= sparse_dim <= input.ndim:
         raise RuntimeError(f"to_sparse: sparse_dim must be in [0, {input.ndim}] for a {input.ndim}-D tensor, "
                            f"got {sparse_dim}")
