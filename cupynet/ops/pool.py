@@ -24,6 +24,7 @@ from ..tensor import Tensor
 from ._conv_args import check_input, ntuple
 from ._im2col import Geometry, col2im, output_length, pad_input, tap_windows
 from ._util import check_same_device, compute_in_fp32, host_check_range, xp_of
+from .indexing import GetItem, IndexAddZeros
 from .linalg import matmul_arrays
 from .shape import squeeze, unsqueeze
 
@@ -308,56 +309,25 @@ def _plane_offsets(xp, lead, plane, nd):
     return planes.reshape(tuple(lead) + (1,) * nd)
 
 
-def _put_at(values, index, shape, accumulate):
-    """A zero array of ``shape`` with ``values`` put (or, ``accumulate``, added) at the flat ``index``.
+class MaxUnpool(Function):
+    """Put each value at its flat plane index in a zero output (the partial inverse of max pooling).
 
-    NOTE: accumulation adds repeats without a scatter-add (deterministic): ``bincount`` sums them,
-    in float64 on NumPy for every dtype (one rounding at the end); CuPy's ``add.at`` accumulates in fp32
-    for half dtypes.
+    A repeated index is written, not added (the last write wins, as in PyTorch); the backward gathers
+    the gradient at the same positions (``GetItem``), whose own backward is the scatter-add.
     """
-    xp = xp_of(values)
-    size = math.prod(shape)
-    if not accumulate:
-        out = xp.zeros(size, dtype=values.dtype)
-        out[index.reshape(-1)] = values.reshape(-1)
-        return out.reshape(shape)
-    if xp is numpy:
-        total = numpy.bincount(index.reshape(-1), weights=values.reshape(-1).astype(numpy.float64), minlength=size)
-        return total.astype(values.dtype).reshape(shape)
-    acc = dtypes.float32 if values.dtype in dtypes.LOW_PRECISION else values.dtype
-    out = xp.zeros(size, dtype=acc)
-    xp.add.at(out, index.reshape(-1), values.reshape(-1).astype(acc))
-    return out.astype(values.dtype).reshape(shape)
 
-
-class _PlaneScatterAdd(Function):
-    """Add each value of ``g`` into a zero array of ``shape`` at its flat ``index`` (repeats accumulate)."""
-
-    op_name = "plane_scatter_add"
+    op_name = "max_unpool"
 
     @staticmethod
-    def forward(ctx, g, index=None, shape=(), accumulate=True):
+    def forward(ctx, values, index=(), shape=()):
         ctx.index = index
-        return _put_at(g.array, index, shape, accumulate)
+        out = xp_of(values).zeros(shape, dtype=values.dtype)
+        out[index] = values.array
+        return out
 
     @staticmethod
     def backward(ctx, grad):
-        return _PlaneGather.apply(grad, index=ctx.index)
-
-
-class _PlaneGather(Function):
-    """The values of ``x`` at the flat ``index`` (an array of the output's shape)."""
-
-    op_name = "plane_gather"
-
-    @staticmethod
-    def forward(ctx, x, index=None):
-        ctx.index, ctx.shape = index, x.shape
-        return xp_of(x).ascontiguousarray(x.array).reshape(-1).take(index)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return _PlaneScatterAdd.apply(grad, index=ctx.index, shape=ctx.shape)
+        return GetItem.apply(grad, index=ctx.index)
 
 
 def _adaptive_windows(xp, sizes, outs):
@@ -405,23 +375,15 @@ class AdaptiveMaxPool(Function):
         nd = len(outs)
         xp = xp_of(x)
         arg = _adaptive_argmax(x.array, nd, outs)
-        index = arg + _plane_offsets(xp, x.shape[:-nd], math.prod(x.shape[-nd:]), nd)
-        ctx.index, ctx.shape = index, x.shape
-        out = xp.ascontiguousarray(x.array).reshape(-1).take(index)
+        flat = arg + _plane_offsets(xp, x.shape[:-nd], math.prod(x.shape[-nd:]), nd)
+        ctx.index, ctx.shape = xp.unravel_index(flat, x.shape), x.shape
+        out = x.array[ctx.index]
         return (out, arg) if with_indices else out
 
     @staticmethod
     def backward(ctx, grad, _grad_indices=None):
-        return _PlaneScatterAdd.apply(grad, index=ctx.index, shape=ctx.shape)
-
-
-class MaxUnpool(_PlaneScatterAdd):
-    """Put each value at its flat plane index in a zero output (the partial inverse of max pooling).
-
-    Applied with ``accumulate=False``: a repeated index is written, not added; the backward gathers.
-    """
-
-    op_name = "max_unpool"
+        # NOTE: overlapping adaptive windows can share a maximum: the scatter-add accumulates (fp32 for halves)
+        return IndexAddZeros.apply(grad, index=ctx.index, shape=ctx.shape)
 
 
 def _window_args(op_name, nd, kernel_size, stride, padding):
@@ -593,9 +555,9 @@ def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size): 
     plane = math.prod(size)
     host_check_range(op_name, indices.array, 0, plane - 1, f"output volumes are of size {'x'.join(map(str, size))}")
     xp = xp_of(input)
-    index = indices.array + _plane_offsets(xp, input.shape[:-nd], plane, nd)
     shape = tuple(input.shape[:-nd]) + size
-    return MaxUnpool.apply(input, index=index, shape=shape, accumulate=False)
+    index = xp.unravel_index(indices.array + _plane_offsets(xp, input.shape[:-nd], plane, nd), shape)
+    return MaxUnpool.apply(input, index=index, shape=shape)
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
