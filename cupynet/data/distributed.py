@@ -11,6 +11,7 @@ is what lets a run resume at another world size (docs/distributed.md).
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy
 
@@ -47,7 +48,8 @@ class DistributedSampler:
         if not isinstance(num_replicas, int) or num_replicas < 1:
             raise ValueError(f"DistributedSampler: num_replicas must be a positive int, got {num_replicas!r}")
         if not isinstance(rank, int) or not 0 <= rank < num_replicas:
-            raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]")
+            raise ValueError(f"DistributedSampler: Invalid rank {rank}, rank should be in the interval "
+                             f"[0, {num_replicas - 1}]")
         self.dataset, self.num_replicas, self.rank = dataset, num_replicas, rank
         self.shuffle, self.seed, self.drop_last, self.epoch = bool(shuffle), int(seed), bool(drop_last), 0
         n = len(dataset)
@@ -63,6 +65,8 @@ class DistributedSampler:
         Args:
             epoch: the epoch number (same on every rank).
         """
+        if isinstance(epoch, bool) or not isinstance(epoch, numbers.Integral):
+            raise ValueError(f"DistributedSampler.set_epoch: epoch must be an int, got {epoch!r}")
         self.epoch = int(epoch)
 
     def global_order(self) -> list:

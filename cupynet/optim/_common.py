@@ -21,6 +21,33 @@ __all__ = [
 ]
 
 
+def positive_int(owner, name, value):
+    """``value`` as an int; ValueError naming ``owner`` and ``name`` unless it is a positive integer.
+
+    Args:
+        owner: the optimizer's or scheduler's name, for the message.
+        name: the argument's name.
+        value: the value given.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
+        raise ValueError(f"{owner}: {name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def host_value(owner, what, value) -> float:
+    """A loss or metric read on the host as a float; a clear error naming ``owner`` when it is not one number.
+
+    Args:
+        owner: the caller, for the message (``"LBFGS.step"``).
+        what: what the value is (``"the closure's loss"``).
+        value: a number or a one-element Tensor.
+    """
+    try:
+        return float(value)
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(f"{owner}: {what} must be a number or a one-element Tensor, got {value!r:.80}") from None
+
+
 def check_number(owner: str, name: str, value, low=0.0, low_inclusive=True, high=None, high_inclusive=False,
                  label=None):
     """Check a real hyper-parameter against bounds; raise ValueError naming the optimizer otherwise.

@@ -43,7 +43,10 @@ class ASGD(Optimizer):
 
     _step_supports_amp_scaling = True
     _scalar_state_keys = ("step", "eta", "mu")
-    _checks = (("lr", "learning rate", {}), ("weight_decay", "weight_decay value", {}))
+    # NOTE: torch checks none of lambd, alpha, t0 (a string t0 failed at the first step, a negative lambd made the
+    # step grow); cupynet refuses them when the optimizer is built
+    _checks = (("lr", "learning rate", {}), ("weight_decay", "weight_decay value", {}),
+               ("lambd", "lambd value", {}), ("alpha", "alpha value", {}), ("t0", "t0 value", {"low": None}))
 
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0.0, foreach=None,
                  maximize=False, differentiable=False, capturable=False):

@@ -174,9 +174,7 @@ class LBFGS(Optimizer):
     def _validate_group(self, group) -> None:
         super()._validate_group(group)
         for key in ("max_iter", "max_eval", "history_size"):
-            value = group[key]
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-                raise ValueError(f"LBFGS: {key} must be a positive integer, got {value!r}")
+            _common.positive_int("LBFGS", key, group[key])
         if group["line_search_fn"] not in (None, "strong_wolfe"):
             raise ValueError(f"LBFGS: only 'strong_wolfe' is supported as line_search_fn (or None), got "
                              f"{group['line_search_fn']!r}")
@@ -208,7 +206,7 @@ class LBFGS(Optimizer):
 
     def _evaluate(self, closure) -> float:
         with enable_grad():
-            return float(closure())
+            return _common.host_value("LBFGS.step", "the closure's loss", closure())
 
     def _directional(self, closure, t, d):
         """Evaluate at ``x + t d`` and put the parameters back to ``x`` (strong-Wolfe trials)."""
@@ -243,7 +241,7 @@ class LBFGS(Optimizer):
         state.setdefault("n_iter", 0)
         with enable_grad():
             first_loss = closure()
-        loss = float(first_loss)
+        loss = _common.host_value("LBFGS.step", "the closure's loss", first_loss)
         evals, state["func_evals"] = 1, state["func_evals"] + 1
         g = self._flat_grad()
         if abs(g).max() <= group["tolerance_grad"]:

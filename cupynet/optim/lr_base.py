@@ -8,8 +8,8 @@ sequence.
 
 from __future__ import annotations
 
-import numbers
-
+from cupynet.optim import _common
+from cupynet.optim._common import positive_int
 from cupynet.optim.optimizer import Optimizer
 
 __all__ = ["LRScheduler", "positive_int", "per_group"]
@@ -99,21 +99,6 @@ class LRScheduler:
         self.__dict__.update(state_dict)
 
 
-def positive_int(owner, name, value):
-    """``value`` as an int; ValueError naming ``owner`` and ``name`` unless it is a positive integer.
-
-    Args:
-        owner: the scheduler's name, for the message.
-        name: the argument's name.
-        value: the value given.
-    """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
-        raise ValueError(f"{owner}: {name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-
-
 def per_group(owner, name, optimizer, value) -> list:
     """One value per param group: a list/tuple of that length, or one value repeated.
 
@@ -126,5 +111,9 @@ def per_group(owner, name, optimizer, value) -> list:
     if isinstance(value, (list, tuple)):
         if len(value) != len(optimizer.param_groups):
             raise ValueError(f"{owner}: expected {len(optimizer.param_groups)} values for {name}, got {len(value)}")
-        return list(value)
-    return [value] * len(optimizer.param_groups)
+        values = list(value)
+    else:
+        values = [value] * len(optimizer.param_groups)
+    for i, v in enumerate(values):
+        _common.check_number(owner, name, v, low=None, label=f"{name}[{i}]" if len(values) > 1 else name)
+    return values

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import numbers
 
+from cupynet.optim import _common
 from cupynet.optim.lr_base import per_group
 from cupynet.optim.optimizer import Optimizer
 
@@ -91,7 +92,7 @@ class ReduceLROnPlateau:
             metrics: the metric (a number or a one-element Tensor; read on the host).
             epoch: deprecated in PyTorch; sets ``last_epoch`` when given.
         """
-        current = float(metrics)
+        current = _common.host_value("ReduceLROnPlateau.step", "metrics", metrics)
         self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
         if self.is_better(current, self.best):
             self.best, self.num_bad_epochs = current, 0
