@@ -15,7 +15,9 @@ oracle for the forward when PyTorch is absent, ``low/high`` for the input range.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -37,6 +39,21 @@ TOLERANCES = {
 # NOTE: conftest sets CUPYNET_DEVICE from `pytest --device`: the op checks run on the GPU too only when asked
 DEVICES = ["cpu"] + (["cuda"] if os.environ.get("CUPYNET_DEVICE") == "cuda" else [])
 requires_torch = pytest.mark.skipif(torch is None, reason="PyTorch (the oracle) is not installed")
+
+
+@contextlib.contextmanager
+def torch_native_cpu():
+    """Inside, the torch oracle computes with ATen's own CPU kernels, never oneDNN's.
+
+    NOTE: oneDNN picks its kernels by the CPU's instruction set (up to ``ONEDNN_MAX_CPU_ISA``), and some exist
+    only on AVX-512 machines: on an AVX2 CPU a bfloat16 LSTM raises "could not create a primitive descriptor".
+    Where a test meets such a kernel, its oracle runs without oneDNN on every CPU, so that every machine
+    compares against the same computation.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # NOTE: torch warns about TF32 when the flags are set
+        with torch.backends.mkldnn.flags(enabled=False):
+            yield
 
 
 def host(t):

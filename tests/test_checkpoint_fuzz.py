@@ -20,16 +20,20 @@ import zipfile
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import cupynet as cn
 from cupynet.safetensors_io import load_safetensors, save_safetensors
 from cupynet.serialization import CheckpointError, load, save
 
-FUZZ = settings(derandomize=True, database=None, deadline=None, max_examples=1000,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 SLACK = 512 * 1024  # NOTE: the constant of the bound: zipfile/json bookkeeping, Tensor objects, error texts
+
+
+def mutations():
+    """The Hypothesis strategies (tests/checkpoint_mutations.py); skips the test when hypothesis is missing."""
+    pytest.importorskip("hypothesis", reason="the checkpoint fuzz tests need hypothesis (pip install hypothesis)")
+    import checkpoint_mutations  # noqa: PLC0415 - imports hypothesis, so only once it is known to be there
+
+    return checkpoint_mutations
 
 
 def sample():
@@ -83,19 +87,6 @@ def zip_hotspots(data):
     return sorted(s for s in spots if s >= 0)
 
 
-BYTES = st.one_of(st.sampled_from([0, 1, 0x7F, 0x80, 0xFF]), st.sampled_from(b'0123456789-.e[]{}",: '),
-                  st.integers(0, 255))
-
-
-def byte_mutation(size, spots):
-    position = st.one_of(st.integers(0, size - 1),
-                         st.builds(lambda s, d: min(size - 1, s + d), st.sampled_from(spots), st.integers(0, 60)))
-    overwrite = st.tuples(st.just("set"), st.lists(st.tuples(position, BYTES), min_size=1, max_size=6))
-    truncate = st.tuples(st.just("cut"), st.integers(0, size - 1))
-    splice = st.tuples(st.just("splice"), st.tuples(position, st.integers(0, 64), st.binary(max_size=64)))
-    return st.one_of(overwrite, truncate, splice)
-
-
 def apply_bytes(data, mutation):
     kind, arg = mutation
     if kind == "cut":
@@ -110,65 +101,6 @@ def apply_bytes(data, mutation):
 
 
 # ---- structure mutations -------------------------------------------------------------------------
-TAGS = ["__list__", "__tuple__", "__dict__", "__float__", "__dtype__", "__scalar__", "__ndarray__", "__tensor__",
-        "__array_at__", "__saved_device__", "__init__", "requires_grad", "value", "dtype", "shape", "data_offsets",
-        "__metadata__", "file", "crc32", "nbytes", "device", "version", "format", "tree", "arrays"]
-ATOMS = st.one_of(st.none(), st.booleans(), st.integers(-2 ** 70, 2 ** 70), st.floats(allow_nan=True),
-                  st.text(max_size=8),
-                  st.sampled_from([0, 1, -1, 2 ** 31, 2 ** 63, 2 ** 64 + 1, 10 ** 30, "float16", "bfloat16", "int8",
-                                   "bool", "object", "F32", "BF16", "I64", "BOOL", "U16", "cpu", "cuda:0", "nan",
-                                   "inf", "arrays/0.bin", "arrays/1.bin", "../manifest.json", "cupynet", True]))
-JSON = st.recursive(ATOMS, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(TAGS) | st.text(max_size=4), inner, max_size=3)),
-    max_leaves=8)
-
-
-def nodes(value, path=()):
-    """Every (path, node) in a JSON value, the root first."""
-    yield path, value
-    if isinstance(value, dict):
-        for key, child in value.items():
-            yield from nodes(child, (*path, key))
-    elif isinstance(value, list):
-        for i, child in enumerate(value):
-            yield from nodes(child, (*path, i))
-
-
-def replaced(value, path, new, delete=False):
-    if not path:
-        return new
-    value = json.loads(json.dumps(value))
-    parent = value
-    for key in path[:-1]:
-        parent = parent[key]
-    if delete:
-        del parent[path[-1]]
-    else:
-        parent[path[-1]] = new
-    return value
-
-
-@st.composite
-def json_mutation(draw, document):
-    """``document`` with 1-3 edits: a node replaced by random JSON (a tag, a huge int, a list...) or deleted,
-    an int nudged by a little (near-valid offsets, shapes, indices), or a dict entry copied under a new key
-    (two tensors claiming the same bytes, an array referenced twice)."""
-    for _ in range(draw(st.integers(1, 3))):
-        # NOTE: reversed, so that Hypothesis's preference for early choices favours deep leaves, not the root
-        path, node = draw(st.sampled_from(list(nodes(document))[::-1]))
-        edit = draw(st.sampled_from(["replace", "delete", "nudge", "copy"]))
-        if edit == "nudge" and type(node) is int:
-            document = replaced(document, path, node + draw(st.integers(-3, 3).filter(bool)))
-        elif edit == "copy" and isinstance(node, dict) and node:
-            key = draw(st.sampled_from(sorted(node)))
-            document = replaced(document, (*path, key + draw(st.sampled_from(["2", "_", "x"]))), node[key])
-        elif edit == "delete" and path:
-            document = replaced(document, path, None, delete=True)
-        else:
-            document = replaced(document, path, draw(JSON))
-    return document
-
-
 def rebuild_zip(entries, compress, extra):
     """A ZIP of ``entries`` ({name: bytes}) with valid CRCs; ``compress`` names deflated entries."""
     out = io.BytesIO()
@@ -197,11 +129,12 @@ def check_checkpoint(root, data):
 
 
 def test_byte_mutated_checkpoints(files):
+    m = mutations()
     root, base, _ = files
     assert load(root / "base.ckpt")["model"]["w"].shape == (8, 4)
 
-    @FUZZ
-    @given(byte_mutation(len(base), zip_hotspots(base)))
+    @m.FUZZ
+    @m.given(m.byte_mutation(len(base), zip_hotspots(base)))
     def run(mutation):
         check_checkpoint(root, apply_bytes(base, mutation))
 
@@ -209,15 +142,16 @@ def test_byte_mutated_checkpoints(files):
 
 
 def test_structure_mutated_checkpoints(files):
+    m = mutations()
     root, base, _ = files
     entries = entries_of(base)
     manifest = json.loads(entries["manifest.json"])
     names = sorted(entries)
 
-    @FUZZ
-    @given(json_mutation(manifest), st.sets(st.sampled_from(names), max_size=2),
-           st.lists(st.tuples(st.sampled_from([*names, "arrays/99.bin", "evil.py"]), st.binary(max_size=40)),
-                    max_size=2), st.integers(0, 3))
+    @m.FUZZ
+    @m.given(m.json_mutation(manifest), m.st.sets(m.st.sampled_from(names), max_size=2),
+           m.st.lists(m.st.tuples(m.st.sampled_from([*names, "arrays/99.bin", "evil.py"]), m.st.binary(max_size=40)),
+                    max_size=2), m.st.integers(0, 3))
     def run(document, compress, extra, manifest_only):
         mutated = dict(entries, **{"manifest.json": json.dumps(document).encode()})
         if manifest_only:  # NOTE: mostly the manifest alone, so the checks behind the archive's are reached
@@ -242,7 +176,6 @@ CODES = {"F16": cn.float16, "BF16": cn.bfloat16, "F32": cn.float32, "F64": cn.fl
 
 
 def check_safetensors(root, data):
-    pytest.importorskip("safetensors")
     path = root / "mutant.safetensors"
     path.write_bytes(data)
     mine = measured(load_safetensors, path, len(data))
@@ -262,12 +195,14 @@ def check_safetensors(root, data):
 
 
 def test_byte_mutated_safetensors(files):
+    m = mutations()
+    pytest.importorskip("safetensors", reason="the reference reader is the safetensors package")
     root, _, base = files
     n = struct.unpack("<Q", base[:8])[0]
     spots = [0, 8] + [8 + i for i, c in enumerate(base[8:8 + n]) if c in b'[],:{}"'][::3] + [8 + n]
 
-    @FUZZ
-    @given(byte_mutation(len(base), spots))
+    @m.FUZZ
+    @m.given(m.byte_mutation(len(base), spots))
     def run(mutation):
         check_safetensors(root, apply_bytes(base, mutation))
 
@@ -275,12 +210,14 @@ def test_byte_mutated_safetensors(files):
 
 
 def test_structure_mutated_safetensors(files):
+    m = mutations()
+    pytest.importorskip("safetensors", reason="the reference reader is the safetensors package")
     root, _, base = files
     n = struct.unpack("<Q", base[:8])[0]
     header, data = json.loads(base[8:8 + n]), base[8 + n:]
 
-    @FUZZ
-    @given(json_mutation(header), st.one_of(st.just(0), st.integers(-8, 8)))
+    @m.FUZZ
+    @m.given(m.json_mutation(header), m.st.one_of(m.st.just(0), m.st.integers(-8, 8)))
     def run(document, data_change):
         raw = json.dumps(document).encode()
         body = data[:len(data) + data_change] if data_change < 0 else data + b"\x01" * data_change

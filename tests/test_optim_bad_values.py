@@ -45,7 +45,8 @@ def test_plateau_metrics_must_be_one_number(metrics):
 
 def test_distributed_sampler_names_itself_for_a_bad_rank_and_epoch():
     from cupynet.data import DistributedSampler
-    with pytest.raises(ValueError, match=r"DistributedSampler: Invalid rank 5, rank should be in the interval \[0, 1\]"):
+    with pytest.raises(ValueError,
+                       match=r"DistributedSampler: Invalid rank 5, rank should be in the interval \[0, 1\]"):
         DistributedSampler(list(range(4)), num_replicas=2, rank=5)
     sampler = DistributedSampler(list(range(4)), num_replicas=2, rank=0)
     with pytest.raises(ValueError, match="DistributedSampler.set_epoch: epoch must be an int, got 'a'"):

@@ -25,12 +25,14 @@ import os
 import shutil
 
 import pytest
-from test_resume import flat  # every leaf of a nested state, for bit-for-bit comparison
+
+pytest.importorskip("sklearn")  # the digits data set
+
+from test_resume import flat  # noqa: E402 - every leaf of a nested state, for bit-for-bit comparison
 
 import cupynet as cn
 from cupynet.cli import main
 
-pytest.importorskip("sklearn")  # the digits data set
 # NOTE: steps 3 and 6 overflow in float16 on purpose (that is what makes the scaler skip them)
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
 
