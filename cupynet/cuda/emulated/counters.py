@@ -1,0 +1,72 @@
+"""What the emulated CUDA device counts: device-to-host reads and kernel launches.
+
+A host sync is every read of device memory by the host: ``.get()``, ``.item()``, ``.tolist()``,
+``float()``, ``int()``, ``bool()``, ``cupy.asnumpy``, printing an array, and the reads CuPy makes on
+its own to size a result (a boolean mask index, ``nonzero``, ``unique``, ...). On a GPU each one waits
+for every queued kernel, so an AMP step that has one per parameter runs at the speed of the round trips.
+
+A launch is every array-module call that runs a kernel (elementwise, reduction, matmul, copy,
+fill) and every RawKernel launch; calls that only make a view (reshape of a contiguous array,
+transpose, basic slicing, ``broadcast_to``) or only allocate (``empty``) launch nothing. On a GPU each
+launch costs the host several microseconds, the floor of a small net's step time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+__all__ = ["host_syncs", "launches", "sync_log", "count_sync", "count_launch", "recording_syncs"]
+
+_lock = threading.Lock()
+_counts = {"host_syncs": 0, "launches": 0}
+_sync_log: list = []
+_recording = threading.local()
+
+
+def host_syncs() -> int:
+    """How many times the host has read device memory in this process (see the module doc)."""
+    return _counts["host_syncs"]
+
+
+def launches() -> int:
+    """How many kernels the emulated device has launched in this process (see the module doc)."""
+    return _counts["launches"]
+
+
+def sync_log() -> list:
+    """What each host sync read, as ``"what: shape dtype"`` strings, while :func:`recording_syncs` is on."""
+    return list(_sync_log)
+
+
+def count_sync(what: str) -> None:
+    """Record one device-to-host read.
+
+    Args:
+        what: a short description (the call and the array), kept while recording.
+    """
+    with _lock:
+        _counts["host_syncs"] += 1
+        if getattr(_recording, "on", False):
+            _sync_log.append(what)
+
+
+def count_launch(n: int = 1) -> None:
+    """Record ``n`` kernel launches.
+
+    Args:
+        n: how many.
+    """
+    with _lock:
+        _counts["launches"] += n
+
+
+@contextlib.contextmanager
+def recording_syncs():
+    """Inside, every host sync's description is kept (read them with :func:`sync_log`); a debugging aid."""
+    _sync_log.clear()
+    _recording.on = True
+    try:
+        yield _sync_log
+    finally:
+        _recording.on = False
