@@ -189,6 +189,46 @@ def test_class_target_errors():
     assert np.isfinite(cn.cross_entropy(x, cn.tensor([0, -100, 2])).item())
 
 
+class _DeviceArray(np.ndarray):
+    """A NumPy array standing in for GPU memory: reading a value back to the host raises.
+
+    Reductions return 0-d device arrays, as CuPy's do, so ``bool(x.any())`` is a host read too.
+    """
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        return np.asarray(array).view(_DeviceArray)
+
+    def _host_read(self, *args, **kwargs):
+        raise AssertionError("a device value was read back to the host (a sync)")
+
+    __bool__ = __int__ = __float__ = __index__ = item = tolist = _host_read
+
+
+class _FakeCupy:
+    """What ``xp_of`` takes for CuPy: its ndarray is ``_DeviceArray``, its functions NumPy's."""
+
+    ndarray = _DeviceArray
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+def test_binary_cross_entropy_reads_nothing_back_on_the_gpu(monkeypatch):
+    # NOTE: an input outside [0, 1] on the GPU is not checked (that needs a sync): the loss is NaN
+    p = cn.Tensor(np.array([[0.2, 1.5], [0.7, -0.1]], np.float32).view(_DeviceArray))
+    t = cn.Tensor(np.array([[0.0, 1.0], [1.0, 0.0]], np.float32).view(_DeviceArray))
+    monkeypatch.setattr(cn.backend, "cupy_or_none", _FakeCupy)
+    with np.errstate(invalid="ignore"):
+        loss = cn.binary_cross_entropy(p, t, reduction="none")
+    got = loss.array.view(np.ndarray)
+    assert np.isnan(got[0, 1]) and np.isnan(got[1, 1])
+    # NOTE: log1p(-p) against log(1 - p) in float32: a few ulps of 1.2e-7 apart
+    np.testing.assert_allclose(got[:, 0], -np.log([0.8, 0.7], dtype=np.float32), rtol=1e-6)
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match=r"^binary_cross_entropy: all elements of input should be between 0 and 1$"):
+        cn.binary_cross_entropy(cn.tensor(np.array([[0.2, 1.5]], np.float32)), cn.ones(1, 2))
+
+
 def test_pointwise_target_errors():
     x = cn.randn(3, 4)
     with pytest.warns(UserWarning, match=r"^Using a target size \(4,\) that is different to the input size "

@@ -50,6 +50,39 @@ def test_cdist_of_equal_rows_has_zero_gradient_as_torch():
     np.testing.assert_array_equal(x.grad.numpy(), np.zeros((2, 3)))
 
 
+class _CupyReductionRules(np.ndarray):
+    """A NumPy array whose ``max``/``min`` follow CuPy's rules: no ``initial=``, and no reduction over an empty axis."""
+
+    def max(self, axis=None, out=None, keepdims=False, **kwargs):
+        return self._reduce(np.ndarray.max, axis, out, keepdims, kwargs)
+
+    def min(self, axis=None, out=None, keepdims=False, **kwargs):
+        return self._reduce(np.ndarray.min, axis, out, keepdims, kwargs)
+
+    def _reduce(self, method, axis, out, keepdims, kwargs):
+        if kwargs:
+            raise TypeError(f"{method.__name__}() got unexpected keyword arguments {sorted(kwargs)} (CuPy has none)")
+        result = method(self.view(np.ndarray), axis, out, keepdims)
+        if np.size(result) and 0 in self.shape:  # NOTE: CuPy returns an empty result, else refuses any empty input
+            raise ValueError(f"zero-size array to reduction operation {method.__name__} which has no identity")
+        return result
+
+
+def _cupy_rules_tensor(array):
+    return cn.Tensor(np.asarray(array, dtype=np.float32).view(_CupyReductionRules))
+
+
+@pytest.mark.parametrize("shapes", [((4, 3), (5, 3)), ((2, 4, 0), (2, 5, 0)), ((0, 3), (5, 3)), ((4, 0), (0, 0))])
+def test_cdist_inf_follows_cupy_reduction_rules_and_matches_torch(shapes):
+    # NOTE: the inf-norm only subtracts and selects, in float32 on both sides: the results are equal bit for bit
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal(shape).astype(np.float32) for shape in shapes)
+    got = cn.cdist(_cupy_rules_tensor(a), _cupy_rules_tensor(b), p=np.inf)
+    want = torch.cdist(torch.tensor(a), torch.tensor(b), p=np.inf)
+    assert got.shape == tuple(want.shape)
+    np.testing.assert_array_equal(np.asarray(got.array), want.numpy())
+
+
 def test_triangle_indices():
     for name in ("triu_indices", "tril_indices"):
         for args in ((3, 4, 0), (4, 3, 1), (3, 3, -1)):

@@ -90,3 +90,126 @@ def test_bad_inputs_raise_torch_errors():
     before = a.numpy().copy()
     cn.scatter(a, 0, cn.tensor([[1, 0, 1]]), cn.zeros(1, 3))
     np.testing.assert_array_equal(a.numpy(), before)  # out of place: the input is untouched
+
+
+# ---- the dtypes that reach a scatter kernel (CuPy's rules, checked on the CPU path) -------------------
+# NOTE: CuPy 14's cupyx.scatter_add (add.at) takes only these dtypes; scatter_max / scatter_min (maximum.at /
+# minimum.at) also refuse float16. The CPU path runs numpy.<ufunc>.at on the very arrays the GPU path hands to
+# cupyx, so recording what reaches numpy's .at checks what would reach CuPy.
+_CUPY_ADD = {np.dtype(n) for n in ("int32", "int64", "uint32", "uint64", "float16", "float32", "float64")}
+_CUPY_ACCEPTS = {"add": _CUPY_ADD, "maximum": _CUPY_ADD - {np.dtype("float16")},
+                 "minimum": _CUPY_ADD - {np.dtype("float16")}}
+_ALL_DTYPES = ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")
+_NARROW = ("bool", "int8", "uint8", "int16", "float16", "bfloat16")  # NOTE: the ones CuPy's scatters refuse
+
+
+class _RecordingUfunc:
+    """A NumPy ufunc whose ``.at`` records ``(name, out dtype, values dtype)`` before running."""
+
+    def __init__(self, ufunc, seen):
+        self._ufunc, self._seen = ufunc, seen
+
+    def at(self, out, index, values):
+        self._seen.append((self._ufunc.__name__, out.dtype, np.asarray(values).dtype))
+        return self._ufunc.at(out, index, values)
+
+    def __call__(self, *args, **kwargs):
+        return self._ufunc(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._ufunc, name)
+
+
+@pytest.fixture
+def scatter_calls(monkeypatch):
+    """The ``(ufunc, out dtype, values dtype)`` of every numpy add/maximum/minimum/multiply ``.at`` in the test."""
+    seen = []
+    for name in ("add", "multiply", "maximum", "minimum"):
+        monkeypatch.setattr(np, name, _RecordingUfunc(getattr(np, name), seen))
+    return seen
+
+
+def _scatter_inputs(dtype, seed=0):
+    """(input (3, 5), src (12, 5), index (12, 5)) of ``dtype``, every row hit several times.
+
+    NOTE: integers span their dtype's range, so sums and products wrap; floats are
+    +-0.5, +-1, +-2, so every partial sum (at most 13 terms, multiples of 0.5 below
+    32) and product (at most 2**13) is exact in float16 and bfloat16 and PyTorch's
+    order of accumulation cannot change a bit.
+    """
+    rng = np.random.default_rng(seed)
+    index = rng.integers(0, 3, size=(12, 5))
+    if dtype == "bool":
+        a, s = rng.random((3, 5)) < 0.5, rng.random((12, 5)) < 0.3
+    elif dtype in ("float16", "bfloat16", "float32", "float64"):
+        values = np.array([-2.0, -1.0, -0.5, 0.5, 1.0, 2.0])
+        a, s = rng.choice(values, (3, 5)), rng.choice(values, (12, 5))
+    else:
+        info = np.iinfo(dtype)
+        a, s = (rng.integers(info.min, info.max, size=n, endpoint=True) for n in ((3, 5), (12, 5)))
+    return a, s, index
+
+
+def _pair(array, dtype):
+    """The same values as a cupynet tensor and a torch tensor of ``dtype``."""
+    return cn.tensor(array).to(getattr(cn, dtype)), torch.tensor(array).to(getattr(torch, dtype))
+
+
+def _scatter_cases(dtype):
+    """(name, cupynet thunk, torch thunk or None) for every op that reaches a scatter kernel."""
+    a, s, index = _scatter_inputs(dtype)
+    (ca, ta), (cs, ts) = _pair(a, dtype), _pair(s, dtype)
+    ci, ti = cn.tensor(index), torch.tensor(index)
+    rows, trows = cn.tensor(index[:, 0]), torch.tensor(index[:, 0])
+    cases = [("index_add", lambda: cn.index_add(ca, 0, rows, cs), lambda: torch.index_add(ta, 0, trows, ts)),
+             ("index_add_", lambda: ca.clone().index_add_(0, rows, cs), lambda: ta.clone().index_add_(0, trows, ts)),
+             ("scatter_add", lambda: cn.scatter_add(ca, 0, ci, cs), lambda: torch.scatter_add(ta, 0, ti, ts)),
+             ("diag_embed", lambda: cn.diag_embed(cs), lambda: torch.diag_embed(ts))]
+    for reduce in ("sum", "prod", "mean", "amax", "amin"):
+        for include_self in (True, False):
+            oracle = None if (dtype == "bool" and reduce == "mean") else (  # NOTE: torch has no bool mean
+                lambda r=reduce, i=include_self: torch.scatter_reduce(ta, 0, ti, ts, r, include_self=i))
+            cases.append((f"scatter_reduce {reduce} include_self={include_self}",
+                          lambda r=reduce, i=include_self: cn.scatter_reduce(ca, 0, ci, cs, r, include_self=i),
+                          oracle))
+    if dtype in ("float16", "bfloat16", "float32", "float64"):
+        cases += [("embedding backward", lambda: _grad(ca, lambda w: cn.nn.functional.embedding(rows, w), cs),
+                   lambda: _grad(ta, lambda w: torch.nn.functional.embedding(trows, w), ts)),
+                  ("gather backward", lambda: _grad(ca, lambda x: cn.gather(x, 0, ci), cs),
+                   lambda: _grad(ta, lambda x: torch.gather(x, 0, ti), ts))]
+    return cases
+
+
+def _grad(x, fn, cotangent):
+    """The gradient of ``(fn(x) * cotangent).sum()`` with respect to ``x`` (cupynet or torch)."""
+    x = x.detach().clone().requires_grad_(True)
+    (fn(x) * cotangent).sum().backward()
+    return x.grad
+
+
+@pytest.mark.parametrize("dtype", _ALL_DTYPES)
+def test_scatter_kernels_get_only_dtypes_cupy_accepts(dtype, scatter_calls):
+    for name, run, _ in _scatter_cases(dtype):
+        scatter_calls.clear()
+        run()
+        assert scatter_calls, f"{name} ({dtype}) reached no scatter kernel: the recording misses a path"
+        for ufunc, out_dtype, values_dtype in scatter_calls:
+            assert values_dtype == out_dtype, f"{name} ({dtype}): {ufunc}.at got {values_dtype} values into {out_dtype}"
+            if ufunc in _CUPY_ACCEPTS:  # NOTE: multiply.at (prod) has no CuPy kernel: the GPU path refuses prod
+                assert out_dtype in _CUPY_ACCEPTS[ufunc], (
+                    f"{name} ({dtype}): {ufunc}.at on {out_dtype}, which CuPy's scatter refuses")
+
+
+@pytest.mark.parametrize("dtype", _NARROW)
+def test_scatter_through_a_wider_dtype_matches_torch_bit_for_bit(dtype):
+    # NOTE: exact comparison: integer wraparound and bool OR/AND are exact, and the float inputs keep every
+    # partial result representable (see _scatter_inputs); mean divides an exact sum by an exact count in
+    # float32 and rounds once to the half dtype, as PyTorch's half division does
+    for name, run, oracle in _scatter_cases(dtype):
+        if oracle is None:
+            continue
+        got, want = run(), oracle()
+        assert got.dtype == getattr(cn, dtype), name
+        np.testing.assert_array_equal(got.detach().float().numpy() if dtype == "bfloat16" else got.detach().numpy(),
+                                      want.detach().float().numpy() if dtype == "bfloat16" else want.detach().numpy(),
+                                      err_msg=f"{name} ({dtype})")

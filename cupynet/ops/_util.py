@@ -183,6 +183,63 @@ def round_from_fp32(result, dtype):
     return result.astype(dtype) if dtype.itemsize == 2 and dtype in dtypes.LOW_PRECISION else result
 
 
+def scatter_dtype(reduce, dtype):
+    """The dtype that ``scatter_at`` combines values of ``dtype`` in: one CuPy's scatter kernels accept.
+
+    CuPy's ``scatter_add`` takes only int32, int64, uint32, uint64, float16, float32
+    and float64; ``scatter_max`` / ``scatter_min`` take the same list without
+    float16. NumPy's ``ufunc.at`` takes every dtype, and uses the same widening,
+    so the two backends run one path and give the same bits.
+
+    NOTE (why each widening is exact):
+      - float16 / bfloat16 -> float32: every half value is a float32. ``amax`` /
+        ``amin`` only select, so the result is exact; a ``sum`` (or ``prod``)
+        accumulates in float32 and rounds once, which loses less than adding in half.
+      - int8 / uint8 / int16 -> int32: every value fits. A ``sum`` or ``prod`` that
+        overflows wraps modulo 2**32, and narrowing keeps the low 8 or 16 bits; as
+        2**8 and 2**16 divide 2**32 these are the bits a sum or product that wrapped
+        at every step (PyTorch's integer semantics) would leave.
+      - bool -> int64 for ``sum``: a count of the True values; narrowing reads a
+        nonzero count as True, which is PyTorch's (and NumPy's) bool add, a logical
+        OR. int64 so that no count can wrap to zero. For ``prod`` / ``amax`` /
+        ``amin`` the values stay 0 and 1 (AND, OR, AND): int32 is exact.
+
+    Args:
+        reduce: "sum", "prod", "amax" or "amin".
+        dtype: the dtype of the array written into.
+    """
+    if dtype == dtypes.bool_:
+        return dtypes.int64 if reduce == "sum" else dtypes.int32
+    if dtype.itemsize < 4:
+        return dtypes.float32 if dtype in dtypes.LOW_PRECISION else dtypes.int32
+    return dtype
+
+
+def scatter_at(reduce, out, index, values):
+    """``out[index] (op)= values`` where a repeated index combines every value; returns the result.
+
+    ``numpy.<ufunc>.at`` on the CPU, ``cupyx.scatter_<op>`` on the GPU, run in
+    ``scatter_dtype(reduce, out.dtype)`` and narrowed back to ``out.dtype``.
+
+    Args:
+        reduce: "sum", "prod", "amax" or "amin".
+        out: the array written into (may be modified; use the returned array).
+        index: an index NumPy/CuPy accept for ``out[index]``.
+        values: an array broadcastable to ``out[index]``.
+    """
+    acc = out.astype(scatter_dtype(reduce, out.dtype), copy=False)
+    values = values.astype(acc.dtype, copy=False)
+    if backend.get_array_module(out) is numpy:
+        ufunc = {"sum": numpy.add, "prod": numpy.multiply, "amax": numpy.maximum, "amin": numpy.minimum}[reduce]
+        ufunc.at(acc, index, values)
+    else:
+        import cupyx  # noqa: PLC0415 - only on the GPU path
+        if reduce == "prod":
+            raise NotImplementedError("scatter_reduce(reduce='prod') has no CuPy kernel yet; use the CPU")
+        {"sum": cupyx.scatter_add, "amax": cupyx.scatter_max, "amin": cupyx.scatter_min}[reduce](acc, index, values)
+    return acc.astype(out.dtype, copy=False)
+
+
 def check_same_device(op, **tensors):
     """Raise when option tensors (weights, masks, indices) live on another device than the first one.
 

@@ -1,9 +1,10 @@
 """Embedding lookup (rows of a weight matrix picked by integer indices) and one_hot.
 
 The gradient of ``embedding`` scatter-adds the incoming rows into a zero matrix
-of the weight's shape (``numpy.add.at`` on the CPU, ``cupyx.scatter_add`` on
-the GPU); the ``padding_idx`` row gets no gradient. That scatter is an op of
-its own, whose backward gathers rows again, so double backward works.
+of the weight's shape (``scatter_at``: ``numpy.add.at`` on the CPU,
+``cupyx.scatter_add`` on the GPU); the ``padding_idx`` row gets no gradient.
+That scatter is an op of its own, whose backward gathers rows again, so double
+backward works.
 
 NOTE (numerics): the scatter-add of float16/bfloat16 gradients accumulates in
 fp32 and rounds once (a popular token would otherwise lose most of its updates).
@@ -19,30 +20,13 @@ import numpy
 from .. import dtypes
 from ..autograd.function import Function
 from ..tensor import Tensor
-from ._util import check_same_device, compute_in_fp32, host_check_range, xp_of
+from ._util import check_same_device, compute_in_fp32, host_check_range, scatter_at, xp_of
 from .arith import cast
 from .indexing import gather
 from .reduce import sum as reduce_sum
 from .shape import reshape, squeeze, unsqueeze
 
 __all__ = ["embedding", "one_hot", "embedding_bag"]
-
-
-def scatter_add_rows(xp, out, rows, values):
-    """``out[rows[i]] += values[i]`` with repeated rows accumulating (NumPy and CuPy); returns ``out``.
-
-    Args:
-        xp: the array module of ``out``.
-        out: the array added into, in place.
-        rows: integer row index per value.
-        values: the rows to add, ``values[i]`` into ``out[rows[i]]``.
-    """
-    if xp.__name__ == "numpy":
-        numpy.add.at(out, rows, values)
-    else:
-        import cupyx  # noqa: PLC0415 - only on the GPU path
-        cupyx.scatter_add(out, rows, values)
-    return out
 
 
 class Embedding(Function):
@@ -85,7 +69,7 @@ class EmbeddingBackward(Function):
         ctx.scale = _position_scale(xp, flat, num_weights, padding_idx, scale_grad_by_freq, rows.dtype)
         ctx.indices, ctx.grad_shape = indices, grad.shape
         out = xp.zeros((num_weights, rows.shape[1]), dtype=rows.dtype)
-        scatter_add_rows(xp, out, flat, rows * ctx.scale[:, None])
+        out = scatter_at("sum", out, flat, rows * ctx.scale[:, None])
         return out.astype(grad.dtype, copy=False).reshape((num_weights,) + grad.shape[indices.ndim:])
 
     @staticmethod

@@ -12,8 +12,9 @@ Every "read at an index" op (``x[...]``, ``index_select``, ``gather``) is
 ``GetItem`` with a canonical NumPy index, and its backward is one op,
 ``IndexAddZeros``: the gradient is added into zeros at the same index with
 add-at semantics, so an index named k times receives all k contributions
-(``numpy.add.at`` / ``cupyx.scatter_add``). The backward of ``IndexAddZeros`` is
-a read at the same index again, so the pair gives double backward for free.
+(``scatter_at`` in _util.py: ``numpy.add.at`` / ``cupyx.scatter_add``). The
+backward of ``IndexAddZeros`` is a read at the same index again, so the pair
+gives double backward for free.
 Joining ops are each other's backward: cat's gradient is split, split's is cat,
 stack's is unbind and unbind's is stack.
 
@@ -31,7 +32,7 @@ import numpy
 from .. import backend, dtypes
 from ..autograd.function import Function
 from ..tensor import Tensor, mark_view
-from ._util import compute_in_fp32, data, lift, normalize_dim, xp_of
+from ._util import data, lift, normalize_dim, scatter_at, xp_of
 from .arith import cast
 from .inplace import ZeroAt, write_in_place  # NOTE: the in-place rules, one definition
 from .out import write_out
@@ -122,7 +123,8 @@ def index_add(out, index, values):
     """``out[index] += values`` where a repeated index accumulates every contribution; returns the result.
 
     NOTE: half-precision values accumulate in fp32 and are rounded once, so a
-    row hit many times (an embedding, a gather backward) does not lose mass.
+    row hit many times (an embedding, a gather backward) does not lose mass;
+    small ints and bool go through a wider dtype too (``scatter_dtype``).
 
     Args:
         out: the array to add into (may be modified; use the returned array).
@@ -132,14 +134,7 @@ def index_add(out, index, values):
     if is_basic(index):
         out[index] += values  # NOTE: basic indexing never names an element twice
         return out
-    acc = compute_in_fp32(out)
-    values = values.astype(acc.dtype, copy=False)
-    if backend.get_array_module(out) is numpy:
-        numpy.add.at(acc, index, values)
-    else:
-        import cupyx  # noqa: PLC0415 - only on the GPU path
-        cupyx.scatter_add(acc, index, values)
-    return acc.astype(out.dtype, copy=False)
+    return scatter_at("sum", out, index, values)
 
 
 def along_dim_index(xp, index, dim):

@@ -235,7 +235,7 @@ class Cdist(Function):
         if p == 0:
             out = (mag != 0).sum(-1).astype(diff.dtype)
         elif p == numpy.inf:
-            out = mag.max(-1, initial=0)
+            out = _max_or_zero(mag)
         else:
             out = (mag ** p).sum(-1) ** (1.0 / p)
         return out.astype(x1.dtype, copy=False)
@@ -249,6 +249,20 @@ class Cdist(Function):
         g1 = sum_to(sum_(g, -2), x1.shape) if ctx.needs_input_grad[0] else None
         g2 = sum_to(-sum_(g, -3), x2.shape) if ctx.needs_input_grad[1] else None
         return g1, g2
+
+
+def _max_or_zero(mag):
+    """``mag.max(-1)``, and 0 where the last dimension is empty (PyTorch's inf-norm of no features).
+
+    NOTE: CuPy's ``max`` takes no ``initial=`` and refuses a reduction over an
+    empty axis, so the empty case is told apart by shape (known on the host: no sync).
+
+    Args:
+        mag: the absolute differences, (..., P, R, M).
+    """
+    if mag.shape[-1] == 0:
+        return xp_of(mag).zeros(mag.shape[:-1], dtype=mag.dtype)
+    return mag.max(-1)
 
 
 def _dist_grad(diff, dist, p):

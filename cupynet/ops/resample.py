@@ -25,8 +25,7 @@ from ..autograd.function import Function
 from ..tensor import Tensor
 from ._conv_args import ntuple
 from ._im2col import Geometry, col2im, output_length, windows
-from ._util import compute_in_fp32, require_floating, xp_of
-from .embedding import scatter_add_rows
+from ._util import compute_in_fp32, require_floating, scatter_at, xp_of
 from .pool import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 from .shape import permute, reshape
 
@@ -78,7 +77,7 @@ def _scatter_axis(g, tap):
     for t, idx in enumerate(index):
         values = moved if weight is None else moved * weight[t].astype(g.dtype, copy=False).reshape(
             (-1,) + (1,) * (moved.ndim - 1))
-        scatter_add_rows(xp, out, idx, values)
+        out = scatter_at("sum", out, idx, values)
     return xp.ascontiguousarray(xp.moveaxis(out, 0, axis))
 
 

@@ -24,10 +24,10 @@ import numbers
 
 import numpy
 
-from .. import backend, dtypes
+from .. import dtypes
 from ..autograd.function import Function
 from ..tensor import Tensor
-from ._util import compute_in_fp32, normalize_dim, xp_of
+from ._util import compute_in_fp32, normalize_dim, scatter_at, xp_of
 from .indexing import (
     GetItem,
     IndexAddZeros,
@@ -135,19 +135,6 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A
 
 
 # ---- scatter_reduce ---------------------------------------------------------------------------------
-def _ufunc_at(reduce, out, index, values):
-    """``out[index] (op)= values`` with repeats combining (``numpy.<ufunc>.at``; cupyx's scatter on the GPU)."""
-    xp = backend.get_array_module(out)
-    if xp is numpy:
-        {"sum": numpy.add, "prod": numpy.multiply, "amax": numpy.maximum, "amin": numpy.minimum}[reduce].at(
-            out, index, values)
-        return
-    import cupyx  # noqa: PLC0415 - only on the GPU path
-    if reduce == "prod":
-        raise NotImplementedError("scatter_reduce(reduce='prod') has no CuPy kernel yet; use the CPU")
-    {"sum": cupyx.scatter_add, "amax": cupyx.scatter_max, "amin": cupyx.scatter_min}[reduce](out, index, values)
-
-
 _IDENTITY = {"sum": 0, "mean": 0, "prod": 1, "amax": -numpy.inf, "amin": numpy.inf}
 
 
@@ -165,8 +152,8 @@ def _reduce_arrays(a, src, index, reduce, include_self):
     # NOTE: the index's shape is its arrays' broadcast shape: index[0] alone is (n, 1, ...) when dim is not 0
     shape = numpy.broadcast_shapes(*(i.shape for i in index))
     counts = xp.zeros(a.shape, dtype=acc.dtype) + (1 if include_self else (~written))
-    add_at_index(counts, index, xp.ones(shape, dtype=acc.dtype))
-    _ufunc_at("sum" if reduce == "mean" else reduce, acc, index, src.array.astype(acc.dtype)[tuple(
+    counts = add_at_index(counts, index, xp.ones(shape, dtype=acc.dtype))
+    acc = scatter_at("sum" if reduce == "mean" else reduce, acc, index, src.array.astype(acc.dtype)[tuple(
         slice(0, s) for s in shape)])
     if reduce == "mean":
         acc = acc / counts if a.dtype.kind == "f" or a.dtype == dtypes.bfloat16 else acc // counts
