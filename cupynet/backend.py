@@ -4,6 +4,8 @@ The rule (DESIGN.md, "Device choice"):
 
 * ``CUPYNET_DEVICE=cpu`` forces NumPy; ``CUPYNET_DEVICE=cuda`` demands CuPy and
   raises a clear error when no CUDA device is usable (never a silent fallback).
+* ``CUPYNET_DEVICE=cuda-emulated`` makes "cuda" the emulated CUDA device: the CuPy path on the
+  CPU, through a stand-in for CuPy that keeps CuPy's rules (``cupynet.cuda.emulated``).
 * Otherwise the default device is ``cuda`` when CuPy imports *and*
   ``cupy.cuda.is_available()`` says yes (wrapped in try/except: CuPy 13 can
   raise there instead of answering), else ``cpu``.
@@ -23,13 +25,28 @@ from .meta import META, MetaArray
 
 __all__ = [
     "Device", "device", "default_device", "cuda_available", "get_array_module",
-    "array_module_for", "to_numpy", "device_of_array", "cupy_or_none",
+    "array_module_for", "to_numpy", "device_of_array", "cupy_or_none", "emulating", "EMULATED",
 ]
+
+EMULATED = "cuda-emulated"
+"""The ``CUPYNET_DEVICE`` value that selects the emulated CUDA device."""
+
+
+def _device_setting() -> str:
+    return os.environ.get("CUPYNET_DEVICE", "").strip()
+
+
+def emulating() -> bool:
+    """True when ``CUPYNET_DEVICE=cuda-emulated``: "cuda" is then the emulated CUDA device."""
+    return _device_setting() == EMULATED
 
 
 @functools.lru_cache(maxsize=1)
 def cupy_or_none():
-    """Return the ``cupy`` module when it imports and a device is usable, else None."""
+    """Return the ``cupy`` module when it imports and a device is usable, else None (the emulated CuPy when
+    ``CUPYNET_DEVICE=cuda-emulated``)."""
+    if emulating():
+        return _emulated_cupy()
     try:
         import cupy  # noqa: PLC0415 - optional dependency, imported lazily
     except Exception:  # ImportError, or a broken CUDA install raising at import
@@ -40,6 +57,16 @@ def cupy_or_none():
     except Exception:  # NOTE: CuPy 13 can raise CUDARuntimeError here
         return None
     return cupy
+
+
+def _emulated_cupy():
+    # NOTE: the one import upward (see .importlinter): the emulated device stands where CuPy would
+    from .cuda import emulated  # noqa: PLC0415
+
+    reason = emulated.unavailable_reason()
+    if reason is not None:
+        raise RuntimeError(f"CUPYNET_DEVICE={EMULATED}: the emulated CUDA device cannot run here: {reason}")
+    return emulated.cupy()
 
 
 def cuda_available() -> bool:
@@ -130,10 +157,12 @@ def default_device() -> Device:
     cuda when usable, else cpu."""
     if _DEVICE_STACK:
         return _DEVICE_STACK[-1]
-    forced = os.environ.get("CUPYNET_DEVICE", "").strip()
+    forced = _device_setting()
     if forced:
+        if forced == EMULATED:
+            return Device("cuda")
         if forced not in ("cpu", "cuda") and not forced.startswith("cuda:"):
-            raise ValueError(f"CUPYNET_DEVICE must be 'cpu', 'cuda' or 'cuda:N', got {forced!r}")
+            raise ValueError(f"CUPYNET_DEVICE must be 'cpu', 'cuda', 'cuda:N' or '{EMULATED}', got {forced!r}")
         return Device(forced)
     return Device("cuda") if cuda_available() else Device("cpu")
 

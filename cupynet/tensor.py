@@ -64,7 +64,8 @@ def _is_raw_array(data) -> bool:
     """True for a NumPy array or scalar (subclasses too) or a CuPy array: what ``Tensor(array)`` wraps as is."""
     if isinstance(data, (numpy.ndarray, numpy.generic)):
         return True
-    cupy = sys.modules.get("cupy")
+    # NOTE: the real cupy only if something imported it already; the emulated one when it is the device
+    cupy = backend.cupy_or_none() if backend.emulating() else sys.modules.get("cupy")
     if cupy is not None and isinstance(data, cupy.ndarray):
         _RAW_ARRAYS.add(type(data))
         return True

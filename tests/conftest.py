@@ -19,26 +19,40 @@ sys.path.insert(0, os.path.dirname(__file__))  # tests import op_harness
 # `cuda` need a GPU: skipped on the CPU run, and `--device cuda` on a machine without one is an error.
 
 def pytest_addoption(parser):
-    parser.addoption("--device", choices=("cpu", "cuda"), default="cpu",
+    parser.addoption("--device", choices=("cpu", "cuda", "cuda-emulated"), default="cpu",
                      help="cpu (default): every test on NumPy, GPU tests skipped; cuda: new tensors on the GPU, "
-                          "op tests on both devices, GPU tests run (needs a usable CUDA GPU)")
+                          "op tests on both devices, GPU tests run (needs a usable CUDA GPU); cuda-emulated: "
+                          "the same on the emulated CUDA device (cupynet.cuda.emulated: CuPy's rules on the CPU, "
+                          "needs g++)")
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "cuda: needs a usable CUDA GPU; runs only under `pytest --device cuda`")
+    config.addinivalue_line("markers", "real_gpu: needs real CUDA hardware (not the emulated device); runs only "
+                                       "under `pytest --device cuda`")
     device = config.getoption("--device")
     if device == "cuda" and not _cuda_usable():
         raise pytest.UsageError("--device cuda: no usable CUDA GPU here (CuPy missing, or "
                                 "cupy.cuda.is_available() is False); run without --device for the CPU suite")
+    if device == "cuda-emulated":
+        from cupynet.cuda.emulated import unavailable_reason  # noqa: PLC0415
+
+        if unavailable_reason() is not None:
+            raise pytest.UsageError(f"--device cuda-emulated: {unavailable_reason()}")
     os.environ["CUPYNET_DEVICE"] = device  # NOTE: before any test module imports cupynet; subprocesses inherit it
 
 
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("--device") == "cuda":
+    device = config.getoption("--device")
+    if device == "cuda":
         return
-    skip = pytest.mark.skip(reason="a GPU test: run it with `pytest --device cuda` on a machine with a CUDA GPU")
+    skip = pytest.mark.skip(reason="a GPU test: run it with `pytest --device cuda` on a machine with a CUDA GPU "
+                                   "(or `--device cuda-emulated`)")
+    skip_real = pytest.mark.skip(reason="needs real CUDA hardware: run it with `pytest --device cuda`")
     for item in items:
-        if "cuda" in item.keywords:
+        if "real_gpu" in item.keywords:
+            item.add_marker(skip_real)
+        elif "cuda" in item.keywords and device != "cuda-emulated":
             item.add_marker(skip)
 
 

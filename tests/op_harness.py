@@ -37,7 +37,7 @@ TOLERANCES = {
     "bfloat16": ((1e-1, 5e-2), (2e-1, 1e-1)),
 }
 # NOTE: conftest sets CUPYNET_DEVICE from `pytest --device`: the op checks run on the GPU too only when asked
-DEVICES = ["cpu"] + (["cuda"] if os.environ.get("CUPYNET_DEVICE") == "cuda" else [])
+DEVICES = ["cpu"] + (["cuda"] if os.environ.get("CUPYNET_DEVICE") in ("cuda", "cuda-emulated") else [])
 requires_torch = pytest.mark.skipif(torch is None, reason="PyTorch (the oracle) is not installed")
 
 

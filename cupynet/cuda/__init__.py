@@ -10,7 +10,8 @@ The device questions (as ``torch.cuda``) are answered here; the kernel layer is 
 * ``checks``: argument checks of the array-level kernel functions (metadata only, no sync);
 * ``common.cuh``: the CUDA helpers every kernel includes; ``reference``: their NumPy twins;
 * ``memory``: ``torch.cuda``'s memory questions from CuPy's memory pool (0 / no-ops on the CPU);
-* ``amp``: ``torch.cuda.amp`` (``autocast``, ``GradScaler``), loaded on first use (see its docstring).
+* ``amp``: ``torch.cuda.amp`` (``autocast``, ``GradScaler``), loaded on first use (see its docstring);
+* ``emulated``: the emulated CUDA device (``CUPYNET_DEVICE=cuda-emulated``), loaded on first use.
 
 The kernels themselves live beside the code that uses them: ``cupynet/amp/kernels``
 (unscale, loss-scale update, L2 norm), ``cupynet/optim/kernels`` (SGD, Adam) and
@@ -60,6 +61,6 @@ def __getattr__(name):
     Args:
         name: the attribute asked for.
     """
-    if name != "amp":
+    if name not in ("amp", "emulated"):
         raise AttributeError(f"module 'cupynet.cuda' has no attribute {name!r}")
-    return importlib.import_module("cupynet.cuda.amp")
+    return importlib.import_module(f"cupynet.cuda.{name}")

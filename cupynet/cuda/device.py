@@ -6,11 +6,12 @@ import threading
 
 import numpy
 
-from cupynet import random
+from cupynet import backend, random
 from cupynet.backend import cuda_available, cupy_or_none
 
 __all__ = ["is_available", "is_initialized", "device_count", "current_device", "get_device_name",
-           "get_device_capability", "synchronize", "manual_seed", "manual_seed_all", "cupy", "constant", "scratch"]
+           "get_device_capability", "synchronize", "manual_seed", "manual_seed_all", "cupy", "cupyx", "cublas",
+           "constant", "scratch"]
 
 
 def is_available() -> bool:
@@ -100,6 +101,28 @@ def cupy():
     module = cupy_or_none()
     if module is None:  # NOTE: unreachable through the public functions, which send NumPy arrays to the references
         raise RuntimeError("cupynet.cuda: CuPy with a usable CUDA device is required to launch a kernel")
+    return module
+
+
+def cupyx():
+    """The ``cupyx`` module (``scatter_add``, ``scipy.special``...): the emulated one on the emulated device."""
+    if backend.emulating():
+        from cupynet.cuda import emulated  # noqa: PLC0415
+
+        return emulated.cupyx()
+    import cupyx as module  # noqa: PLC0415 - CuPy only
+
+    return module
+
+
+def cublas():
+    """CuPy's low-level cuBLAS bindings (``cupy_backends.cuda.libs.cublas``), or the emulated device's GEMM."""
+    if backend.emulating():
+        from cupynet.cuda import emulated  # noqa: PLC0415
+
+        return emulated.cublas()
+    from cupy_backends.cuda.libs import cublas as module  # noqa: PLC0415 - CuPy only
+
     return module
 
 

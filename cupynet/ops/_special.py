@@ -133,8 +133,9 @@ def _fused_or_reference(name, reference):
 
     def kernel(xp, a):
         if xp.__name__ == "cupy":
-            from cupyx.scipy import special  # noqa: PLC0415 - CuPy only: one fused kernel instead of ~200
-            return getattr(special, name)(a)
+            from ..cuda import device  # noqa: PLC0415 - CuPy only: one fused kernel instead of ~200
+
+            return getattr(device.cupyx().scipy.special, name)(a)
         return reference(xp, a)
 
     kernel.__name__ = kernel.__qualname__ = f"{name}_kernel"

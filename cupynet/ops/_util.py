@@ -233,7 +233,9 @@ def scatter_at(reduce, out, index, values):
         ufunc = {"sum": numpy.add, "prod": numpy.multiply, "amax": numpy.maximum, "amin": numpy.minimum}[reduce]
         ufunc.at(acc, index, values)
     else:
-        import cupyx  # noqa: PLC0415 - only on the GPU path
+        from ..cuda import device  # noqa: PLC0415 - only on the GPU path
+
+        cupyx = device.cupyx()
         if reduce == "prod":
             raise NotImplementedError("scatter_reduce(reduce='prod') has no CuPy kernel yet; use the CPU")
         {"sum": cupyx.scatter_add, "amax": cupyx.scatter_max, "amin": cupyx.scatter_min}[reduce](acc, index, values)

@@ -27,12 +27,12 @@ import numpy
 from cupynet.amp.kernels import launch as amp_launch
 from cupynet.cuda import device, multi_tensor
 from cupynet.cuda.emulated import kernels
-from cupynet.cuda.emulated.kernels import EXECUTED, GXX, KernelError, compile_source
+from cupynet.cuda.emulated.kernels import EXECUTED, GXX, KernelError, compile_source, fake_gemm_strided_batched_ex
 from cupynet.ops.kernels import launch as ops_launch
 from cupynet.optim.kernels import launch as optim_launch
 
-__all__ = ["GXX", "LIBRARIES", "EXECUTED", "KernelError", "DeviceArray", "EmulatedCupy", "install",
-           "compile_source"]
+__all__ = ["GXX", "LIBRARIES", "EXECUTED", "KernelError", "DeviceArray", "EmulatedCupy", "install", "install_fake_cublas",
+           "compile_source", "fake_gemm_strided_batched_ex"]
 
 LIBRARIES = {"amp": amp_launch.KERNELS, "optim": optim_launch.KERNELS, "ops": ops_launch.KERNELS}
 """Every kernel library of cupynet, by package."""

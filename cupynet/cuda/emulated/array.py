@@ -32,7 +32,7 @@ IMPLICIT_CONVERSION = ("Implicit conversion to a NumPy array is not allowed. "
 """CuPy's message, word for word, for ``numpy.asarray(cupy_array)``."""
 
 
-LIVE = weakref.WeakSet()
+LIVE = weakref.WeakValueDictionary()
 """The device arrays that own their memory (the emulated memory pool's ``used_bytes`` sums them)."""
 
 
@@ -70,7 +70,7 @@ class ndarray:  # noqa: N801 - CuPy's name
             raise NotImplementedError("cuda-emulated: ndarray(memptr=..., strides=...) is not emulated")
         self._host = numpy.empty(shape, dtype, order=order)
         self._base = None
-        LIVE.add(self)
+        LIVE[id(self)] = self
 
     # ---- what CuPy refuses, and the explicit host reads it allows -------------------------------------
     def __array__(self, *args, **kwargs):
@@ -275,7 +275,7 @@ def wrap(host, owner):
     out._host = host if isinstance(host, numpy.ndarray) else numpy.asarray(host)
     out._base = owner
     if owner is None:
-        LIVE.add(out)
+        LIVE[id(out)] = out
     return out
 
 

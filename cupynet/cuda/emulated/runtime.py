@@ -99,7 +99,7 @@ class MemoryPool:
 
     def used_bytes(self) -> int:
         """Bytes held by live device arrays."""
-        return sum(a.nbytes for a in list(LIVE))
+        return sum(a.nbytes for a in list(LIVE.values()))
 
     def total_bytes(self) -> int:
         """Bytes reserved (the same as used: nothing is cached)."""

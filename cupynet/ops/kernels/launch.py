@@ -301,7 +301,7 @@ def batched_matmul_half(a, b):
     if not _gemm_ex_supports(cupy, a.dtype):
         # NOTE: the same numerics without tensor cores: fp32 products and sums, one rounding at the end
         return cupy.matmul(a.astype(f32), b.astype(f32)).astype(a.dtype)
-    from cupy_backends.cuda.libs import cublas  # noqa: PLC0415 - CuPy-only
+    cublas = device.cublas()
 
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     lead = a.shape[:-2] if a.ndim > 2 else b.shape[:-2]
