@@ -284,17 +284,16 @@ def lazy_entry(module, name, cupy):
         return entry("module")
 
 
-def member_table(cls, skip_object_dunders=True):
-    """Methods, properties and attributes of a class (public names and the dunders ``object`` lacks).
+def member_table(cls):
+    """Methods, properties and attributes of a class: public names and the dunders ``object`` lacks.
 
     Args:
         cls: the class.
-        skip_object_dunders: leave out ``__repr__`` and the rest that every object has.
     """
     table = {}
     for name in dir(cls):
-        dunder = name.startswith("__") and name.endswith("__")
-        if (name.startswith("_") and not dunder) or (dunder and skip_object_dunders and hasattr(object, name)):
+        dunder = name.startswith("__") and name.endswith("__") and not name.startswith("__pyx")
+        if (name.startswith("_") and not dunder) or (dunder and hasattr(object, name)):
             continue
         obj = inspect.getattr_static(cls, name)
         if isinstance(obj, (property, types.GetSetDescriptorType)):
