@@ -31,8 +31,8 @@ from cupynet.cuda.emulated.kernels import EXECUTED, GXX, KernelError, compile_so
 from cupynet.ops.kernels import launch as ops_launch
 from cupynet.optim.kernels import launch as optim_launch
 
-__all__ = ["GXX", "LIBRARIES", "EXECUTED", "KernelError", "DeviceArray", "EmulatedCupy", "install", "install_fake_cublas",
-           "compile_source", "fake_gemm_strided_batched_ex"]
+__all__ = ["GXX", "LIBRARIES", "EXECUTED", "KernelError", "DeviceArray", "EmulatedCupy", "install",
+           "install_fake_cublas", "compile_source", "fake_gemm_strided_batched_ex"]
 
 LIBRARIES = {"amp": amp_launch.KERNELS, "optim": optim_launch.KERNELS, "ops": ops_launch.KERNELS}
 """Every kernel library of cupynet, by package."""
