@@ -252,9 +252,10 @@ def _unscale_wide(a, found_inf, inv_scale, stats_row) -> None:
 
 
 def _unscale_found(fn: str, params_or_grads, scale, found_inf, tensor_stats, rescale: bool, allow_fp16: bool):
-    scale_arr = _scale_array(fn, scale)
-    device = _backend.device_of_array(scale_arr)
     grads = collect_grads(fn, params_or_grads)
+    # NOTE: a Python-number scale goes where the gradients are (the default device when there are none)
+    scale_arr = _scale_array(fn, scale, _backend.device_of_array(grads[0]) if grads else None)
+    device = _backend.device_of_array(scale_arr)
     check_grad_arrays(fn, grads, device, allow_fp16)
     found = device_array(0.0, _F32, device) if found_inf is None else _data(fn, "found_inf", found_inf, _F32)
     stats = None if tensor_stats is None else (tensor_stats.array if isinstance(tensor_stats, _Tensor)
@@ -270,11 +271,16 @@ def check_inf(params_or_grads, *, device=None, found_inf=None, tensor_stats=None
 
     Args:
         params_or_grads: parameters (their ``.grad``) and/or gradient Tensors/arrays.
-        device: the device of the result (default: the default device); the gradients must be there.
+        device: the device of the result (default: the gradients', else the default device); the gradients
+            must be there.
         found_inf: an existing float32 flag to set instead of a new one (it is only ever set).
         tensor_stats: optional int32 ``(n, 2)`` array that gets ``[inf_count, nan_count]`` per gradient added.
     """
-    dev = _backend.device(device) if device is not None else _backend.default_device()
+    if device is not None:
+        dev = _backend.device(device)
+    else:
+        grads = collect_grads("check_inf", params_or_grads)
+        dev = _backend.device_of_array(grads[0]) if grads else _backend.default_device()
     return _unscale_found("check_inf", params_or_grads, device_array(1.0, _F32, dev), found_inf, tensor_stats,
                           rescale=False, allow_fp16=True)
 
@@ -287,7 +293,7 @@ def unscale(params_or_grads, scale, *, found_inf=None, tensor_stats=None, allow_
 
     Args:
         params_or_grads: parameters (their ``.grad``) and/or gradient Tensors/arrays, on the scale's device.
-        scale: the loss scale: a float32 device scalar, or a Python number.
+        scale: the loss scale: a float32 device scalar, or a Python number (made on the gradients' device).
         found_inf: an existing float32 flag to set instead of a new one.
         tensor_stats: optional int32 ``(n, 2)`` array that gets ``[inf_count, nan_count]`` per gradient added.
         allow_fp16: accept float16 gradients (``GradScaler`` passes False, as PyTorch).

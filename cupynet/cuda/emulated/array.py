@@ -214,7 +214,7 @@ class ndarray:  # noqa: N801 - CuPy's name
         key = _unwrap_index(key)
         if _has_bool_array(key):  # NOTE: CuPy reads the mask's count to size the result
             count_sync(f"boolean mask index: {self.shape} {self.dtype}")
-        return call(operator.getitem, (self, key), {}, name="__getitem__")
+        return call(operator.getitem, (self, key), {}, name="__getitem__", refuse_host=False)
 
     def __setitem__(self, key, value):
         key = _unwrap_index(key)
