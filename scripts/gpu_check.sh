@@ -128,7 +128,7 @@ SANITIZED="$PY -c 'import sys, cupy, pytest; cupy.cuda.set_allocator(None); \
 cupy.cuda.set_pinned_memory_allocator(None); sys.exit(pytest.main([\"-q\", \"-p\", \"no:cacheprovider\", \
 \"-x\", \"-m\", \"cuda\", \"--device\", \"cuda\", *sys.argv[1:]]))' tests/test_kernels_gpu.py tests/test_fused_ops.py"
 SANITIZER_OPTS="--target-processes all --error-exitcode 1 --print-limit 50"
-SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+SANITIZER=$(command -v compute-sanitizer)
 
 STEP_NAMES=()
 STEP_LIMITS=()
@@ -268,7 +268,8 @@ export RESULTS
 SUMMARY=$RESULTS/summary.txt
 WORK=$(mktemp -d) || exit 1
 trap 'rm -rf "$WORK"' EXIT
-touch "$WORK/started"
+files_here() { find "$RESULTS" -maxdepth 1 -type f ! -name summary.txt -printf '%f %T@ %s\n' | sort; }
+files_here >"$WORK/before"
 echo "device: $DEVICE_NAME | cupy: $CUPY_VERSION"
 echo "results: $RESULTS"
 
@@ -395,10 +396,12 @@ for i in "${!STEP_NAMES[@]}"; do
     row "$name" "$rc" "${took}s" "${limit}s" "$status" "${files:--}"
 done
 
-while IFS= read -r -d '' file; do
-    cap_file "$file"
-done < <(find "$RESULTS" -maxdepth 1 -type f ! -name summary.txt -newer "$WORK/started" -print0)
-written=$(find "$RESULTS" -maxdepth 1 -type f ! -name summary.txt -newer "$WORK/started" | wc -l)
+# the files this run wrote or changed (a folder may hold earlier parts' files too)
+files_here | comm -13 "$WORK/before" - | cut -d' ' -f1 >"$WORK/written"
+while read -r file; do
+    cap_file "$RESULTS/$file"
+done <"$WORK/written"
+written=$(wc -l <"$WORK/written")
 {
     echo "# gpu_check.sh: the $MODE plan$( ((QUICK)) && echo " (quick)") on $DEVICE_WORDS"
     echo "# command: $COMMAND_LINE"
