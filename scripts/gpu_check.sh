@@ -140,8 +140,9 @@ add_step() {  # add_step NAME LIMIT EXTRA_FILES COMMAND
     STEP_FILES+=("$1.txt${3:+ $3}")
     STEP_CMDS+=("$4")
 }
-pick() {  # pick REAL QUICK [EMULATED [EMULATED_QUICK]]: the variant of a step's arguments for this run
-    local variants=("$1" "$2" "${3:-$1}" "${4:-$2}")
+pick() {  # pick REAL QUICK [EMULATED EMULATED_QUICK]: the variant of a step's arguments for this run
+    local variants=("$@")
+    (($# == 2)) && variants+=("$1" "$2")
     echo "${variants[EMULATED * 2 + QUICK]}"
 }
 tool_versions="for tool in nvcc g++ ${SANITIZER:-compute-sanitizer}; do echo \"== \$tool --version\"; \
@@ -156,7 +157,8 @@ plan_default() {
     fi
     add_step info 20 "" "$PY -m cupynet.cli info --json"
     add_step correctness 120 "" "$PYTEST -rfEs -m cuda $(pick "" "$QUICK_CORRECTNESS") $CORRECTNESS_TESTS"
-    add_step bench-gpu 150 "$(pick bench_gpu_cuda.json bench_gpu_cuda_tiny.json bench_gpu_emulated_tiny.json)" \
+    add_step bench-gpu 150 "$(pick bench_gpu_cuda.json bench_gpu_cuda_tiny.json \
+        bench_gpu_emulated_tiny.json bench_gpu_emulated_tiny.json)" \
         "$PY benchmarks/bench_gpu.py $(pick "--device cuda --repeats 20" "--device cuda --tiny --repeats 3" \
             "--emulated --tiny --repeats 3" "--emulated --tiny --repeats 1 --warmup 0") --out \"\$RESULTS\""
     add_step bench-unscale 40 "" "$PY benchmarks/bench_unscale.py$EMU $(pick "--repeat 5" \
@@ -180,7 +182,8 @@ emulated device has none ($tool NOT run)'"
 with the CUDA toolkit: add its bin/ to PATH); $tool NOT run'"
         fi
     done
-    add_step bench-fused 40 "$(pick bench_fused_cuda.json bench_fused_cuda_tiny.json bench_fused_emulated_tiny.json)" \
+    add_step bench-fused 40 "$(pick bench_fused_cuda.json bench_fused_cuda_tiny.json \
+        bench_fused_emulated_tiny.json bench_fused_emulated_tiny.json)" \
         "$PY benchmarks/bench_fused.py $(pick "--device cuda --repeats 20" "--device cuda --tiny --repeats 3" \
             "--emulated --tiny --repeats 3" "--emulated --tiny --repeats 1") --out \"\$RESULTS\""
     add_step suite rest "" "run_shards $SHARDS $PYTEST --maxfail=200 -rfE --durations=25 -- \

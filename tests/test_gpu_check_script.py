@@ -128,10 +128,11 @@ def test_the_last_step_is_planned_with_the_time_left():
     assert smaller[-1][1] == 120 and planned == fixed + 120  # the floor: the plan then says it is over the budget
 
 
-def test_the_emulated_plan_is_the_same_plan_without_real_hardware():
+@pytest.mark.parametrize("quick", [(), ("--quick",)])
+def test_the_emulated_plan_is_the_same_plan_without_real_hardware(quick):
     for mode in ((), ("deep",)):
-        real, _, planned, _ = _plan(*mode)
-        emulated, _, emulated_planned, text = _plan(*mode, "--emulated")
+        real, _, planned, _ = _plan(*mode, *quick)
+        emulated, _, emulated_planned, text = _plan(*mode, *quick, "--emulated")
         assert [(n, limit) for n, limit, _, _ in real] == [(n, limit) for n, limit, _, _ in emulated]
         assert planned == emulated_planned
         assert "nvidia-smi" not in text and "compute-sanitizer --tool" not in text
@@ -396,3 +397,6 @@ def test_the_quick_plan_passes_end_to_end_on_the_emulated_device(tmp_path, mode,
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
     summary = _check_results(out, steps)
     assert "RESULT: all steps exited 0" in summary
+    planned, *_ = _plan("--emulated", "--quick", *mode)
+    for name, _, files, _ in planned:
+        assert all((out / f).is_file() for f in files), (name, files)  # e.g. the benchmarks' JSON
