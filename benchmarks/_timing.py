@@ -11,12 +11,15 @@ import time
 def sync(device_type):
     """Wait for the GPU when timing GPU work (a no-op on the CPU).
 
+    NOTE: through ``cupynet.cuda.synchronize``, not CuPy directly, so that the emulated CUDA device
+    (``CUPYNET_DEVICE=cuda-emulated``) is waited for the same way.
+
     Args:
         device_type: "cpu" or "cuda".
     """
     if device_type == "cuda":
-        import cupy
-        cupy.cuda.Device().synchronize()
+        import cupynet.cuda
+        cupynet.cuda.synchronize()
 
 
 def _waiter(device_type, torch_sync):

@@ -5,6 +5,8 @@ Run: PYTHONPATH=. python benchmarks/bench_fused.py [--device cuda|cpu] [--repeat
 Each case runs forward + first-order backward on arrays of a transformer/CNN-sized shape. On a GPU
 the fused column is the CUDA kernel (``cupynet.ops.fused``); ``CUPYNET_FUSED_KERNELS=0`` makes it
 the reference on the GPU too. On the CPU every column is NumPy/torch-CPU (a smoke run, no claim).
+``--emulated`` (with ``CUPYNET_DEVICE=cuda-emulated``) runs the kernels on the emulated CUDA device and
+labels the table and ``bench_fused_emulated*.json`` as no GPU figures.
 """
 
 from __future__ import annotations
@@ -86,11 +88,15 @@ def main(argv=None):
     parser.add_argument("--tiny", action="store_true")
     parser.add_argument("--dtype", default="float16", choices=["float16", "float32"])
     parser.add_argument("--out", default=str(pathlib.Path(__file__).parent / "results"))
+    parser.add_argument("--emulated", action="store_true",
+                        help="on the emulated CUDA device (CUPYNET_DEVICE=cuda-emulated); labelled: not GPU figures")
     args = parser.parse_args(argv)
     device = cn.device(args.device) if args.device else cn.default_device()
-    xp = cn.backend.cupy_or_none() if device.type == "cuda" else np
+    xp = device.xp
     dtype = np.dtype(args.dtype)
     rows = []
+    if args.emulated:
+        print("EMULATED CUDA device on the CPU: NOT GPU figures\n")
     print("| op | shape | fused ms | unfused cupynet ms | speed-up |\n|---|---|---|---|---|")
     for name, shape in cases(args.tiny).items():
         fused_s = median_time(fused_fn(name, shape, xp, dtype), repeats=args.repeats, device_type=device.type)
@@ -104,8 +110,9 @@ def main(argv=None):
               f"{'n/a' if speedup is None else f'{speedup:.2f}'} |")
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"bench_fused_{device.type}{'_tiny' if args.tiny else ''}.json"
-    path.write_text(json.dumps({"benchmark": "bench_fused", "environment": environment(), "dtype": str(dtype),
+    path = out / f"bench_fused_{'emulated' if args.emulated else device.type}{'_tiny' if args.tiny else ''}.json"
+    path.write_text(json.dumps({"benchmark": "bench_fused", "emulated": args.emulated, "environment": environment(),
+                                "dtype": str(dtype),
                                 "fused_kernels": os.environ.get("CUPYNET_FUSED_KERNELS", "1") != "0",
                                 "results": rows}, indent=2))
     print(f"\nwrote {path}")

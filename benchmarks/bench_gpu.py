@@ -2,6 +2,8 @@
 
 Run (GPU):  PYTHONPATH=. python benchmarks/bench_gpu.py [--repeats 50] [--out benchmarks/results]
 Run (CI):   PYTHONPATH=. python benchmarks/bench_gpu.py --device cpu --tiny --out /tmp/x
+Run (emulated CUDA device, on the CPU):
+            CUPYNET_DEVICE=cuda-emulated PYTHONPATH=. python benchmarks/bench_gpu.py --emulated --tiny --out /tmp/x
 
 Models (from ``cupynet.models.build_model``, the PyTorch twin gets the same weights): the MLP
 (4 x 4096 hidden, batch 4096), the CNN (3x32x32, batch 256) and the tiny transformer (seq 256,
@@ -12,6 +14,9 @@ Each step is zero_grad, forward, cross-entropy, backward, Adam step; AMP adds au
 tracking bytes handed out by the pool; PyTorch: ``torch.cuda.max_memory_allocated``), and host
 syncs per step (cupynet: calls of every host-read entry point, see ``SyncCounter``). Prints a
 markdown table and writes ``bench_gpu_<device>.json`` with the environment into ``--out``.
+``--emulated`` runs cupynet's CUDA path on the emulated device and PyTorch on the CPU, measures no
+peak memory and labels the table and ``bench_gpu_emulated*.json`` as not GPU figures: it checks the
+benchmark's plumbing, nothing else.
 """
 
 from __future__ import annotations
@@ -82,7 +87,7 @@ class SyncCounter:
             self._wrap(cn.Tensor, name)
         self._wrap(cn.backend, "to_numpy")
         cupy = cn.backend.cupy_or_none()
-        if cupy is not None:
+        if cupy is not None and hasattr(cupy, "asnumpy"):
             self._wrap(cupy, "asnumpy")
         return self
 
@@ -177,19 +182,19 @@ def torch_step(name, spec, device_type, amp, torch):
     return step
 
 
-def measure_cupynet(name, spec, device, amp, repeats, warmup):
+def measure_cupynet(name, spec, device, amp, repeats, warmup, emulated=False):
     step = cupynet_step(name, spec, device, amp)
     seconds = median_time(step, repeats=repeats, warmup=warmup, device_type=device.type)
     with SyncCounter() as counter:
         for _ in range(3):
             step()
-    peak = cupy_peak_bytes(step) if device.type == "cuda" else None
+    peak = cupy_peak_bytes(step) if device.type == "cuda" and not emulated else None
     return {"step_ms": seconds * 1e3, "samples_per_s": spec[1] / seconds, "peak_mem_bytes": peak,
             "host_syncs_per_step": counter.count / 3}
 
 
-def measure_torch(name, spec, device, amp, repeats, warmup, torch):
-    cuda = device.type == "cuda"
+def measure_torch(name, spec, device, amp, repeats, warmup, torch, emulated=False):
+    cuda = device.type == "cuda" and not emulated  # NOTE: next to the emulated device, PyTorch runs on the CPU
     step = torch_step(name, spec, "cuda" if cuda else "cpu", amp, torch)
     seconds = median_time(step, repeats=repeats, warmup=warmup, torch_sync=cuda)
     peak = None
@@ -203,9 +208,12 @@ def measure_torch(name, spec, device, amp, repeats, warmup, torch):
     return {"step_ms": seconds * 1e3, "samples_per_s": spec[1] / seconds, "peak_mem_bytes": peak}
 
 
-def device_environment(device, torch):
+def device_environment(device, torch, emulated=False):
     env = environment()
-    env.update({"device": device.type, "device_name": None, "driver": None, "cupy": None})
+    env.update({"device": device.type, "device_name": None, "driver": None, "cupy": None, "emulated": emulated})
+    if emulated:
+        env.update({"device_name": "emulated CUDA device (on the CPU; not a GPU figure)", "torch_device": "cpu"})
+        return env
     cupy = cn.backend.cupy_or_none()
     if cupy is not None:
         env["cupy"] = cupy.__version__
@@ -246,8 +254,9 @@ def check_targets(results):
     return out
 
 
-def markdown(results, targets):
-    lines = ["| model | precision | cupynet ms | torch ms | ratio | cupynet samples/s | torch samples/s | "
+def markdown(results, targets, emulated=False):
+    lines = ["EMULATED CUDA device on the CPU, PyTorch on the CPU: NOT GPU figures", ""] if emulated else []
+    lines += ["| model | precision | cupynet ms | torch ms | ratio | cupynet samples/s | torch samples/s | "
              "cupynet peak MiB | torch peak MiB | mem ratio | syncs/step |", "|" + "---|" * 11]
     mib = lambda b: "n/a" if b is None else f"{b / 2**20:.1f}"  # noqa: E731
     num = lambda v, f: "n/a" if v is None else format(v, f)  # noqa: E731
@@ -269,6 +278,9 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=None, help="timed steps per case (default 50, tiny 3)")
     parser.add_argument("--warmup", type=int, default=None, help="untimed steps first (default 5, tiny 1)")
     parser.add_argument("--out", default=str(pathlib.Path(__file__).parent / "results"))
+    parser.add_argument("--emulated", action="store_true",
+                        help="cupynet on the emulated CUDA device (CUPYNET_DEVICE=cuda-emulated), PyTorch on the CPU, "
+                             "no peak memory; labelled: not GPU figures")
     args = parser.parse_args(argv)
     device = cn.device(args.device) if args.device else cn.default_device()
     repeats = args.repeats or (3 if args.tiny else 50)
@@ -281,8 +293,8 @@ def main(argv=None):
     for name, spec in specs.items():
         for precision in ("fp32", "amp"):
             amp = precision == "amp"
-            ours = measure_cupynet(name, spec, device, amp, repeats, warmup)
-            theirs = measure_torch(name, spec, device, amp, repeats, warmup, torch)
+            ours = measure_cupynet(name, spec, device, amp, repeats, warmup, args.emulated)
+            theirs = measure_torch(name, spec, device, amp, repeats, warmup, torch, args.emulated)
             results.append({"model": name, "precision": precision, "batch": spec[1], "input_shape": list(spec[0]),
                             "cupynet": ours, "torch": theirs,
                             "ratio_step_time": ratio(ours["step_ms"], theirs["step_ms"]),
@@ -290,14 +302,15 @@ def main(argv=None):
             print(f"# {name} {precision}: cupynet {ours['step_ms']:.2f} ms, torch {theirs['step_ms']:.2f} ms",
                   file=sys.stderr, flush=True)
     targets = check_targets(results)
-    report = {"benchmark": "bench_gpu", "tiny": args.tiny, "repeats": repeats, "warmup": warmup,
-              "environment": device_environment(device, torch), "results": results, "targets": targets,
+    report = {"benchmark": "bench_gpu", "tiny": args.tiny, "emulated": args.emulated, "repeats": repeats,
+              "warmup": warmup, "environment": device_environment(device, torch, args.emulated), "results": results,
+              "targets": targets,
               "wall_s": time.perf_counter() - started}
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"bench_gpu_{device.type}{'_tiny' if args.tiny else ''}.json"
+    path = out / f"bench_gpu_{'emulated' if args.emulated else device.type}{'_tiny' if args.tiny else ''}.json"
     path.write_text(json.dumps(report, indent=2))
-    print(markdown(results, targets))
+    print(markdown(results, targets, args.emulated))
     print(f"\nwrote {path}")
 
 

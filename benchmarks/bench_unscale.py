@@ -6,7 +6,9 @@ Bytes moved per call: every gradient is read once and written once (2 x its size
 With a GPU (CuPy): cupynet's fused RawKernel, ``torch._amp_foreach_non_finite_check_and_unscale_``
 on CUDA (if torch with CUDA is installed) and a per-tensor CuPy loop, over 10 / 100 / 1000 tensors
 totalling 10M and 100M fp32 elements. Without a GPU: the NumPy reference path at 1M elements (vs torch's CPU kernel),
-and a note that the GPU figures await a device.
+and a note that the GPU figures await a device. ``--emulated`` (with ``CUPYNET_DEVICE=cuda-emulated``)
+runs the kernel path on the emulated CUDA device at 100k elements, PyTorch on the CPU: it checks the
+plumbing and is labelled as no GPU figure.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import time
 
 import numpy as np
 
+import cupynet.cuda
 from cupynet import backend
 from cupynet.amp import kernels
 
@@ -39,7 +42,7 @@ def _timeit(fn, sync, repeat):
     return best
 
 
-def _candidates(arrays, xp):
+def _candidates(arrays, xp, torch, torch_device):
     found, inv = xp.zeros(1, xp.float32), xp.full(1, 0.5, xp.float32)
     yield "cupynet fused", lambda: kernels.non_finite_check_and_unscale_(arrays, found, inv)
 
@@ -48,20 +51,19 @@ def _candidates(arrays, xp):
             found[...] = xp.maximum(found, (~xp.isfinite(a)).any())
             a *= inv[0]
     yield "per-tensor loop", loop
-    torch, dev = _torch_for(xp)
-    if torch is not None:
-        grads = [torch.as_tensor(a, device=dev) for a in arrays]
-        t_found, t_inv = torch.zeros((), device=dev), torch.full((), 0.5, device=dev)
+    if torch is not None:  # NOTE: its own tensors of the same sizes (all ones, as ours), not views of ours
+        grads = [torch.ones(int(a.size), dtype=torch.float32, device=torch_device) for a in arrays]
+        t_found, t_inv = torch.zeros((), device=torch_device), torch.full((), 0.5, device=torch_device)
         yield "torch foreach", lambda: torch._amp_foreach_non_finite_check_and_unscale_(grads, t_found, t_inv)
 
 
-def _torch_for(xp):
-    """torch and the device to compare on (CUDA next to CuPy, CPU next to NumPy), or (None, None)."""
+def _torch_for(on_gpu):
+    """torch and the device to compare on (CUDA next to a GPU, else the CPU), or (None, None)."""
     try:
         import torch
     except ImportError:
         return None, None
-    if xp is np:
+    if not on_gpu:
         return torch, "cpu"
     return (torch, "cuda") if torch.cuda.is_available() else (None, None)
 
@@ -70,20 +72,27 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--total", type=int, nargs="+", default=None)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--emulated", action="store_true",
+                        help="the emulated CUDA device (CUPYNET_DEVICE=cuda-emulated): 100k elements, PyTorch on the "
+                             "CPU; labelled: not GPU figures")
     args = parser.parse_args(argv)
-    gpu = backend.cuda_available()
-    xp = backend.default_device().xp if gpu else np
-    totals = args.total or ([10_000_000, 100_000_000] if gpu else [1_000_000])
-    sync = (lambda: xp.cuda.Stream.null.synchronize()) if gpu else (lambda: None)
-    print(f"device: {'cuda' if gpu else 'cpu (NumPy reference)'}")
+    gpu = backend.cuda_available() and not args.emulated
+    xp = backend.default_device().xp if gpu or args.emulated else np
+    totals = args.total or ([10_000_000, 100_000_000] if gpu else [100_000] if args.emulated else [1_000_000])
+    sync = cupynet.cuda.synchronize if gpu or args.emulated else (lambda: None)
+    torch, torch_device = _torch_for(gpu)
+    if args.emulated:
+        print("device: EMULATED CUDA device on the CPU, PyTorch on the CPU: NOT GPU figures")
+    else:
+        print(f"device: {'cuda' if gpu else 'cpu (NumPy reference)'}")
     print(f"{'elements':>11} {'tensors':>8} {'method':>16} {'ms':>9} {'GB/s':>8}")
     for total in totals:
         for n in (10, 100, 1000):
             arrays = _split(total, n, xp)
-            for name, fn in _candidates(arrays, xp):
+            for name, fn in _candidates(arrays, xp, torch, torch_device):
                 seconds = _timeit(fn, sync, args.repeat)
                 print(f"{total:>11} {n:>8} {name:>16} {seconds * 1e3:>9.3f} {2 * 4 * total / seconds / 1e9:>8.2f}")
-    if not gpu:
+    if not gpu and not args.emulated:
         print("no GPU here: the GPU figures (10M/100M elements, vs torch and a CuPy loop) await a device")
 
 
