@@ -4,8 +4,9 @@ The rule (DESIGN.md, "Device choice"):
 
 * ``CUPYNET_DEVICE=cpu`` forces NumPy; ``CUPYNET_DEVICE=cuda`` demands CuPy and
   raises a clear error when no CUDA device is usable (never a silent fallback).
-* ``CUPYNET_DEVICE=cuda-emulated`` makes "cuda" the emulated CUDA device: the CuPy path on the
-  CPU, through a stand-in for CuPy that keeps CuPy's rules (``cupynet.cuda.emulated``).
+* ``CUPYNET_DEVICE=cuda-emulated`` makes "cuda" the emulated CUDA device and the default: the CuPy
+  path on the CPU, through a stand-in for CuPy that keeps CuPy's rules (``cupynet.cuda.emulated``).
+  ``CUPYNET_CUDA=emulated`` makes "cuda" the emulated device without changing the default device.
 * Otherwise the default device is ``cuda`` when CuPy imports *and*
   ``cupy.cuda.is_available()`` says yes (wrapped in try/except: CuPy 13 can
   raise there instead of answering), else ``cpu``.
@@ -37,8 +38,11 @@ def _device_setting() -> str:
 
 
 def emulating() -> bool:
-    """True when ``CUPYNET_DEVICE=cuda-emulated``: "cuda" is then the emulated CUDA device."""
-    return _device_setting() == EMULATED
+    """True when "cuda" is the emulated CUDA device (``CUPYNET_DEVICE=cuda-emulated`` or ``CUPYNET_CUDA=emulated``)."""
+    cuda = os.environ.get("CUPYNET_CUDA", "").strip()
+    if cuda not in ("", "emulated"):
+        raise ValueError(f"CUPYNET_CUDA must be 'emulated' or unset, got {cuda!r}")
+    return cuda == "emulated" or _device_setting() == EMULATED
 
 
 @functools.lru_cache(maxsize=1)

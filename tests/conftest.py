@@ -12,25 +12,33 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, os.path.dirname(__file__))  # tests import op_harness
 
 
-# ---- which device the suite runs on -------------------------------------------------------------------
-# NOTE: the suite is pinned to the CPU unless asked otherwise, even on a GPU machine: a GPU run is a
-# separate, deliberate run (`pytest --device cuda`, what scripts/gpu_check.sh does), so the everyday
-# run is the same everywhere and a GPU's harness noise never hides a real CPU failure. Tests marked
-# `cuda` need a GPU: skipped on the CPU run, and `--device cuda` on a machine without one is an error.
+# ---- which devices the suite runs on ------------------------------------------------------------------
+# NOTE: tensors made without a device stay on the CPU in every run, even on a GPU machine: a GPU run is a
+# separate, deliberate run (`pytest --device cuda`, what scripts/gpu_check.sh does) that adds the GPU to the
+# device-parametrized tests (op_harness.DEVICES, read from CUPYNET_TEST_DEVICES) and runs the tests marked
+# `cuda`; `--device cuda-emulated` does the same on the emulated CUDA device (CUPYNET_CUDA=emulated). So the
+# everyday run is the same everywhere, and a GPU run checks the GPU path, not the tests' assumptions.
 
 def pytest_addoption(parser):
     parser.addoption("--device", choices=("cpu", "cuda", "cuda-emulated"), default="cpu",
-                     help="cpu (default): every test on NumPy, GPU tests skipped; cuda: new tensors on the GPU, "
-                          "op tests on both devices, GPU tests run (needs a usable CUDA GPU); cuda-emulated: "
-                          "the same on the emulated CUDA device (cupynet.cuda.emulated: CuPy's rules on the CPU, "
-                          "needs g++)")
+                     help="cpu (default): every test on NumPy, GPU tests skipped; cuda: device-parametrized tests "
+                          "on both devices and GPU tests run (needs a usable CUDA GPU); cuda-emulated: the same "
+                          "on the emulated CUDA device (cupynet.cuda.emulated: CuPy's rules on the CPU, needs g++)")
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "cuda: needs a usable CUDA GPU; runs only under `pytest --device cuda`")
+    config.addinivalue_line("markers", "cuda: needs a CUDA device; runs only under `pytest --device cuda` or "
+                                       "`--device cuda-emulated`")
     config.addinivalue_line("markers", "real_gpu: needs real CUDA hardware (not the emulated device); runs only "
                                        "under `pytest --device cuda`")
     device = config.getoption("--device")
+    # NOTE: before any test module imports cupynet; subprocesses inherit them
+    os.environ["CUPYNET_DEVICE"] = "cpu"
+    os.environ["CUPYNET_TEST_DEVICES"] = "cpu" if device == "cpu" else "cpu,cuda"
+    if device == "cuda-emulated":
+        os.environ["CUPYNET_CUDA"] = "emulated"
+    else:
+        os.environ.pop("CUPYNET_CUDA", None)
     if device == "cuda" and not _cuda_usable():
         raise pytest.UsageError("--device cuda: no usable CUDA GPU here (CuPy missing, or "
                                 "cupy.cuda.is_available() is False); run without --device for the CPU suite")
@@ -39,7 +47,6 @@ def pytest_configure(config):
 
         if unavailable_reason() is not None:
             raise pytest.UsageError(f"--device cuda-emulated: {unavailable_reason()}")
-    os.environ["CUPYNET_DEVICE"] = device  # NOTE: before any test module imports cupynet; subprocesses inherit it
 
 
 def pytest_collection_modifyitems(config, items):

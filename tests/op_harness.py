@@ -36,8 +36,9 @@ TOLERANCES = {
     "float16": ((2e-2, 2e-2), (5e-2, 5e-2)),
     "bfloat16": ((1e-1, 5e-2), (2e-1, 1e-1)),
 }
-# NOTE: conftest sets CUPYNET_DEVICE from `pytest --device`: the op checks run on the GPU too only when asked
-DEVICES = ["cpu"] + (["cuda"] if os.environ.get("CUPYNET_DEVICE") in ("cuda", "cuda-emulated") else [])
+# NOTE: conftest sets CUPYNET_TEST_DEVICES from `pytest --device`: the op checks run on the GPU (real or
+# emulated) too only when asked
+DEVICES = os.environ.get("CUPYNET_TEST_DEVICES", "cpu").split(",")
 requires_torch = pytest.mark.skipif(torch is None, reason="PyTorch (the oracle) is not installed")
 
 

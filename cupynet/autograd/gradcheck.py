@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy
 
-from .. import dtypes
+from .. import backend, dtypes
 from ..backend import to_numpy
 from ..tensor import Tensor
 from .engine import grad
@@ -40,11 +40,8 @@ def _check_inputs(inputs):
 
 
 def _like(t, host):
-    module = type(t.array).__module__.split(".")[0]
-    if module == "numpy":
-        return numpy.asarray(host, dtype=t.dtype)
-    import cupy  # noqa: PLC0415
-    return cupy.asarray(host, dtype=t.dtype)
+    """``host`` (NumPy) as an array of ``t``'s dtype on ``t``'s device."""
+    return backend.array_module_for(backend.device_of_array(t.array)).asarray(host, dtype=t.dtype)
 
 
 def _dot(outputs, cotangents):

@@ -67,12 +67,21 @@ def header_lines(trainer) -> list:
     cfg = trainer.config
     lr = cfg.lr if cfg.lr is not None else trainer.optimizer.param_groups[0]["lr"]
     return [f"cupynet train: {cfg.model} ({type(trainer.model).__name__}, {trainer.parameters:,} parameters) "
-            f"on {trainer.device}",
+            f"on {_device(trainer.device)}",
             f"  data:      {_data(trainer)}",
             f"  precision: {_precision(trainer)}",
             f"  optimizer: {cfg.optimizer}, lr {lr:g}; seed {cfg.seed}",
             f"  threads:   BLAS {trainer.threads.describe()}",
             *_outputs(trainer)]
+
+
+def _device(device) -> str:
+    """``cpu``, or ``cuda:0 (NVIDIA H100 ...)``: the GPU's name, which for the emulated device says so."""
+    if device.type != "cuda":
+        return str(device)
+    from .. import cuda  # noqa: PLC0415 - the device questions, only when training on a GPU
+
+    return f"{device} ({cuda.get_device_name(device.index)})"
 
 
 def _best(trainer) -> str:

@@ -24,6 +24,8 @@ import numpy
 
 from . import api
 from .counters import count_launch, count_sync
+from .device import Device
+from .rules import SIZED_BY_DATA, check_at_dtype, check_keywords
 
 __all__ = ["ndarray", "wrap", "unwrap", "call", "host_value", "IMPLICIT_CONVERSION"]
 
@@ -176,8 +178,6 @@ class ndarray:  # noqa: N801 - CuPy's name
     @property
     def device(self):
         """The device the array is on (always device 0 of the emulated GPU)."""
-        from .runtime import Device  # noqa: PLC0415 - runtime imports this module
-
         return Device(0)
 
     @property
@@ -230,18 +230,37 @@ class ndarray:  # noqa: N801 - CuPy's name
         return self.copy()
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from .module import ufunc_named  # noqa: PLC0415 - module imports this one
-
-        fake = ufunc_named(ufunc.__name__)
-        if fake is None:
+        # NOTE: numpy.exp(x) on a device array runs CuPy's exp, if CuPy has one (NotImplemented: TypeError)
+        spec = api.entry("cupy", ufunc.__name__)
+        if spec is None or spec.get("kind") != "ufunc" or (method != "__call__" and
+                                                            method not in api.ufunc_methods(ufunc.__name__)):
             return NotImplemented
-        return fake(*inputs, **kwargs) if method == "__call__" else getattr(fake, method)(*inputs, **kwargs)
+        where = f"cupy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        check_keywords(where, kwargs, spec if method == "__call__" else None)
+        if method == "at":
+            check_at_dtype(where, ufunc.__name__, inputs[0].dtype)
+        function = ufunc if method == "__call__" else getattr(ufunc, method)
+        return call(function, inputs, kwargs, name=where, launches=1)
 
     def __array_function__(self, func, types, args, kwargs):
-        from .module import function_for  # noqa: PLC0415 - module imports this one
+        # NOTE: numpy.sum(x) on a device array runs CuPy's sum, if CuPy has one (NotImplemented: TypeError)
+        module = _cupy_module_of(func)
+        spec = api.entry(module, func.__name__) if module else None
+        if spec is None or spec.get("kind") not in ("function", "ufunc"):
+            return NotImplemented
+        check_keywords(f"{module}.{func.__name__}", kwargs, spec)
+        if func.__name__ in SIZED_BY_DATA:
+            count_sync(f"{module}.{func.__name__}: the result's size is read back")
+        return call(func, args, kwargs, name=f"{module}.{func.__name__}")
 
-        fake = function_for(func)
-        return NotImplemented if fake is None else fake(*args, **kwargs)
+
+def _cupy_module_of(numpy_function):
+    """``numpy.linalg`` -> ``cupy.linalg`` (None for NumPy's private modules)."""
+    path = getattr(numpy_function, "__module__", None) or "numpy"
+    parts = path.split(".")
+    if parts[0] != "numpy" or any(p.startswith("_") for p in parts[1:]):
+        return "cupy" if parts[0] == "numpy" else None
+    return ".".join(["cupy", *parts[1:]])
 
 
 def _from_host(host):

@@ -10,19 +10,16 @@ from __future__ import annotations
 
 import math
 import statistics
-import types
 
 import numpy
 
 from . import api
 from .array import call, host_value, ndarray, unwrap, wrap
 from .counters import count_launch, count_sync
+from .rules import SIZED_BY_DATA, Namespace, check_at_dtype, check_keywords
 
-__all__ = ["cupy_module", "cupyx_module", "ufunc_named", "function_for", "ufunc"]
+__all__ = ["cupy_module", "cupyx_module", "ufunc"]
 
-# NOTE: CuPy learns the size of these results by reading a count back to the host
-SIZED_BY_DATA = frozenset({"nonzero", "argwhere", "flatnonzero", "unique", "unique_values", "unique_counts",
-                           "unique_inverse", "unique_all", "extract", "compress", "bincount", "trim_zeros"})
 # NOTE: the functions that copy host data to the device (so take NumPy arrays and lists of device arrays)
 FROM_HOST = frozenset({"array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "frombuffer",
                        "fromiter", "fromstring", "loadtxt", "genfromtxt"})
@@ -50,7 +47,7 @@ class ufunc:  # noqa: N801 - CuPy's name
         return f"<ufunc '{self.__name__}'>"
 
     def __call__(self, *args, **kwargs):
-        _check_keywords(f"cupy.{self.__name__}", kwargs, self._spec)
+        check_keywords(f"cupy.{self.__name__}", kwargs, self._spec)
         for a in args:
             if not isinstance(a, (ndarray, int, float, complex, bool, numpy.generic)):
                 raise TypeError(f"Unsupported type {type(a)}")
@@ -94,29 +91,6 @@ class ufunc:  # noqa: N801 - CuPy's name
         count_launch()
 
 
-def check_at_dtype(where, ufunc_name, dtype):
-    """Raise CuPy's ``TypeError`` when ``ufunc.at`` / ``cupyx.scatter_*`` does not take ``dtype``.
-
-    Args:
-        where: the call, for the message.
-        ufunc_name: ``"add"``, ``"maximum"`` or ``"minimum"``.
-        dtype: the target array's dtype.
-    """
-    allowed = api.at_dtypes(ufunc_name)
-    if numpy.dtype(dtype).name not in allowed:
-        raise TypeError(f"{where}: CuPy {api.version()} does not support dtype {numpy.dtype(dtype)} "
-                        f"(it takes {', '.join(sorted(allowed))})")
-
-
-def _check_keywords(where, kwargs, spec):
-    allowed = api.keywords_allowed(spec)
-    if allowed is not None:
-        for key in kwargs:
-            if key not in allowed:
-                raise TypeError(f"{where}() got an unexpected keyword argument '{key}' (CuPy "
-                                f"{api.version()} has no such argument)")
-
-
 def _numpy_attr(path, name):
     """NumPy's twin of ``cupy.<path>.<name>`` (``path`` '' for the top level), or None."""
     target = numpy
@@ -136,7 +110,7 @@ def _function(module, name, spec):
     launches = 0 if name in ALLOCATE_ONLY else None
 
     def function(*args, **kwargs):
-        _check_keywords(where, kwargs, spec)
+        check_keywords(where, kwargs, spec)
         if name in SIZED_BY_DATA or (name == "where" and len(args) == 1):
             count_sync(f"{where}: the result's size is read back")
         if from_host:
@@ -193,18 +167,8 @@ def _attribute(module, name, spec):
     return twin if twin is not None else None
 
 
-class _Namespace(types.ModuleType):
-    """A module whose missing attributes say that CuPy lacks them."""
-
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        raise AttributeError(f"module '{self.__name__}' has no attribute '{name}' (CuPy {api.version()} has "
-                             "no such name; cuda-emulated exposes only CuPy's)")
-
-
 def _namespace(module):
-    space = _Namespace(module)
+    space = Namespace(module)
     for name, spec in api.names(module).items():
         value = _attribute(module, name, spec)
         if value is not None:
@@ -272,7 +236,7 @@ def _build_cupy():
     for sub in ("linalg", "fft"):
         setattr(cupy, sub, _namespace(f"cupy.{sub}"))
     cupy.random = random.random_namespace()
-    cupy.lib = _Namespace("cupy.lib")
+    cupy.lib = Namespace("cupy.lib")
     cupy.lib.stride_tricks = _namespace("cupy.lib.stride_tricks")
     return cupy
 
@@ -313,41 +277,13 @@ def _erfinv(y):
 
 
 def _build_cupyx():
-    cupyx = _Namespace("cupyx")
+    cupyx = Namespace("cupyx")
     cupyx.scatter_add = scatter("add", "add")
     cupyx.scatter_max = scatter("max", "maximum")
     cupyx.scatter_min = scatter("min", "minimum")
-    special = _Namespace("cupyx.scipy.special")
+    special = Namespace("cupyx.scipy.special")
     special.erf = _vectorized(math.erf, "erf")
     special.erfinv = _vectorized(_erfinv, "erfinv")
-    cupyx.scipy = _Namespace("cupyx.scipy")
+    cupyx.scipy = Namespace("cupyx.scipy")
     cupyx.scipy.special = special
     return cupyx
-
-
-def ufunc_named(name):
-    """The emulated ufunc ``cupy.<name>``, or None when CuPy has none by that name.
-
-    Args:
-        name: a NumPy ufunc's name.
-    """
-    value = getattr(cupy_module(), name, None) if name in api.names("cupy") else None
-    return value if isinstance(value, ufunc) else None
-
-
-def function_for(numpy_function):
-    """The emulated twin of a NumPy function (``numpy.sum`` -> ``cupy.sum``), or None (CuPy lacks it).
-
-    Args:
-        numpy_function: what NumPy's ``__array_function__`` protocol hands over.
-    """
-    path = getattr(numpy_function, "__module__", "numpy") or "numpy"
-    name = numpy_function.__name__
-    space = cupy_module()
-    for part in path.split(".")[1:]:
-        if part.startswith("_"):
-            break
-        space = getattr(space, part, None)
-        if space is None:
-            return None
-    return getattr(space, name, None) if name in vars(space) else None

@@ -11,60 +11,9 @@ import types
 
 from . import api
 from .array import LIVE
+from .device import CAPABILITY, NAME, TOTAL_MEMORY, Device, current
 
-__all__ = ["Device", "Stream", "MemoryPool", "cuda_namespace", "default_memory_pool", "default_pinned_memory_pool",
-           "NAME", "CAPABILITY", "TOTAL_MEMORY"]
-
-NAME = "cupynet emulated CUDA device"
-CAPABILITY = (9, 0)
-TOTAL_MEMORY = 16 * 2**30
-_current = [0]
-
-
-class Device:
-    """``cupy.cuda.Device``: a context manager that makes device ``id`` current (there is only device 0).
-
-    Args:
-        device: the index (None: the current one).
-    """
-
-    def __init__(self, device=None):
-        index = _current[0] if device is None else int(device)
-        if index != 0:
-            raise RuntimeError(f"cuda-emulated: CUDA device {index} does not exist (there is one device, 0)")
-        self.id = index
-        self._previous = []
-
-    def __enter__(self):
-        self._previous.append(_current[0])
-        _current[0] = self.id
-        return self
-
-    def __exit__(self, *exc):
-        _current[0] = self._previous.pop()
-        return False
-
-    def use(self):
-        """Make this device current."""
-        _current[0] = self.id
-
-    def synchronize(self):
-        """Wait for the device's work (none is ever pending here)."""
-
-    @property
-    def compute_capability(self) -> str:
-        """``"90"``, as CuPy writes it."""
-        return f"{CAPABILITY[0]}{CAPABILITY[1]}"
-
-    def __eq__(self, other):
-        return isinstance(other, Device) and other.id == self.id
-
-    def __hash__(self):
-        return hash(("cuda-emulated", self.id))
-
-    def __repr__(self):
-        return f"<CUDA Device {self.id}>"
-
+__all__ = ["Stream", "MemoryPool", "cuda_namespace", "default_memory_pool", "default_pinned_memory_pool"]
 
 class Stream:
     """``cupy.cuda.Stream``: the one stream (``ptr`` 0, never capturing a graph).
@@ -146,7 +95,7 @@ def _properties(index):
 def cuda_namespace():
     """The emulated ``cupy.cuda`` module."""
     runtime = types.SimpleNamespace(
-        getDeviceCount=lambda: 1, getDevice=lambda: _current[0], setDevice=lambda i: Device(i).use(),
+        getDeviceCount=lambda: 1, getDevice=current, setDevice=lambda i: Device(i).use(),
         getDeviceProperties=_properties, driverGetVersion=lambda: 13000, runtimeGetVersion=lambda: 13000,
         deviceSynchronize=lambda: None)
     return types.SimpleNamespace(
