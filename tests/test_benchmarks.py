@@ -64,3 +64,26 @@ def test_bench_cpu_time_measures_the_tree_it_runs_in():
     assert row["benchmark"] == "cpu_time" and row["repeats"] == 20
     for case in ("tiny-op chain, per op (fwd+bwd)", "digits MLP step, batch 64"):
         assert 0 < row[case]["p10_us"] <= row[case]["median_us"]
+
+
+def test_bench_launches_counts_a_quick_step_on_the_emulated_device():
+    from cupynet.cuda.emulated import unavailable_reason
+
+    if unavailable_reason() is not None:
+        pytest.skip(f"the emulated CUDA device cannot run here: {unavailable_reason()}")
+    env = {k: v for k, v in os.environ.items() if k != "CUPYNET_DEVICE"}
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_launches.py"), "--quick"],
+                            capture_output=True, text=True, env=dict(env, PYTHONPATH=str(ROOT)), timeout=300)
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert [r["mode"] for r in rows] == ["fp32", "fp16+GradScaler"]
+    for r in rows:
+        assert r["launches"][0] > 0 and r["host_syncs"] == [0]
+    assert "# command: " in result.stdout and "# cupynet commit: " in result.stdout
+
+
+def test_bench_launches_refuses_another_device():
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CUPYNET_DEVICE="cpu")
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_launches.py"), "--quick"],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode != 0 and "CUPYNET_DEVICE='cpu'" in result.stderr
