@@ -68,6 +68,17 @@ def make_arrays(shapes, seed=0, low=-2.0, high=2.0):
     return [rng.uniform(low, high, size=s) for s in shapes]
 
 
+def _on_device(fn, device):
+    """``fn`` run with ``device`` as the default device, so tensors it makes itself (targets, indices) are there."""
+    target = cn.device(device)
+
+    def on_device(*args):
+        with target:
+            return fn(*args)
+
+    return on_device
+
+
 def _to_cn(arrays, dtype, device, requires_grad=True):
     return [cn.tensor(a, dtype=dtype, device=device, requires_grad=requires_grad) for a in arrays]
 
@@ -101,9 +112,11 @@ def check_op(shapes, fn, torch_fn=None, np_fn=None, dtypes=("float32", "float16"
     """
     arrays = arrays if arrays is not None else make_arrays(shapes, seed, low, high)
     tolerances = {**TOLERANCES, **(tol or {})}
+    torch_fn, given = torch_fn or fn, fn
     for device in devices or DEVICES:
+        fn = _on_device(given, device)
         for dtype in dtypes:
-            _check_dtype(arrays, fn, torch_fn or fn, np_fn, dtype, device, tolerances[dtype], grad)
+            _check_dtype(arrays, fn, torch_fn, np_fn, dtype, device, tolerances[dtype], grad)
         if grad:
             inputs = _to_cn(arrays, "float64", device)
             cn.autograd.gradcheck(fn, inputs, atol=1e-5, rtol=1e-3)
