@@ -179,6 +179,7 @@ def install_fake_cublas(monkeypatch, capability=(9, 0)):
         capability: the compute capability ``cupynet.cuda.device`` reports (bf16 GEMM needs 8.0).
     """
     cublas = kernels.fake_cublas()
+    monkeypatch.setattr(device, "cublas", lambda: cublas)  # NOTE: the emulated device would hand out its own
     package = types.SimpleNamespace(cuda=types.SimpleNamespace(libs=types.SimpleNamespace(cublas=cublas)))
     monkeypatch.setitem(sys.modules, "cupy_backends", package)
     monkeypatch.setitem(sys.modules, "cupy_backends.cuda", package.cuda)
