@@ -12,8 +12,8 @@ import types
 from . import api
 from .array import LIVE
 
-__all__ = ["Device", "Stream", "MemoryPool", "cuda_namespace", "default_memory_pool", "default_pinned_memory_pool",
-           "NAME", "CAPABILITY", "TOTAL_MEMORY"]
+__all__ = ["CUDARuntimeError", "Device", "Stream", "MemoryPool", "cuda_namespace", "default_memory_pool",
+           "default_pinned_memory_pool", "NAME", "CAPABILITY", "TOTAL_MEMORY"]
 
 NAME = "cupynet emulated CUDA device"
 CAPABILITY = (9, 0)
@@ -21,31 +21,45 @@ TOTAL_MEMORY = 16 * 2**30
 _current = [0]
 
 
+class CUDARuntimeError(RuntimeError):
+    """``cupy.cuda.runtime.CUDARuntimeError``: what the CUDA runtime raises (here: a device that does not exist)."""
+
+
+def _check(index):
+    """Raise CuPy's error for a device index other than 0 (as ``cudaSetDevice`` does)."""
+    if index != 0:
+        raise CUDARuntimeError("cudaErrorInvalidDevice: invalid device ordinal")
+
+
 class Device:
     """``cupy.cuda.Device``: a context manager that makes device ``id`` current (there is only device 0).
+
+    As in CuPy, making the object never fails; using a device that does not exist (``with``, ``use``,
+    its properties) raises :class:`CUDARuntimeError`.
 
     Args:
         device: the index (None: the current one).
     """
 
     def __init__(self, device=None):
-        index = _current[0] if device is None else int(device)
-        if index != 0:
-            raise RuntimeError(f"cuda-emulated: CUDA device {index} does not exist (there is one device, 0)")
-        self.id = index
+        self.id = _current[0] if device is None else int(device)
         self._previous = []
 
+    def __int__(self):
+        return self.id
+
     def __enter__(self):
+        _check(self.id)
         self._previous.append(_current[0])
         _current[0] = self.id
         return self
 
     def __exit__(self, *exc):
         _current[0] = self._previous.pop()
-        return False
 
     def use(self):
         """Make this device current."""
+        _check(self.id)
         _current[0] = self.id
 
     def synchronize(self):
@@ -54,6 +68,7 @@ class Device:
     @property
     def compute_capability(self) -> str:
         """``"90"``, as CuPy writes it."""
+        _check(self.id)
         return f"{CAPABILITY[0]}{CAPABILITY[1]}"
 
     def __eq__(self, other):
@@ -138,7 +153,7 @@ def default_pinned_memory_pool() -> MemoryPool:
 
 
 def _properties(index):
-    Device(index)  # NOTE: validates the index
+    _check(index)
     return {"name": NAME.encode(), "major": CAPABILITY[0], "minor": CAPABILITY[1], "totalGlobalMem": TOTAL_MEMORY,
             "multiProcessorCount": 1, "warpSize": 32, "maxThreadsPerBlock": 1024}
 
@@ -146,7 +161,8 @@ def _properties(index):
 def cuda_namespace():
     """The emulated ``cupy.cuda`` module."""
     runtime = types.SimpleNamespace(
-        getDeviceCount=lambda: 1, getDevice=lambda: _current[0], setDevice=lambda i: Device(i).use(),
+        CUDARuntimeError=CUDARuntimeError, getDeviceCount=lambda: 1, getDevice=lambda: _current[0],
+        setDevice=lambda i: Device(i).use(),
         getDeviceProperties=_properties, driverGetVersion=lambda: 13000, runtimeGetVersion=lambda: 13000,
         deviceSynchronize=lambda: None)
     return types.SimpleNamespace(
