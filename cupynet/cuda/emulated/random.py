@@ -56,9 +56,15 @@ class Generator:
         return draw
 
 
+# NOTE: the module-level functions draw from a state of their own, as CuPy's do: seeding the device's
+# numbers must not reseed the host's (numpy.random's global state)
+_STATE = numpy.random.RandomState()
+_ALIASES = {"ranf": "random_sample", "sample": "random_sample"}
+
+
 def _legacy(name, spec):
-    """A module-level function of ``cupy.random`` (``rand``, ``randn``, ``seed``, ...) on NumPy's legacy one."""
-    function = getattr(numpy.random, name, None)
+    """A module-level function of ``cupy.random`` (``rand``, ``randn``, ``seed``, ...) on a private RandomState."""
+    function = getattr(_STATE, _ALIASES.get(name, name), None)
     if function is None:
         return None
 
