@@ -18,6 +18,7 @@ The wrapping rules, shared with the module functions (:func:`call`):
 from __future__ import annotations
 
 import operator
+import warnings
 import weakref
 
 import numpy
@@ -25,12 +26,19 @@ import numpy
 from . import api
 from .counters import count_launch, count_sync
 
-__all__ = ["ndarray", "wrap", "unwrap", "call", "host_value", "IMPLICIT_CONVERSION"]
+__all__ = ["ndarray", "wrap", "unwrap", "call", "host_value", "IMPLICIT_CONVERSION", "SIZED_BY_DATA",
+           "TAKES_HOST_DATA"]
 
 IMPLICIT_CONVERSION = ("Implicit conversion to a NumPy array is not allowed. "
                        "Please use `.get()` to construct a NumPy array explicitly.")
 """CuPy's message, word for word, for ``numpy.asarray(cupy_array)``."""
 
+
+# NOTE: CuPy learns the size of these results by reading a count back to the host
+SIZED_BY_DATA = frozenset({"nonzero", "argwhere", "flatnonzero", "unique", "unique_values", "unique_counts",
+                           "unique_inverse", "unique_all", "extract", "compress", "bincount", "trim_zeros"})
+# NOTE: CuPy copies NumPy index and value arrays of these to the device itself, so they take them
+TAKES_HOST_DATA = frozenset({"take", "put"})
 
 LIVE = weakref.WeakValueDictionary()
 """The device arrays that own their memory (the emulated memory pool's ``used_bytes`` sums them)."""
@@ -98,20 +106,23 @@ class ndarray:  # noqa: N801 - CuPy's name
             arr: the NumPy array.
             stream: ignored.
         """
-        if not isinstance(arr, numpy.ndarray) or arr.shape != self.shape or arr.dtype != self.dtype:
-            raise ValueError("ndarray.set: expected a numpy.ndarray of shape "
-                             f"{self.shape} and dtype {self.dtype}, got {type(arr).__name__}")
-        count_launch()
+        if not isinstance(arr, numpy.ndarray):
+            raise TypeError("Only numpy.ndarray can be set to cupy.ndarray")
+        if arr.dtype != self.dtype:
+            raise TypeError(f"{arr.dtype} array cannot be set to {self.dtype} array")
+        if arr.shape != self.shape:
+            raise ValueError(f"Shape mismatch. Old shape: {self.shape}, new shape: {arr.shape}")
+        if not (self._host.flags.c_contiguous or self._host.flags.f_contiguous):
+            raise RuntimeError("Cannot set to non-contiguous array")
+        count_launch()  # NOTE: a host-to-device copy counts as one launch
         self._host[...] = arr
 
-    def item(self, *args):
-        """One element as a Python scalar (one host sync).
-
-        Args:
-            *args: NumPy's ``item`` index.
-        """
+    def item(self):
+        """The one element as a Python scalar (one host sync); CuPy's ``item`` takes no index."""
+        if self._host.size != 1:
+            raise ValueError("can only convert an array of size 1 to a Python scalar")
         count_sync(f"ndarray.item: {self.shape} {self.dtype}")
-        return self._host.item(*args)
+        return self._host.item()
 
     def tolist(self):
         """The values as nested Python lists (one host sync)."""
@@ -119,10 +130,9 @@ class ndarray:  # noqa: N801 - CuPy's name
         return self._host.tolist()
 
     def _scalar_read(self, convert, what):
+        # NOTE: CuPy's int(x) is int(x.get()): NumPy's conversion rules, after the read
         count_sync(f"{what}: {self.shape} {self.dtype}")
-        if self._host.size != 1:
-            raise TypeError("only length-1 arrays can be converted to Python scalars")
-        return convert(self._host.reshape(()).item())
+        return convert(self._host)
 
     def __float__(self):
         return self._scalar_read(float, "float()")
@@ -134,14 +144,19 @@ class ndarray:  # noqa: N801 - CuPy's name
         return self._scalar_read(complex, "complex()")
 
     def __bool__(self):
-        if self._host.size != 1:
-            raise ValueError("The truth value of an array with more than one element is ambiguous.")
+        # NOTE: as CuPy: an empty array warns and is False, a larger one raises, neither reads the device
+        if self._host.size == 0:
+            warnings.warn("The truth value of an empty array is ambiguous. Returning False, but in future this "
+                          "will result in an error. Use `array.size > 0` to check that an array is not empty.",
+                          DeprecationWarning, stacklevel=2)
+            return False
+        if self._host.size > 1:
+            raise ValueError("The truth value of an array with more than one element is ambiguous. "
+                             "Use a.any() or a.all()")
         return self._scalar_read(bool, "bool()")
 
-    def __index__(self):
-        if self._host.dtype.kind not in "biu":
-            raise TypeError("only integer scalar arrays can be converted to a scalar index")
-        return self._scalar_read(operator.index, "index()")
+    # NOTE: no __index__: CuPy leaves it out on purpose (it would hide a host read), so
+    # range(x) and list[x] raise TypeError for a device scalar
 
     def __repr__(self):
         count_sync(f"repr: {self.shape} {self.dtype}")
@@ -152,9 +167,7 @@ class ndarray:  # noqa: N801 - CuPy's name
         return str(self._host)
 
     def __format__(self, spec):
-        if self._host.ndim == 0:
-            return format(self._scalar_read(lambda v: v, "format()"), spec)
-        return format(str(self), spec)
+        return self._scalar_read(lambda host: format(host, spec), "format()")
 
     def __reduce__(self):
         count_sync(f"pickle: {self.shape} {self.dtype}")
@@ -212,12 +225,14 @@ class ndarray:  # noqa: N801 - CuPy's name
     # ---- indexing ---------------------------------------------------------------------------------------
     def __getitem__(self, key):
         key = _unwrap_index(key)
-        if _has_bool_array(key):  # NOTE: CuPy reads the mask's count to size the result
+        if _has_mask(key):  # NOTE: CuPy reads the mask's count to size the result
             count_sync(f"boolean mask index: {self.shape} {self.dtype}")
-        return call(operator.getitem, (self, key), {}, name="__getitem__", refuse_host=False)
+        return call(_getitem, (self, key), {}, name="__getitem__", refuse_host=False)
 
     def __setitem__(self, key, value):
         key = _unwrap_index(key)
+        if _has_mask(key):  # NOTE: CuPy reads the mask's count here too
+            count_sync(f"boolean mask assignment: {self.shape} {self.dtype}")
         value = value._host if isinstance(value, ndarray) else value
         count_launch()
         self._host[key] = value
@@ -230,12 +245,21 @@ class ndarray:  # noqa: N801 - CuPy's name
         return self.copy()
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from .module import ufunc_named  # noqa: PLC0415 - module imports this one
+        from .module import cupy_twin  # noqa: PLC0415 - module imports this one
 
-        fake = ufunc_named(ufunc.__name__)
-        if fake is None:
+        # NOTE: as CuPy's: NumPy's out tuple unfolded, then cupy.<name> (or cupyx.scipy.special.<name>),
+        # whatever it is; a NumPy array among the inputs is left for CuPy's function to refuse
+        if "out" in kwargs:
+            if len(kwargs["out"]) != 1:
+                raise ValueError("The 'out' parameter must have exactly one array value")
+            kwargs = {**kwargs, "out": kwargs["out"][0]}
+        fake = cupy_twin(ufunc.__name__)
+        if method != "__call__":
+            fake = getattr(fake, method, None)
+        inout = (*inputs, *([kwargs["out"]] if "out" in kwargs else []))
+        if fake is None or not all(isinstance(x, (ndarray, numpy.ndarray, *_SCALARS)) for x in inout):
             return NotImplemented
-        return fake(*inputs, **kwargs) if method == "__call__" else getattr(fake, method)(*inputs, **kwargs)
+        return fake(*inputs, **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
         from .module import function_for  # noqa: PLC0415 - module imports this one
@@ -248,9 +272,22 @@ def _from_host(host):
     return wrap(host, owner=None)
 
 
-def _has_bool_array(key):
-    keys = key if isinstance(key, tuple) else (key,)
-    return any(isinstance(k, numpy.ndarray) and k.dtype == numpy.bool_ and k.ndim > 0 for k in keys)
+def _getitem(host, key):
+    """``host[key]``, where integers alone give a 0-d view (as CuPy), not NumPy's scalar copy."""
+    result = host[key]
+    if isinstance(result, numpy.generic):
+        result = host[(*key, Ellipsis) if isinstance(key, tuple) else (key, Ellipsis)]
+    return result
+
+
+def _has_mask(key):
+    """True when ``key`` holds a non-empty boolean array (or list of bools): CuPy must count its True values."""
+    for k in key if isinstance(key, tuple) else (key,):
+        if isinstance(k, list):
+            k = numpy.asarray(k)
+        if isinstance(k, numpy.ndarray) and k.dtype == numpy.bool_ and k.ndim > 0 and k.size > 0:
+            return True
+    return False
 
 
 def _unwrap_index(key):
@@ -324,12 +361,24 @@ def _device_arrays(value, found):
 
 
 def _owners(inputs):
-    """``{id(root NumPy array): device array owning it}`` for the device arrays among ``inputs``."""
-    return {id(_root(a._host)): (a._base if a._base is not None else a) for a in _device_arrays(inputs, [])}
+    """``{id(NumPy array): device array}`` for the device arrays among ``inputs``.
+
+    Keyed by each one's memory object (a result that is that object is that very device array) and by
+    the root of its memory (a result viewing the root is a view whose ``.base`` is the owner).
+    """
+    owners = {}
+    for a in _device_arrays(inputs, []):
+        owners[id(_root(a._host))] = a._base if a._base is not None else a
+    for a in _device_arrays(inputs, []):
+        owners[id(a._host)] = a
+    return owners
 
 
 def _rewrap(result, owners, launched):
     if isinstance(result, numpy.ndarray):
+        same = owners.get(id(result))
+        if same is not None and same._host is result:  # NOTE: NumPy handed an input back (out=, copy=False)
+            return same
         owner = owners.get(id(_root(result)))
         if owner is None:
             launched.append(True)
@@ -388,7 +437,10 @@ def _method(name, spec):
 
     def method(self, *args, **kwargs):
         _check_keywords(f"ndarray.{name}", kwargs, spec)
-        return call(numpy_method, (self, *args), kwargs, name=f"ndarray.{name}", launches=launches)
+        if name in SIZED_BY_DATA:
+            count_sync(f"ndarray.{name}: the result's size is read back")
+        return call(numpy_method, (self, *args), kwargs, name=f"ndarray.{name}", launches=launches,
+                    refuse_host=name not in TAKES_HOST_DATA)
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"CuPy's ``ndarray.{name}`` (NumPy's, on the device memory)."
@@ -406,9 +458,12 @@ _OPERATORS = {
 _UNARY = {"__neg__": operator.neg, "__pos__": operator.pos, "__abs__": operator.abs, "__invert__": operator.invert}
 
 
+_SCALARS = (int, float, complex, bool, numpy.generic)
+
+
 def _is_operand(other):
     # NOTE: CuPy's operators take device arrays and scalars; a list, a NumPy array or None is refused
-    return isinstance(other, (ndarray, int, float, complex, bool, numpy.generic))
+    return isinstance(other, (ndarray, *_SCALARS))
 
 
 def _binary(name, op):

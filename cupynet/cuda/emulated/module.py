@@ -15,31 +15,37 @@ import types
 import numpy
 
 from . import api
-from .array import call, host_value, ndarray, unwrap, wrap
+from .array import SIZED_BY_DATA, TAKES_HOST_DATA, call, host_value, ndarray, unwrap, wrap
 from .counters import count_launch, count_sync
 
-__all__ = ["cupy_module", "cupyx_module", "ufunc_named", "function_for", "ufunc"]
+__all__ = ["cupy_module", "cupyx_module", "cupy_twin", "function_for", "ufunc"]
 
-# NOTE: CuPy learns the size of these results by reading a count back to the host
-SIZED_BY_DATA = frozenset({"nonzero", "argwhere", "flatnonzero", "unique", "unique_values", "unique_counts",
-                           "unique_inverse", "unique_all", "extract", "compress", "bincount", "trim_zeros"})
 # NOTE: the functions that copy host data to the device (so take NumPy arrays and lists of device arrays)
-FROM_HOST = frozenset({"array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "frombuffer",
-                       "fromiter", "fromstring", "loadtxt", "genfromtxt"})
+FROM_HOST = frozenset({"array", "asarray", "asanyarray", "frombuffer", "fromiter", "fromstring", "loadtxt",
+                       "genfromtxt"})
+# NOTE: NumPy answers these with a Python bool or int; CuPy with a 0-d device array (reading it is a sync)
+DEVICE_SCALAR = frozenset({"allclose", "array_equal", "array_equiv", "count_nonzero"})
 ALLOCATE_ONLY = frozenset({"empty", "empty_like"})
 SUBMODULES = ("linalg", "fft", "random", "lib", "lib.stride_tricks", "testing")
+
+
+# NOTE: the keyword arguments CuPy's ufunc methods take
+_METHOD_KEYWORDS = {"reduce": frozenset({"axis", "dtype", "out", "keepdims"}),
+                    "accumulate": frozenset({"axis", "dtype", "out"}),
+                    "reduceat": frozenset({"axis", "dtype", "out"})}
 
 
 class ufunc:  # noqa: N801 - CuPy's name
     """A CuPy ufunc: NumPy's, with the methods CuPy implements and CuPy's dtype rules for ``at``.
 
     Args:
-        name: the ufunc's name.
+        name: the ufunc's NumPy name (CuPy calls it ``cupy_<name>``).
         spec: its table entry.
     """
 
     def __init__(self, name, spec):
-        self.__name__ = name
+        self._name = name
+        self.__name__ = self.name = f"cupy_{name}"
         self._numpy = getattr(numpy, name)
         self._spec = spec
         self._methods = api.ufunc_methods(name)
@@ -47,65 +53,80 @@ class ufunc:  # noqa: N801 - CuPy's name
         self.types = self._numpy.types
 
     def __repr__(self):
-        return f"<ufunc '{self.__name__}'>"
+        return f"<ufunc '{self.name}'>"
 
     def __call__(self, *args, **kwargs):
-        _check_keywords(f"cupy.{self.__name__}", kwargs, self._spec)
+        _check_keywords(f"cupy.{self._name}", kwargs, self._spec)
         for a in args:
             if not isinstance(a, (ndarray, int, float, complex, bool, numpy.generic)):
                 raise TypeError(f"Unsupported type {type(a)}")
-        return call(self._numpy, args, kwargs, name=self.__name__, launches=1)
+        return call(self._numpy, args, kwargs, name=self._name, launches=1)
 
-    def _method(self, method):
+    def _method(self, method, kwargs=None):
+        """NumPy's ``method`` of this ufunc, or CuPy's error where CuPy does not implement it."""
         if method not in self._methods:
-            raise AttributeError(f"'cupy.ufunc' object has no attribute '{method}' (CuPy {api.version()} "
-                                 f"implements {sorted(self._methods) or 'none'} for {self.__name__})")
+            raise NotImplementedError(f"`{self.name}.{method}` is not supported yet")
+        allowed = _METHOD_KEYWORDS.get(method, frozenset())
+        for key in kwargs or ():
+            if key not in allowed:
+                raise TypeError(f"ufunc.{method}() got an unexpected keyword argument '{key}' (CuPy "
+                                f"{api.version()} has no such argument)")
         return getattr(self._numpy, method)
 
     def reduce(self, *args, **kwargs):
-        """NumPy's ``reduce``, where CuPy has it."""
-        return call(self._method("reduce"), args, kwargs, name=f"{self.__name__}.reduce", launches=1)
+        """NumPy's ``reduce``, where CuPy has it (add and multiply)."""
+        return call(self._method("reduce", kwargs), args, kwargs, name=f"{self._name}.reduce", launches=1)
 
     def accumulate(self, *args, **kwargs):
-        """NumPy's ``accumulate``, where CuPy has it."""
-        return call(self._method("accumulate"), args, kwargs, name=f"{self.__name__}.accumulate", launches=1)
+        """NumPy's ``accumulate``, where CuPy has it (add and multiply)."""
+        return call(self._method("accumulate", kwargs), args, kwargs, name=f"{self._name}.accumulate", launches=1)
 
-    def outer(self, *args, **kwargs):
-        """NumPy's ``outer``, where CuPy has it."""
-        return call(self._method("outer"), args, kwargs, name=f"{self.__name__}.outer", launches=1)
+    def outer(self, A, B, **kwargs):  # noqa: N803 - CuPy's names
+        """CuPy's ``outer``: copies of ``A`` and ``B`` reshaped to broadcast against each other, then the ufunc.
+
+        Args:
+            A: the first operand (copied to the device, as ``cupy.array``).
+            B: the second.
+            **kwargs: the ufunc's keyword arguments.
+        """
+        cupy = cupy_module()
+        A, B = cupy.array(A), cupy.array(B)  # noqa: N806
+        a_ndim = A.ndim
+        A = A.reshape(A.shape + (1,) * B.ndim)  # noqa: N806
+        B = B.reshape((1,) * a_ndim + B.shape)  # noqa: N806
+        return self(A, B, **kwargs)
 
     def reduceat(self, *args, **kwargs):
-        """NumPy's ``reduceat``, where CuPy has it."""
-        return call(self._method("reduceat"), args, kwargs, name=f"{self.__name__}.reduceat", launches=1)
+        """NumPy's ``reduceat``, where CuPy has it (add)."""
+        return call(self._method("reduceat", kwargs), args, kwargs, name=f"{self._name}.reduceat", launches=1)
 
     def at(self, a, indices, b=None):
         """``a[indices] (op)= b`` unbuffered, for the dtypes CuPy's ``at`` accepts.
 
         Args:
             a: the device array changed in place.
-            indices: the index.
-            b: the values.
+            indices: the index (device or NumPy arrays: CuPy copies host data itself).
+            b: the values (likewise).
         """
         self._method("at")
-        check_at_dtype(f"cupy.{self.__name__}.at", self.__name__, a.dtype)
+        check_at_dtype(self._name, a.dtype)
         key = unwrap(indices, "at", refuse_host=False)
-        args = () if b is None else (unwrap(b, "at"),)
+        args = () if b is None else (unwrap(b, "at", refuse_host=False),)
         self._numpy.at(host_value(a), key, *args)
         count_launch()
 
 
-def check_at_dtype(where, ufunc_name, dtype):
+def check_at_dtype(ufunc_name, dtype):
     """Raise CuPy's ``TypeError`` when ``ufunc.at`` / ``cupyx.scatter_*`` does not take ``dtype``.
 
     Args:
-        where: the call, for the message.
-        ufunc_name: ``"add"``, ``"maximum"`` or ``"minimum"``.
+        ufunc_name: ``"add"``, ``"maximum"``, ... (``cupyx.scatter_add`` is ``cupy.add.at``).
         dtype: the target array's dtype.
     """
     allowed = api.at_dtypes(ufunc_name)
     if numpy.dtype(dtype).name not in allowed:
-        raise TypeError(f"{where}: CuPy {api.version()} does not support dtype {numpy.dtype(dtype)} "
-                        f"(it takes {', '.join(sorted(allowed))})")
+        names = [n for n in ("int32", "int64", "float16", "float32", "float64", "uint32", "uint64") if n in allowed]
+        raise TypeError(f"cupy.{ufunc_name}.at only supports {', '.join(names)} as data type")
 
 
 def _check_keywords(where, kwargs, spec):
@@ -132,37 +153,59 @@ def _function(module, name, spec):
     numpy_function = _numpy_attr(module.partition(".")[2], name)
     if numpy_function is None:
         return _missing(where)
-    from_host = name in FROM_HOST
+    if name in DEVICE_SCALAR:
+        numpy_function = _as_array(numpy_function)
     launches = 0 if name in ALLOCATE_ONLY else None
 
     def function(*args, **kwargs):
         _check_keywords(where, kwargs, spec)
         if name in SIZED_BY_DATA or (name == "where" and len(args) == 1):
             count_sync(f"{where}: the result's size is read back")
-        if from_host:
+        if name in FROM_HOST:
             return _from_host(numpy_function, args, kwargs, where)
-        return call(numpy_function, args, kwargs, name=where, launches=launches)
+        return call(numpy_function, args, kwargs, name=where, launches=launches,
+                    refuse_host=name not in TAKES_HOST_DATA)
 
     function.__name__ = function.__qualname__ = name
     function.__doc__ = f"CuPy's ``{where}`` (NumPy's, on the device memory)."
     return function
 
 
+def _copied(numpy_function):
+    """``numpy_function`` whose result owns fresh memory (host data is copied to the device, never shared)."""
+    def copied(*args, **kwargs):
+        return numpy.array(numpy_function(*args, **kwargs), copy=True)
+
+    return copied
+
+
+def _as_array(numpy_function):
+    """``numpy_function`` whose Python-scalar result becomes a NumPy scalar (then a 0-d device array)."""
+    def as_array(*args, **kwargs):
+        return numpy.asarray(numpy_function(*args, **kwargs))[()]
+
+    return as_array
+
+
 def _from_host(numpy_function, args, kwargs, where):
-    """``cupy.array``/``asarray``...: host data is copied to the device; device arrays stay (or are stacked)."""
-    if args and isinstance(args[0], ndarray) and not kwargs.get("copy", False):
-        source = args[0]
-        dtype = kwargs.get("dtype", args[1] if len(args) > 1 else None)
-        if dtype is None or numpy.dtype(dtype) == source.dtype:
-            if where.endswith("ascontiguousarray") and not source.flags.c_contiguous:
-                return call(numpy_function, args, kwargs, name=where, launches=1)
-            return source
+    """``cupy.array``/``asarray``...: host data is copied to the device; device arrays follow ``copy``.
+
+    A device array is returned as it is when no copy is asked for and none is needed (``asarray``);
+    ``cupy.array`` copies by default. A list of device arrays is stacked; a list mixing device arrays
+    with anything else needs NumPy to convert them, which CuPy refuses.
+    """
+    kwargs = {k: v for k, v in kwargs.items() if k != "blocking"}  # NOTE: CuPy's own: the copy is synchronous
+    if args and isinstance(args[0], ndarray):
+        # NOTE: CuPy's copy=False means "copy only if needed" (astype(copy=False)): NumPy's copy=None
+        copy = kwargs.get("copy", where.endswith(".array"))
+        return call(numpy_function, args, {**kwargs, "copy": True if copy else None}, name=where)
     if args and type(args[0]) in (list, tuple):
         leaves = _leaves(args[0], [])
-        if any(isinstance(x, ndarray) for x in leaves) and not all(isinstance(x, ndarray) for x in leaves):
+        devices = [x for x in leaves if isinstance(x, ndarray)]
+        if devices and (len(devices) < len(leaves) or len({x.shape for x in devices}) > 1):
             raise TypeError("Implicit conversion to a NumPy array is not allowed. "
                             "Please use `.get()` to construct a NumPy array explicitly.")
-    return call(numpy_function, args, kwargs, name=where, refuse_host=False, launches=1)
+    return call(_copied(numpy_function), args, kwargs, name=where, refuse_host=False, launches=1)
 
 
 def _leaves(value, found):
@@ -282,9 +325,9 @@ def scatter(reduce_name, ufunc_name):
     numpy_ufunc = getattr(numpy, ufunc_name)
 
     def scatter_op(a, slices, value):
-        check_at_dtype(f"cupyx.scatter_{reduce_name}", ufunc_name, a.dtype)
+        check_at_dtype(ufunc_name, a.dtype)
         key = unwrap(slices, f"scatter_{reduce_name}", refuse_host=False)
-        numpy_ufunc.at(host_value(a), key, unwrap(value, f"scatter_{reduce_name}"))
+        numpy_ufunc.at(host_value(a), key, unwrap(value, f"scatter_{reduce_name}", refuse_host=False))
         count_launch()
 
     scatter_op.__name__ = f"scatter_{reduce_name}"
@@ -325,14 +368,17 @@ def _build_cupyx():
     return cupyx
 
 
-def ufunc_named(name):
-    """The emulated ufunc ``cupy.<name>``, or None when CuPy has none by that name.
+def cupy_twin(name):
+    """``cupy.<name>``, else ``cupyx.scipy.special.<name>``, else None: what CuPy's ``__array_ufunc__`` calls.
 
     Args:
         name: a NumPy ufunc's name.
     """
-    value = getattr(cupy_module(), name, None) if name in api.names("cupy") else None
-    return value if isinstance(value, ufunc) else None
+    for space in (cupy_module(), cupyx_module().scipy.special):
+        value = getattr(space, name, None)
+        if value is not None:
+            return value
+    return None
 
 
 def function_for(numpy_function):
