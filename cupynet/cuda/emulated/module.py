@@ -138,20 +138,33 @@ def _check_keywords(where, kwargs, spec):
                                 f"{api.version()} has no such argument)")
 
 
+ABSENT = object()
+"""What :func:`_numpy_attr` answers for a name NumPy lacks (None is a value: ``cupy.newaxis``)."""
+
+# NOTE: names CuPy 14 still has that NumPy 2 dropped from its top level, with CuPy's values
+_NUMPY_1_NAMES = {"Inf": numpy.inf, "Infinity": numpy.inf, "infty": numpy.inf, "PINF": numpy.inf,
+                  "NINF": -numpy.inf, "NAN": numpy.nan, "NaN": numpy.nan, "PZERO": 0.0, "NZERO": -0.0,
+                  "float_": numpy.float64, "complex_": numpy.complex128, "cfloat": numpy.complex128,
+                  "singlecomplex": numpy.complex64}
+
+
 def _numpy_attr(path, name):
-    """NumPy's twin of ``cupy.<path>.<name>`` (``path`` '' for the top level), or None."""
+    """NumPy's twin of ``cupy.<path>.<name>`` (``path`` '' for the top level), or :data:`ABSENT`."""
     target = numpy
     for part in filter(None, path.split(".")):
         target = getattr(target, part, None)
         if target is None:
-            return None
-    return getattr(target, name, None)
+            return ABSENT
+    value = getattr(target, name, ABSENT)
+    if value is ABSENT and not path:  # NOTE: CuPy's AxisError & co. are NumPy 2's numpy.exceptions ones
+        value = _NUMPY_1_NAMES.get(name, getattr(numpy.exceptions, name, ABSENT))
+    return value
 
 
 def _function(module, name, spec):
     where = f"{module}.{name}"
     numpy_function = _numpy_attr(module.partition(".")[2], name)
-    if numpy_function is None:
+    if numpy_function is ABSENT:
         return _missing(where)
     if name in DEVICE_SCALAR:
         numpy_function = _as_array(numpy_function)
@@ -232,16 +245,18 @@ def _attribute(module, name, spec):
         return ufunc(name, spec) if isinstance(getattr(numpy, name, None), numpy.ufunc) else _missing(name)
     if kind == "function":
         return _function(module, name, spec)
-    twin = _numpy_attr(module.partition(".")[2], name)
-    return twin if twin is not None else None
+    return _numpy_attr(module.partition(".")[2], name)
 
 
 class _Namespace(types.ModuleType):
-    """A module whose missing attributes say that CuPy lacks them."""
+    """A module whose missing attributes say whether CuPy lacks them or only the emulation does."""
 
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
+        if name in api.names(self.__name__):
+            raise AttributeError(f"module '{self.__name__}' has no attribute '{name}' here: CuPy {api.version()} "
+                                 "has it, but cuda-emulated does not emulate it")
         raise AttributeError(f"module '{self.__name__}' has no attribute '{name}' (CuPy {api.version()} has "
                              "no such name; cuda-emulated exposes only CuPy's)")
 
@@ -250,7 +265,7 @@ def _namespace(module):
     space = _Namespace(module)
     for name, spec in api.names(module).items():
         value = _attribute(module, name, spec)
-        if value is not None:
+        if value is not ABSENT:
             setattr(space, name, value)
     return space
 
