@@ -390,6 +390,20 @@ def test_bfloat16_elementwise_math_and_casts():
                                      numpy.array([1.00390625, 3.14159], numpy.float32).astype(ml_dtypes.bfloat16))
 
 
+def test_cupyx_special_erf_types_its_results_by_cupys_loops():
+    special = cpx.scipy.special
+    # NOTE: CuPy's loops: erf ('e->d', 'f->f', 'd->d'), erfinv ('f->f', 'd->d'); the first safe one is taken
+    for dtype, erf_dtype, erfinv_dtype in ((numpy.float16, numpy.float64, numpy.float32),
+                                           (numpy.float32, numpy.float32, numpy.float32),
+                                           (numpy.int32, numpy.float64, numpy.float64)):
+        x = cp.asarray(numpy.array([0, 1], dtype=dtype))
+        assert (special.erf(x).dtype, special.erfinv(x).dtype) == (erf_dtype, erfinv_dtype)
+    with pytest.raises(TypeError, match="Wrong type"):
+        special.erf(cp.ones(2, dtype=cp.complex64))
+    values = numpy.array([-0.9, 0.0, 0.5], numpy.float64)
+    numpy.testing.assert_allclose(special.erfinv(special.erf(cp.asarray(values))).get(), values, rtol=1e-12)
+
+
 # ---- cupy.cuda ---------------------------------------------------------------------------------------------------
 def test_one_device_and_its_context_manager():
     runtime = cp.cuda.runtime

@@ -350,12 +350,23 @@ def scatter(reduce_name, ufunc_name):
     return scatter_op
 
 
-def _vectorized(scalar_function, name):
+def _vectorized(scalar_function, name, types):
+    """``cupyx.scipy.special.<name>``: ``scalar_function`` on each element, typed by CuPy's loops.
+
+    Args:
+        scalar_function: the float64 function of one element.
+        name: the function's name.
+        types: CuPy's loops (``"e->d"``: float16 in, float64 out), tried in order: the first whose input
+            type the argument casts to safely is taken, as CuPy's ufuncs choose.
+    """
     def special(x):
-        host = host_value(x)
-        out = numpy.vectorize(scalar_function, otypes=[numpy.float64])(host.astype(numpy.float64))
+        host = host_value(x) if isinstance(x, ndarray) else numpy.asarray(x)
+        loop = next((t for t in types if numpy.can_cast(host.dtype, t[0])), None)
+        if loop is None:
+            raise TypeError(f"Wrong type ({(host.dtype,)}) of arguments for cupyx_scipy_special_{name}")
+        out = numpy.vectorize(scalar_function, otypes=[numpy.float64])(host.astype(loop[0]).astype(numpy.float64))
         count_launch()
-        return wrap(out.astype(host.dtype), None)
+        return wrap(out.astype(loop[-1]), None)
 
     special.__name__ = name
     return special
@@ -376,8 +387,8 @@ def _build_cupyx():
     cupyx.scatter_max = scatter("max", "maximum")
     cupyx.scatter_min = scatter("min", "minimum")
     special = _Namespace("cupyx.scipy.special")
-    special.erf = _vectorized(math.erf, "erf")
-    special.erfinv = _vectorized(_erfinv, "erfinv")
+    special.erf = _vectorized(math.erf, "erf", ("e->d", "f->f", "d->d"))
+    special.erfinv = _vectorized(_erfinv, "erfinv", ("f->f", "d->d"))
     cupyx.scipy = _Namespace("cupyx.scipy")
     cupyx.scipy.special = special
     return cupyx
