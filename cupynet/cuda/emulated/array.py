@@ -466,8 +466,15 @@ def _is_operand(other):
     return isinstance(other, (ndarray, *_SCALARS))
 
 
+def _equals_no_element(other):
+    # NOTE: as CuPy: None, or an object with object's __eq__, equals no element (an all-False array)
+    return other is None or (type(other).__eq__ is object.__eq__ and not isinstance(other, ndarray))
+
+
 def _binary(name, op):
     def forward(self, other):
+        if name in ("__eq__", "__ne__") and _equals_no_element(other):
+            return call(numpy.full, (self.shape, name == "__ne__"), {}, name=name, launches=1)
         if not _is_operand(other):
             return NotImplemented
         return call(op, (self, other), {}, name=name, launches=1)
