@@ -97,6 +97,18 @@ def test_every_host_read_counts_one_sync(read):
     assert n["syncs"] == 1
 
 
+def test_recording_syncs_names_each_read():
+    x = cp.arange(3, dtype=cp.float32)
+    with emulated.recording_syncs():
+        x.get()
+        with emulated.recording_syncs():  # NOTE: an inner recording keeps the outer one going
+            x[x > 0]
+        float(x[0])
+    x.tolist()  # not recorded
+    assert emulated.sync_log() == ["ndarray.get: (3,) float32", "boolean mask index: (3,) float32",
+                                   "float(): () float32"]
+
+
 def test_metadata_and_device_math_count_no_sync():
     x = arange(2, 3)
     with counted() as n:
@@ -174,6 +186,13 @@ def test_views_and_allocations_launch_nothing(view):
     with counted() as n:
         view(x)
     assert (n["launches"], n["syncs"]) == (0, 0)
+
+
+def test_comparing_with_none_is_an_all_false_array():
+    x = arange(3)
+    # NOTE: as CuPy: an object with object's __eq__ equals no element; the answer is a device array
+    assert isinstance(x == None, cp.ndarray) and (x == None).tolist() == [False] * 3  # noqa: E711
+    assert (x != None).tolist() == [True] * 3 and (x == object()).tolist() == [False] * 3  # noqa: E711
 
 
 def test_out_and_no_copy_return_the_very_array():

@@ -64,9 +64,11 @@ def count_launch(n: int = 1) -> None:
 @contextlib.contextmanager
 def recording_syncs():
     """Inside, every host sync's description is kept (read them with :func:`sync_log`); a debugging aid."""
-    _sync_log.clear()
+    was_on = getattr(_recording, "on", False)
+    if not was_on:
+        _sync_log.clear()
     _recording.on = True
     try:
         yield _sync_log
     finally:
-        _recording.on = False
+        _recording.on = was_on  # NOTE: an inner recording leaves an outer one running
