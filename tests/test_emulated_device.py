@@ -439,6 +439,41 @@ def test_one_device_and_its_context_manager():
     assert runtime.getDevice() == 0
 
 
+def test_with_stream_makes_it_current():
+    default = cp.cuda.get_current_stream()
+    assert default.ptr == 0 and not default.is_capturing()
+    outer, inner = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream()
+    with outer:
+        assert cp.cuda.get_current_stream() is outer and outer.ptr != 0
+        with inner:
+            assert cp.cuda.get_current_stream() is inner
+        assert cp.cuda.get_current_stream() is outer
+    assert cp.cuda.get_current_stream() is default
+
+
+def test_a_graph_capture_refuses_host_reads_and_launches_once():
+    x = cp.arange(3, dtype=cp.float32)
+    with pytest.raises(RuntimeError, match="default"):
+        cp.cuda.get_current_stream().begin_capture()
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        try:
+            assert cp.cuda.get_current_stream().is_capturing()
+            x += 1  # NOTE: device work is fine (here it runs at once)
+            with counted() as n:
+                for wait in (x.get, lambda: float(x[0]), stream.synchronize, cp.cuda.Device().synchronize):
+                    with pytest.raises(cp.cuda.runtime.CUDARuntimeError, match="cudaErrorStreamCaptureUnsupported"):
+                        wait()
+        finally:
+            graph = stream.end_capture()  # NOTE: an open capture would refuse every later read in this process
+    assert n["syncs"] == 0 and not stream.is_capturing()
+    graph.launch(stream)
+    with pytest.raises(NotImplementedError, match="launched once"):
+        graph.launch(stream)
+    assert x.tolist() == [1.0, 2.0, 3.0]
+
+
 def test_the_memory_pool_counts_live_arrays():
     pool = cp.get_default_memory_pool()
     gc.collect()

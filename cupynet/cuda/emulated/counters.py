@@ -16,10 +16,11 @@ from __future__ import annotations
 import contextlib
 import threading
 
-__all__ = ["host_syncs", "launches", "sync_log", "count_sync", "count_launch", "recording_syncs"]
+__all__ = ["host_syncs", "launches", "sync_log", "count_sync", "count_launch", "recording_syncs",
+           "refuse_during_capture", "capture_opened"]
 
 _lock = threading.Lock()
-_counts = {"host_syncs": 0, "launches": 0}
+_counts = {"host_syncs": 0, "launches": 0, "captures": 0}
 _sync_log: list = []
 _recording = threading.local()
 
@@ -39,12 +40,36 @@ def sync_log() -> list:
     return list(_sync_log)
 
 
+def refuse_during_capture(what: str) -> None:
+    """Raise CUDA's error if a stream is capturing a graph: a capture cannot wait for the device.
+
+    Args:
+        what: the call that would wait.
+    """
+    if _counts["captures"]:
+        from .runtime import CUDARuntimeError  # noqa: PLC0415 - runtime imports this module
+
+        raise CUDARuntimeError(f"cudaErrorStreamCaptureUnsupported: operation not permitted when stream is "
+                               f"capturing ({what})")
+
+
+def capture_opened(n: int) -> None:
+    """Note that ``n`` (1 or -1) more streams capture a CUDA graph.
+
+    Args:
+        n: +1 at ``begin_capture``, -1 at ``end_capture``.
+    """
+    with _lock:
+        _counts["captures"] += n
+
+
 def count_sync(what: str) -> None:
-    """Record one device-to-host read.
+    """Record one device-to-host read (CUDA's error while a graph is being captured: none is counted).
 
     Args:
         what: a short description (the call and the array), kept while recording.
     """
+    refuse_during_capture(what)
     with _lock:
         _counts["host_syncs"] += 1
         if getattr(_recording, "on", False):

@@ -1,19 +1,22 @@
-"""The emulated ``cupy.cuda``: one device, one stream, a memory pool that counts live arrays.
+"""The emulated ``cupy.cuda``: one device, synchronous streams, a memory pool that counts live arrays.
 
 The device reports itself as an sm_90 GPU named "cupynet emulated CUDA device" (the capability of the
 GPUs this project is lent, so the bfloat16 paths that need sm_80 are taken). Work is synchronous:
-``synchronize`` has nothing to wait for, and streams are one stream.
+``synchronize`` has nothing to wait for, and a stream only says which one is current and whether it
+captures a CUDA graph (during which, as on a GPU, the host cannot wait for the device).
 """
 
 from __future__ import annotations
 
+import threading
 import types
 
 from . import api
 from .array import LIVE
+from .counters import capture_opened, refuse_during_capture
 
-__all__ = ["CUDARuntimeError", "Device", "Stream", "MemoryPool", "cuda_namespace", "default_memory_pool",
-           "default_pinned_memory_pool", "NAME", "CAPABILITY", "TOTAL_MEMORY"]
+__all__ = ["CUDARuntimeError", "Device", "Stream", "Graph", "get_current_stream", "MemoryPool", "cuda_namespace",
+           "default_memory_pool", "default_pinned_memory_pool", "NAME", "CAPABILITY", "TOTAL_MEMORY"]
 
 NAME = "cupynet emulated CUDA device"
 CAPABILITY = (9, 0)
@@ -63,7 +66,8 @@ class Device:
         _current[0] = self.id
 
     def synchronize(self):
-        """Wait for the device's work (none is ever pending here)."""
+        """Wait for the device's work (none is ever pending here; but a capturing stream cannot wait)."""
+        refuse_during_capture("Device.synchronize")
 
     @property
     def compute_capability(self) -> str:
@@ -82,31 +86,105 @@ class Device:
 
 
 class Stream:
-    """``cupy.cuda.Stream``: the one stream (``ptr`` 0, never capturing a graph).
+    """``cupy.cuda.Stream``: a stream whose work runs at once (the emulated device is synchronous).
+
+    ``with stream:`` makes it current, as in CuPy. A non-default stream can capture a CUDA graph:
+    between ``begin_capture`` and ``end_capture`` a host read or a synchronize raises CUDA's error, as on
+    a GPU; but the captured work runs at capture time, so the :class:`Graph` replays nothing.
 
     Args:
-        null: ignored.
+        null: the default (legacy) stream, ``ptr`` 0.
         non_blocking: ignored.
+        ptds: ignored.
     """
 
-    def __init__(self, null=False, non_blocking=False):
-        self.ptr = 0
+    def __init__(self, null=False, non_blocking=False, ptds=False):
+        self.ptr = 0 if null else id(self)
+        self._capturing = False
 
     def synchronize(self):
-        """Nothing to wait for."""
+        """Nothing to wait for (but a capturing stream cannot wait)."""
+        refuse_during_capture("Stream.synchronize")
+
+    def use(self):
+        """Make this stream current."""
+        stack = _streams()
+        stack[-1:] = [self]
+        return self
+
+    def begin_capture(self, mode=None):
+        """Begin capturing a CUDA graph (see the class doc).
+
+        Args:
+            mode: ignored (CuPy's default, relaxed).
+        """
+        if self.ptr == 0:
+            raise RuntimeError("cannot capture on the default (legacy) stream")
+        if self._capturing:
+            raise CUDARuntimeError("cuda-emulated: begin_capture() on a stream that is already capturing")
+        self._capturing = True
+        capture_opened(1)
+
+    def end_capture(self):
+        """End the capture; the :class:`Graph` it returns may be launched once."""
+        if not self._capturing:
+            raise CUDARuntimeError("cuda-emulated: end_capture() on a stream that is not capturing")
+        self._capturing = False
+        capture_opened(-1)
+        return Graph()
 
     def is_capturing(self) -> bool:
-        """Never: the emulated device has no CUDA graphs."""
-        return False
+        """Whether the stream is capturing a CUDA graph."""
+        return self._capturing
 
     def __enter__(self):
+        _streams().append(self)
         return self
 
     def __exit__(self, *exc):
-        return False
+        _streams().pop()
 
 
-_STREAM = Stream()
+class Graph:
+    """``cupy.cuda.Graph``: the captured work already ran at capture, so launching replays nothing.
+
+    NOTE: one launch then leaves the arrays as a GPU would; a second would not repeat the work, so it
+    raises rather than answer wrongly.
+    """
+
+    def __init__(self):
+        self._launched = False
+
+    def launch(self, stream=None):
+        """Accept the first launch (its work is done); refuse a second.
+
+        Args:
+            stream: ignored.
+        """
+        if self._launched:
+            raise NotImplementedError("cuda-emulated: a CUDA graph cannot be replayed (its work ran eagerly at "
+                                      "capture); it can be launched once")
+        self._launched = True
+
+    def upload(self, stream=None):
+        """Nothing to upload."""
+
+
+_NULL_STREAM = Stream(null=True)
+_local = threading.local()
+
+
+def _streams() -> list:
+    """This thread's stack of current streams (as CuPy's, per thread)."""
+    if not hasattr(_local, "streams"):
+        _local.streams = []
+    return _local.streams
+
+
+def get_current_stream() -> Stream:
+    """The current stream: the innermost ``with stream:``, else the default one."""
+    stack = _streams()
+    return stack[-1] if stack else _NULL_STREAM
 
 
 class MemoryPool:
@@ -164,9 +242,9 @@ def cuda_namespace():
         CUDARuntimeError=CUDARuntimeError, getDeviceCount=lambda: 1, getDevice=lambda: _current[0],
         setDevice=lambda i: Device(i).use(),
         getDeviceProperties=_properties, driverGetVersion=lambda: 13000, runtimeGetVersion=lambda: 13000,
-        deviceSynchronize=lambda: None)
+        deviceSynchronize=lambda: refuse_during_capture("deviceSynchronize"))
     return types.SimpleNamespace(
         __name__="cupy.cuda", is_available=lambda: True, runtime=runtime, Device=Device, Stream=Stream,
-        get_current_stream=lambda: _STREAM, MemoryPool=MemoryPool,
+        get_current_stream=get_current_stream, Graph=Graph, MemoryPool=MemoryPool,
         device=types.SimpleNamespace(get_cublas_handle=lambda: 0, Device=Device),
         cupy_version=api.version())
