@@ -86,6 +86,13 @@ HOST_READS = {
     "cupy.where of one argument": lambda x: cp.where(x > 1),
     "cupy.unique": lambda x: cp.unique(x),
     "cupy.argwhere": lambda x: cp.argwhere(x),
+    "cupy.nanmax": lambda x: cp.nanmax(x),
+    "cupy.delete": lambda x: cp.delete(x, 1),
+}
+TWO_HOST_READS = {
+    "cupy.bincount": lambda x: cp.bincount(x.astype(cp.int32)),  # NOTE: a check for negatives, then the max
+    "cupy.unravel_index": lambda x: cp.unravel_index(x.astype(cp.int64), (2, 3)),  # a check per bound
+    "cupy.trim_zeros": lambda x: cp.trim_zeros(x),  # the first and the last nonzero
 }
 
 
@@ -95,6 +102,14 @@ def test_every_host_read_counts_one_sync(read):
     with counted() as n:
         read(x)
     assert n["syncs"] == 1
+
+
+@pytest.mark.parametrize("read", TWO_HOST_READS.values(), ids=TWO_HOST_READS.keys())
+def test_cupy_functions_that_check_their_input_read_twice(read):
+    x = cp.arange(6, dtype=cp.float32)
+    with counted() as n:
+        read(x)
+    assert n["syncs"] == 2
 
 
 def test_recording_syncs_names_each_read():
@@ -130,6 +145,18 @@ def test_what_cupy_refuses_to_read_counts_no_sync():
         cp.ones(3)[cp.zeros(0, dtype=bool)]  # an empty mask: nothing to count
     assert n["syncs"] == 0
     assert any(issubclass(w.category, DeprecationWarning) for w in caught)
+
+
+def test_device_math_never_warns():
+    x = cp.zeros(3, dtype=cp.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # NOTE: a GPU kernel has no floating-point warnings: inf and NaN are values
+        y = x / x
+        cp.log(x - 1)
+        x /= x
+        y.astype(cp.int32)
+        cp.add.at(y, cp.zeros(1, dtype=cp.int32), cp.asarray(numpy.array([numpy.inf], numpy.float32)))
+    assert numpy.isnan(x.get()).all()
 
 
 def test_a_device_scalar_is_no_python_index():

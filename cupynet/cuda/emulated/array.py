@@ -26,19 +26,28 @@ import numpy
 from . import api
 from .counters import count_launch, count_sync
 
-__all__ = ["ndarray", "wrap", "unwrap", "call", "host_value", "IMPLICIT_CONVERSION", "SIZED_BY_DATA",
-           "TAKES_HOST_DATA"]
+__all__ = ["ndarray", "wrap", "unwrap", "call", "host_value", "IMPLICIT_CONVERSION", "READS_BACK",
+           "TAKES_HOST_DATA", "quiet", "count_reads"]
 
 IMPLICIT_CONVERSION = ("Implicit conversion to a NumPy array is not allowed. "
                        "Please use `.get()` to construct a NumPy array explicitly.")
 """CuPy's message, word for word, for ``numpy.asarray(cupy_array)``."""
 
 
-# NOTE: CuPy learns the size of these results by reading a count back to the host
-SIZED_BY_DATA = frozenset({"nonzero", "argwhere", "flatnonzero", "unique", "unique_values", "unique_counts",
-                           "unique_inverse", "unique_all", "extract", "compress", "bincount", "trim_zeros"})
+# NOTE: CuPy reads the device inside these (to size a result, or to check its input): how many times on
+# the common path; its documentation says "may synchronize" for each (histograms, ix_ of booleans and
+# interp with host bounds also read back, by cases not counted here)
+READS_BACK = {"nonzero": 1, "argwhere": 1, "flatnonzero": 1, "extract": 1, "compress": 1, "delete": 1, "place": 1,
+              "mask_indices": 1, "unique": 1, "unique_values": 1, "unique_counts": 1, "unique_inverse": 1,
+              "unique_all": 1, "nanmax": 1, "nanmin": 1, "asarray_chkfinite": 1, "trim_zeros": 2, "bincount": 2,
+              "unravel_index": 2}
 # NOTE: CuPy copies NumPy index and value arrays of these to the device itself, so they take them
 TAKES_HOST_DATA = frozenset({"take", "put"})
+
+def quiet():
+    """NumPy's floating-point warnings off (a fresh context each time): a GPU kernel never warns."""
+    return numpy.errstate(all="ignore")
+
 
 LIVE = weakref.WeakValueDictionary()
 """The device arrays that own their memory (the emulated memory pool's ``used_bytes`` sums them)."""
@@ -235,7 +244,8 @@ class ndarray:  # noqa: N801 - CuPy's name
             count_sync(f"boolean mask assignment: {self.shape} {self.dtype}")
         value = value._host if isinstance(value, ndarray) else value
         count_launch()
-        self._host[key] = value
+        with quiet():
+            self._host[key] = value
 
     # ---- copies ----------------------------------------------------------------------------------------
     def __copy__(self):
@@ -314,6 +324,17 @@ def wrap(host, owner):
     if owner is None:
         LIVE[id(out)] = out
     return out
+
+
+def count_reads(where, n):
+    """Count the ``n`` host syncs CuPy makes inside ``where`` (see :data:`READS_BACK`).
+
+    Args:
+        where: the call.
+        n: how many reads.
+    """
+    for _ in range(n):
+        count_sync(f"{where}: CuPy reads the device inside")
 
 
 def host_value(x):
@@ -405,7 +426,8 @@ def call(function, args, kwargs, name=None, refuse_host=True, launches=None):
     where = name or getattr(function, "__name__", "call")
     host_args = unwrap(args, where, refuse_host)
     host_kwargs = unwrap(kwargs, where, refuse_host)
-    result = function(*host_args, **host_kwargs)
+    with quiet():
+        result = function(*host_args, **host_kwargs)
     launched = []
     out = _rewrap(result, _owners((args, kwargs)), launched)
     if launches is not None:
@@ -437,8 +459,7 @@ def _method(name, spec):
 
     def method(self, *args, **kwargs):
         _check_keywords(f"ndarray.{name}", kwargs, spec)
-        if name in SIZED_BY_DATA:
-            count_sync(f"ndarray.{name}: the result's size is read back")
+        count_reads(f"ndarray.{name}", READS_BACK.get(name, 0))
         return call(numpy_method, (self, *args), kwargs, name=f"ndarray.{name}", launches=launches,
                     refuse_host=name not in TAKES_HOST_DATA)
 
@@ -488,7 +509,8 @@ def _binary(name, op):
         if not _is_operand(other):
             return NotImplemented
         host = self._host
-        result = getattr(host, name.replace("__", "__i", 1))(other._host if isinstance(other, ndarray) else other)
+        with quiet():
+            result = getattr(host, name.replace("__", "__i", 1))(other._host if isinstance(other, ndarray) else other)
         count_launch()
         if result is not host:
             return NotImplemented

@@ -15,8 +15,8 @@ import types
 import numpy
 
 from . import api
-from .array import SIZED_BY_DATA, TAKES_HOST_DATA, call, host_value, ndarray, unwrap, wrap
-from .counters import count_launch, count_sync
+from .array import READS_BACK, TAKES_HOST_DATA, call, count_reads, host_value, ndarray, quiet, unwrap, wrap
+from .counters import count_launch
 
 __all__ = ["cupy_module", "cupyx_module", "cupy_twin", "function_for", "ufunc"]
 
@@ -112,7 +112,8 @@ class ufunc:  # noqa: N801 - CuPy's name
         check_at_dtype(self._name, a.dtype)
         key = unwrap(indices, "at", refuse_host=False)
         args = () if b is None else (unwrap(b, "at", refuse_host=False),)
-        self._numpy.at(host_value(a), key, *args)
+        with quiet():
+            self._numpy.at(host_value(a), key, *args)
         count_launch()
 
 
@@ -172,8 +173,8 @@ def _function(module, name, spec):
 
     def function(*args, **kwargs):
         _check_keywords(where, kwargs, spec)
-        if name in SIZED_BY_DATA or (name == "where" and len(args) == 1):
-            count_sync(f"{where}: the result's size is read back")
+        one_argument_where = name == "where" and len(args) + len(kwargs) == 1
+        count_reads(where, 1 if one_argument_where else READS_BACK.get(name, 0))
         if name in FROM_HOST:
             return _from_host(numpy_function, args, kwargs, where)
         return call(numpy_function, args, kwargs, name=where, launches=launches,
@@ -342,7 +343,8 @@ def scatter(reduce_name, ufunc_name):
     def scatter_op(a, slices, value):
         check_at_dtype(ufunc_name, a.dtype)
         key = unwrap(slices, f"scatter_{reduce_name}", refuse_host=False)
-        numpy_ufunc.at(host_value(a), key, unwrap(value, f"scatter_{reduce_name}", refuse_host=False))
+        with quiet():
+            numpy_ufunc.at(host_value(a), key, unwrap(value, f"scatter_{reduce_name}", refuse_host=False))
         count_launch()
 
     scatter_op.__name__ = f"scatter_{reduce_name}"
