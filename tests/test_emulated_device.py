@@ -338,6 +338,7 @@ def test_asarray_copies_host_data_and_keeps_device_arrays():
     device = cp.asarray(host)
     host[0] = 5
     assert device.tolist() == [1.0, 1.0, 1.0] and device.base is None
+    assert cp.array(host, dtype=cp.float16, copy=False).dtype == numpy.float16  # NOTE: host data is copied anyway
     read_only = numpy.frombuffer(numpy.ones(2, numpy.float32).tobytes(), numpy.float32)
     copied = cp.asarray(read_only)
     copied[0] = 3  # NOTE: the device copy is writable even when the host data is not

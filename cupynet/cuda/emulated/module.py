@@ -219,6 +219,7 @@ def _from_host(numpy_function, args, kwargs, where):
         if devices and (len(devices) < len(leaves) or len({x.shape for x in devices}) > 1):
             raise TypeError("Implicit conversion to a NumPy array is not allowed. "
                             "Please use `.get()` to construct a NumPy array explicitly.")
+    kwargs.pop("copy", None)  # NOTE: host data is always copied, whatever copy= says
     return call(_copied(numpy_function), args, kwargs, name=where, refuse_host=False, launches=1)
 
 
