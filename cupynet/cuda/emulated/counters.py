@@ -1,14 +1,16 @@
 """What the emulated CUDA device counts: device-to-host reads and kernel launches.
 
 A host sync is every read of device memory by the host: ``.get()``, ``.item()``, ``.tolist()``,
-``float()``, ``int()``, ``bool()``, ``cupy.asnumpy``, printing an array, and the reads CuPy makes on
-its own to size a result (a boolean mask index, ``nonzero``, ``unique``, ...). On a GPU each one waits
-for every queued kernel, so an AMP step that has one per parameter runs at the speed of the round trips.
+``float()``, ``int()``, ``bool()``, ``cupy.asnumpy``, printing or pickling an array, and the reads CuPy
+makes on its own to size a result or check an input (a boolean mask index or assignment, ``nonzero``,
+``unique``, ``bincount``, ...: ``array.READS_BACK``). On a GPU each one waits for every queued kernel,
+so an AMP step that has one per parameter runs at the speed of the round trips.
 
 A launch is every array-module call that runs a kernel (elementwise, reduction, matmul, copy,
-fill) and every RawKernel launch; calls that only make a view (reshape of a contiguous array,
-transpose, basic slicing, ``broadcast_to``) or only allocate (``empty``) launch nothing. On a GPU each
-launch costs the host several microseconds, the floor of a small net's step time.
+fill, a host-to-device copy) and every RawKernel launch; calls that only make a view (reshape of a
+contiguous array, transpose, basic slicing, an integer index, ``broadcast_to``) or only allocate
+(``empty``) launch nothing. On a GPU each launch costs the host several microseconds, the floor of a
+small net's step time.
 """
 
 from __future__ import annotations
