@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import operator
 import warnings
-import weakref
 
 import numpy
 
 from . import api
 from .counters import count_launch, count_sync
+from .runtime import LIVE, Device
 
 __all__ = ["ndarray", "wrap", "unwrap", "call", "host_value", "IMPLICIT_CONVERSION", "READS_BACK",
            "TAKES_HOST_DATA", "quiet", "count_reads"]
@@ -48,9 +48,6 @@ def quiet():
     """NumPy's floating-point warnings off (a fresh context each time): a GPU kernel never warns."""
     return numpy.errstate(all="ignore")
 
-
-LIVE = weakref.WeakValueDictionary()
-"""The device arrays that own their memory (the emulated memory pool's ``used_bytes`` sums them)."""
 
 
 class MemoryPointer:
@@ -198,8 +195,6 @@ class ndarray:  # noqa: N801 - CuPy's name
     @property
     def device(self):
         """The device the array is on (always device 0 of the emulated GPU)."""
-        from .runtime import Device  # noqa: PLC0415 - runtime imports this module
-
         return Device(0)
 
     @property
@@ -255,15 +250,13 @@ class ndarray:  # noqa: N801 - CuPy's name
         return self.copy()
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from .module import cupy_twin  # noqa: PLC0415 - module imports this one
-
         # NOTE: as CuPy's: NumPy's out tuple unfolded, then cupy.<name> (or cupyx.scipy.special.<name>),
         # whatever it is; a NumPy array among the inputs is left for CuPy's function to refuse
         if "out" in kwargs:
             if len(kwargs["out"]) != 1:
                 raise ValueError("The 'out' parameter must have exactly one array value")
             kwargs = {**kwargs, "out": kwargs["out"][0]}
-        fake = cupy_twin(ufunc.__name__)
+        fake = _cupy_twin(ufunc.__name__)
         if method != "__call__":
             fake = getattr(fake, method, None)
         inout = (*inputs, *([kwargs["out"]] if "out" in kwargs else []))
@@ -272,10 +265,35 @@ class ndarray:  # noqa: N801 - CuPy's name
         return fake(*inputs, **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        from .module import function_for  # noqa: PLC0415 - module imports this one
-
-        fake = function_for(func)
+        fake = _function_for(func)
         return NotImplemented if fake is None else fake(*args, **kwargs)
+
+
+def _cupy_twin(name):
+    """``cupy.<name>``, else ``cupyx.scipy.special.<name>``, else None: what CuPy's ``__array_ufunc__`` calls."""
+    # NOTE: the emulated cupy is built above this module, as CuPy's __array_ufunc__ imports cupy when called
+    from . import cupy, cupyx  # noqa: PLC0415
+
+    for space in (cupy(), cupyx().scipy.special):
+        value = getattr(space, name, None)
+        if value is not None:
+            return value
+    return None
+
+
+def _function_for(numpy_function):
+    """The emulated twin of a NumPy function (``numpy.sum`` -> ``cupy.sum``), or None where CuPy lacks it."""
+    from . import cupy  # noqa: PLC0415 - see _cupy_twin
+
+    space = cupy()
+    for part in (getattr(numpy_function, "__module__", None) or "numpy").split(".")[1:]:
+        if part.startswith("_"):
+            break
+        space = getattr(space, part, None)
+        if space is None:
+            return None
+    name = numpy_function.__name__
+    return getattr(space, name, None) if name in vars(space) else None
 
 
 def _from_host(host):
@@ -444,21 +462,12 @@ _HOST_ONLY = {"dump", "dumps", "tofile", "tobytes", "byteswap", "setflags", "get
 _MUTATING = {"fill", "sort", "partition", "put", "resize"}
 
 
-def _check_keywords(where, kwargs, spec):
-    allowed = api.keywords_allowed(spec)
-    if allowed is not None:
-        for key in kwargs:
-            if key not in allowed:
-                raise TypeError(f"{where}() got an unexpected keyword argument '{key}' (CuPy "
-                                f"{api.version()} has no such argument)")
-
-
 def _method(name, spec):
     numpy_method = getattr(numpy.ndarray, name)
     launches = 1 if name in _MUTATING else None
 
     def method(self, *args, **kwargs):
-        _check_keywords(f"ndarray.{name}", kwargs, spec)
+        api.check_keywords(f"ndarray.{name}", kwargs, spec)
         count_reads(f"ndarray.{name}", READS_BACK.get(name, 0))
         return call(numpy_method, (self, *args), kwargs, name=f"ndarray.{name}", launches=launches,
                     refuse_host=name not in TAKES_HOST_DATA)

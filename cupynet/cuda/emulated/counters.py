@@ -19,12 +19,17 @@ import contextlib
 import threading
 
 __all__ = ["host_syncs", "launches", "sync_log", "count_sync", "count_launch", "recording_syncs",
-           "refuse_during_capture", "capture_opened"]
+           "refuse_during_capture", "capture_opened", "CUDARuntimeError"]
 
 _lock = threading.Lock()
 _counts = {"host_syncs": 0, "launches": 0, "captures": 0}
 _sync_log: list = []
 _recording = threading.local()
+
+
+class CUDARuntimeError(RuntimeError):
+    """``cupy.cuda.runtime.CUDARuntimeError``: CUDA's error (here for a wait during a graph capture, or a device
+    that does not exist); ``cupy.cuda.runtime`` of the emulated device re-exports it."""
 
 
 def host_syncs() -> int:
@@ -49,8 +54,6 @@ def refuse_during_capture(what: str) -> None:
         what: the call that would wait.
     """
     if _counts["captures"]:
-        from .runtime import CUDARuntimeError  # noqa: PLC0415 - runtime imports this module
-
         raise CUDARuntimeError(f"cudaErrorStreamCaptureUnsupported: operation not permitted when stream is "
                                f"capturing ({what})")
 

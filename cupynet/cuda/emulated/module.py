@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import statistics
-import types
 
 import numpy
 
@@ -18,7 +17,7 @@ from . import api
 from .array import READS_BACK, TAKES_HOST_DATA, call, count_reads, host_value, ndarray, quiet, unwrap, wrap
 from .counters import count_launch
 
-__all__ = ["cupy_module", "cupyx_module", "cupy_twin", "function_for", "ufunc"]
+__all__ = ["cupy_module", "cupyx_module", "ufunc"]
 
 # NOTE: the functions that copy host data to the device (so take NumPy arrays and lists of device arrays)
 FROM_HOST = frozenset({"array", "asarray", "asanyarray", "frombuffer", "fromiter", "fromstring", "loadtxt",
@@ -56,7 +55,7 @@ class ufunc:  # noqa: N801 - CuPy's name
         return f"<ufunc '{self.name}'>"
 
     def __call__(self, *args, **kwargs):
-        _check_keywords(f"cupy.{self._name}", kwargs, self._spec)
+        api.check_keywords(f"cupy.{self._name}", kwargs, self._spec)
         for a in args:
             if not isinstance(a, (ndarray, int, float, complex, bool, numpy.generic)):
                 raise TypeError(f"Unsupported type {type(a)}")
@@ -130,15 +129,6 @@ def check_at_dtype(ufunc_name, dtype):
         raise TypeError(f"cupy.{ufunc_name}.at only supports {', '.join(names)} as data type")
 
 
-def _check_keywords(where, kwargs, spec):
-    allowed = api.keywords_allowed(spec)
-    if allowed is not None:
-        for key in kwargs:
-            if key not in allowed:
-                raise TypeError(f"{where}() got an unexpected keyword argument '{key}' (CuPy "
-                                f"{api.version()} has no such argument)")
-
-
 ABSENT = object()
 """What :func:`_numpy_attr` answers for a name NumPy lacks (None is a value: ``cupy.newaxis``)."""
 
@@ -172,7 +162,7 @@ def _function(module, name, spec):
     launches = 0 if name in ALLOCATE_ONLY else None
 
     def function(*args, **kwargs):
-        _check_keywords(where, kwargs, spec)
+        api.check_keywords(where, kwargs, spec)
         one_argument_where = name == "where" and len(args) + len(kwargs) == 1
         count_reads(where, 1 if one_argument_where else READS_BACK.get(name, 0))
         if name in FROM_HOST:
@@ -250,21 +240,8 @@ def _attribute(module, name, spec):
     return _numpy_attr(module.partition(".")[2], name)
 
 
-class _Namespace(types.ModuleType):
-    """A module whose missing attributes say whether CuPy lacks them or only the emulation does."""
-
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        if name in api.names(self.__name__):
-            raise AttributeError(f"module '{self.__name__}' has no attribute '{name}' here: CuPy {api.version()} "
-                                 "has it, but cuda-emulated does not emulate it")
-        raise AttributeError(f"module '{self.__name__}' has no attribute '{name}' (CuPy {api.version()} has "
-                             "no such name; cuda-emulated exposes only CuPy's)")
-
-
 def _namespace(module):
-    space = _Namespace(module)
+    space = api.Namespace(module)
     for name, spec in api.names(module).items():
         value = _attribute(module, name, spec)
         if value is not ABSENT:
@@ -315,7 +292,7 @@ def cupyx_module():
 
 
 def _build_cupy():
-    from . import kernels, random, runtime  # noqa: PLC0415 - they import this module
+    from . import kernels, random, runtime  # noqa: PLC0415 - the module is built on first use
 
     cupy = _namespace("cupy")
     cupy.__version__ = api.version()
@@ -332,7 +309,7 @@ def _build_cupy():
     for sub in ("linalg", "fft"):
         setattr(cupy, sub, _namespace(f"cupy.{sub}"))
     cupy.random = random.random_namespace()
-    cupy.lib = _Namespace("cupy.lib")
+    cupy.lib = api.Namespace("cupy.lib")
     cupy.lib.stride_tricks = _namespace("cupy.lib.stride_tricks")
     return cupy
 
@@ -385,44 +362,13 @@ def _erfinv(y):
 
 
 def _build_cupyx():
-    cupyx = _Namespace("cupyx")
+    cupyx = api.Namespace("cupyx")
     cupyx.scatter_add = scatter("add", "add")
     cupyx.scatter_max = scatter("max", "maximum")
     cupyx.scatter_min = scatter("min", "minimum")
-    special = _Namespace("cupyx.scipy.special")
+    special = api.Namespace("cupyx.scipy.special")
     special.erf = _vectorized(math.erf, "erf", ("e->d", "f->f", "d->d"))
     special.erfinv = _vectorized(_erfinv, "erfinv", ("f->f", "d->d"))
-    cupyx.scipy = _Namespace("cupyx.scipy")
+    cupyx.scipy = api.Namespace("cupyx.scipy")
     cupyx.scipy.special = special
     return cupyx
-
-
-def cupy_twin(name):
-    """``cupy.<name>``, else ``cupyx.scipy.special.<name>``, else None: what CuPy's ``__array_ufunc__`` calls.
-
-    Args:
-        name: a NumPy ufunc's name.
-    """
-    for space in (cupy_module(), cupyx_module().scipy.special):
-        value = getattr(space, name, None)
-        if value is not None:
-            return value
-    return None
-
-
-def function_for(numpy_function):
-    """The emulated twin of a NumPy function (``numpy.sum`` -> ``cupy.sum``), or None (CuPy lacks it).
-
-    Args:
-        numpy_function: what NumPy's ``__array_function__`` protocol hands over.
-    """
-    path = getattr(numpy_function, "__module__", "numpy") or "numpy"
-    name = numpy_function.__name__
-    space = cupy_module()
-    for part in path.split(".")[1:]:
-        if part.startswith("_"):
-            break
-        space = getattr(space, part, None)
-        if space is None:
-            return None
-    return getattr(space, name, None) if name in vars(space) else None

@@ -12,7 +12,6 @@ import numpy
 
 from . import api
 from .array import call
-from .module import _check_keywords, _Namespace
 
 __all__ = ["Generator", "BitGenerator", "random_namespace"]
 
@@ -50,7 +49,7 @@ class Generator:
         method = getattr(self._numpy, name)
 
         def draw(*args, **kwargs):
-            _check_keywords(f"Generator.{name}", kwargs, spec)
+            api.check_keywords(f"Generator.{name}", kwargs, spec)
             return call(method, args, kwargs, name=f"Generator.{name}", launches=1)
 
         return draw
@@ -69,7 +68,7 @@ def _legacy(name, spec):
         return None
 
     def draw(*args, **kwargs):
-        _check_keywords(f"cupy.random.{name}", kwargs, spec)
+        api.check_keywords(f"cupy.random.{name}", kwargs, spec)
         return call(function, args, kwargs, name=f"cupy.random.{name}", launches=0 if name == "seed" else 1)
 
     draw.__name__ = name
@@ -78,7 +77,7 @@ def _legacy(name, spec):
 
 def random_namespace():
     """The emulated ``cupy.random`` module."""
-    space = _Namespace("cupy.random")
+    space = api.Namespace("cupy.random")
     for name, spec in api.names("cupy.random").items():
         if spec.get("kind") == "function":
             value = _legacy(name, spec)

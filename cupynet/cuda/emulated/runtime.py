@@ -10,22 +10,20 @@ from __future__ import annotations
 
 import threading
 import types
+import weakref
 
 from . import api
-from .array import LIVE
-from .counters import capture_opened, refuse_during_capture
+from .counters import CUDARuntimeError, capture_opened, refuse_during_capture
 
 __all__ = ["CUDARuntimeError", "Device", "Stream", "Graph", "get_current_stream", "MemoryPool", "cuda_namespace",
-           "default_memory_pool", "default_pinned_memory_pool", "NAME", "CAPABILITY", "TOTAL_MEMORY"]
+           "default_memory_pool", "default_pinned_memory_pool", "NAME", "CAPABILITY", "TOTAL_MEMORY", "LIVE"]
 
 NAME = "cupynet emulated CUDA device"
 CAPABILITY = (9, 0)
 TOTAL_MEMORY = 16 * 2**30
 _current = [0]
-
-
-class CUDARuntimeError(RuntimeError):
-    """``cupy.cuda.runtime.CUDARuntimeError``: what the CUDA runtime raises (here: a device that does not exist)."""
+LIVE = weakref.WeakValueDictionary()
+"""The device arrays that own their memory (the memory pool's ``used_bytes`` sums them)."""
 
 
 def _check(index):
