@@ -11,13 +11,14 @@ every array-module call that would be CuPy on a GPU goes to a stand-in for CuPy 
 * enforces the CuPy rules that bite: implicit conversion to NumPy raises ``TypeError``; ``ufunc.at``
   and ``cupyx.scatter_*`` take only CuPy's dtypes; no ``initial=``; reductions return 0-d device
   arrays; ``reduce``/``accumulate`` only where CuPy has them; NumPy arrays are refused as arguments;
+  a host read during a CUDA graph capture is CUDA's error;
 * counts every device-to-host read (:func:`host_syncs`) and every kernel launch (:func:`launches`);
 * runs cupynet's own RawKernels on the CPU (compiled with g++, :mod:`kernels`) and its cuBLAS call
   through a host-memory GEMM.
 
 What it cannot tell you: speed, numerics of CuPy's own kernels (the math is NumPy's), or anything
 about real memory, streams and concurrency. It exists so that the first run on a real GPU meets only
-what a real GPU can raise.
+what a real GPU can raise. docs/emulated_device.md is the user's guide.
 """
 
 from __future__ import annotations

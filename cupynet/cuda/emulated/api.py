@@ -13,8 +13,10 @@ from __future__ import annotations
 import functools
 import json
 import pathlib
+import types
 
-__all__ = ["table", "version", "names", "entry", "keywords_allowed", "ufunc_methods", "at_dtypes"]
+__all__ = ["table", "version", "names", "entry", "keywords_allowed", "check_keywords", "ufunc_methods", "at_dtypes",
+           "Namespace"]
 
 TABLE_FILE = pathlib.Path(__file__).with_name("cupy_api.json")
 
@@ -60,6 +62,38 @@ def keywords_allowed(spec) -> frozenset | None:
     if spec is None or spec.get("params") is None or spec.get("varkw"):
         return None
     return frozenset(spec["params"])
+
+
+def check_keywords(where, kwargs, spec) -> None:
+    """Raise ``TypeError`` for a keyword argument CuPy's function does not take.
+
+    Args:
+        where: the call, for the message.
+        kwargs: the keyword arguments given.
+        spec: the function's entry of the table.
+    """
+    allowed = keywords_allowed(spec)
+    for key in kwargs if allowed is not None else ():
+        if key not in allowed:
+            raise TypeError(f"{where}() got an unexpected keyword argument '{key}' (CuPy {version()} has no such "
+                            "argument)")
+
+
+class Namespace(types.ModuleType):
+    """A module of the emulated CuPy, whose missing attributes say whether CuPy lacks them or only the emulation.
+
+    Args:
+        name: its dotted name (``"cupy"``, ``"cupy.random"``, ...), as the table knows it.
+    """
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if name in names(self.__name__):
+            raise AttributeError(f"module '{self.__name__}' has no attribute '{name}' here: CuPy {version()} has "
+                                 "it, but cuda-emulated does not emulate it")
+        raise AttributeError(f"module '{self.__name__}' has no attribute '{name}' (CuPy {version()} has no such "
+                             "name; cuda-emulated exposes only CuPy's)")
 
 
 def ufunc_methods(name: str) -> frozenset:

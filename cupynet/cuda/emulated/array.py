@@ -18,24 +18,36 @@ The wrapping rules, shared with the module functions (:func:`call`):
 from __future__ import annotations
 
 import operator
-import weakref
+import warnings
 
 import numpy
 
 from . import api
 from .counters import count_launch, count_sync
-from .device import Device
-from .rules import SIZED_BY_DATA, check_at_dtype, check_keywords
+from .runtime import LIVE, Device
 
-__all__ = ["ndarray", "wrap", "unwrap", "call", "host_value", "IMPLICIT_CONVERSION"]
+__all__ = ["ndarray", "wrap", "unwrap", "call", "host_value", "IMPLICIT_CONVERSION", "READS_BACK",
+           "TAKES_HOST_DATA", "quiet", "count_reads"]
 
 IMPLICIT_CONVERSION = ("Implicit conversion to a NumPy array is not allowed. "
                        "Please use `.get()` to construct a NumPy array explicitly.")
 """CuPy's message, word for word, for ``numpy.asarray(cupy_array)``."""
 
 
-LIVE = weakref.WeakValueDictionary()
-"""The device arrays that own their memory (the emulated memory pool's ``used_bytes`` sums them)."""
+# NOTE: CuPy reads the device inside these (to size a result, or to check its input): how many times on
+# the common path; its documentation says "may synchronize" for each (histograms, ix_ of booleans and
+# interp with host bounds also read back, by cases not counted here)
+READS_BACK = {"nonzero": 1, "argwhere": 1, "flatnonzero": 1, "extract": 1, "compress": 1, "delete": 1, "place": 1,
+              "mask_indices": 1, "unique": 1, "unique_values": 1, "unique_counts": 1, "unique_inverse": 1,
+              "unique_all": 1, "nanmax": 1, "nanmin": 1, "asarray_chkfinite": 1, "trim_zeros": 2, "bincount": 2,
+              "unravel_index": 2}
+# NOTE: CuPy copies NumPy index and value arrays of these to the device itself, so they take them
+TAKES_HOST_DATA = frozenset({"take", "put"})
+
+def quiet():
+    """NumPy's floating-point warnings off (a fresh context each time): a GPU kernel never warns."""
+    return numpy.errstate(all="ignore")
+
 
 
 class MemoryPointer:
@@ -100,20 +112,23 @@ class ndarray:  # noqa: N801 - CuPy's name
             arr: the NumPy array.
             stream: ignored.
         """
-        if not isinstance(arr, numpy.ndarray) or arr.shape != self.shape or arr.dtype != self.dtype:
-            raise ValueError("ndarray.set: expected a numpy.ndarray of shape "
-                             f"{self.shape} and dtype {self.dtype}, got {type(arr).__name__}")
-        count_launch()
+        if not isinstance(arr, numpy.ndarray):
+            raise TypeError("Only numpy.ndarray can be set to cupy.ndarray")
+        if arr.dtype != self.dtype:
+            raise TypeError(f"{arr.dtype} array cannot be set to {self.dtype} array")
+        if arr.shape != self.shape:
+            raise ValueError(f"Shape mismatch. Old shape: {self.shape}, new shape: {arr.shape}")
+        if not (self._host.flags.c_contiguous or self._host.flags.f_contiguous):
+            raise RuntimeError("Cannot set to non-contiguous array")
+        count_launch()  # NOTE: a host-to-device copy counts as one launch
         self._host[...] = arr
 
-    def item(self, *args):
-        """One element as a Python scalar (one host sync).
-
-        Args:
-            *args: NumPy's ``item`` index.
-        """
+    def item(self):
+        """The one element as a Python scalar (one host sync); CuPy's ``item`` takes no index."""
+        if self._host.size != 1:
+            raise ValueError("can only convert an array of size 1 to a Python scalar")
         count_sync(f"ndarray.item: {self.shape} {self.dtype}")
-        return self._host.item(*args)
+        return self._host.item()
 
     def tolist(self):
         """The values as nested Python lists (one host sync)."""
@@ -121,10 +136,9 @@ class ndarray:  # noqa: N801 - CuPy's name
         return self._host.tolist()
 
     def _scalar_read(self, convert, what):
+        # NOTE: CuPy's int(x) is int(x.get()): NumPy's conversion rules, after the read
         count_sync(f"{what}: {self.shape} {self.dtype}")
-        if self._host.size != 1:
-            raise TypeError("only length-1 arrays can be converted to Python scalars")
-        return convert(self._host.reshape(()).item())
+        return convert(self._host)
 
     def __float__(self):
         return self._scalar_read(float, "float()")
@@ -136,14 +150,19 @@ class ndarray:  # noqa: N801 - CuPy's name
         return self._scalar_read(complex, "complex()")
 
     def __bool__(self):
-        if self._host.size != 1:
-            raise ValueError("The truth value of an array with more than one element is ambiguous.")
+        # NOTE: as CuPy: an empty array warns and is False, a larger one raises, neither reads the device
+        if self._host.size == 0:
+            warnings.warn("The truth value of an empty array is ambiguous. Returning False, but in future this "
+                          "will result in an error. Use `array.size > 0` to check that an array is not empty.",
+                          DeprecationWarning, stacklevel=2)
+            return False
+        if self._host.size > 1:
+            raise ValueError("The truth value of an array with more than one element is ambiguous. "
+                             "Use a.any() or a.all()")
         return self._scalar_read(bool, "bool()")
 
-    def __index__(self):
-        if self._host.dtype.kind not in "biu":
-            raise TypeError("only integer scalar arrays can be converted to a scalar index")
-        return self._scalar_read(operator.index, "index()")
+    # NOTE: no __index__: CuPy leaves it out on purpose (it would hide a host read), so
+    # range(x) and list[x] raise TypeError for a device scalar
 
     def __repr__(self):
         count_sync(f"repr: {self.shape} {self.dtype}")
@@ -154,9 +173,7 @@ class ndarray:  # noqa: N801 - CuPy's name
         return str(self._host)
 
     def __format__(self, spec):
-        if self._host.ndim == 0:
-            return format(self._scalar_read(lambda v: v, "format()"), spec)
-        return format(str(self), spec)
+        return self._scalar_read(lambda host: format(host, spec), "format()")
 
     def __reduce__(self):
         count_sync(f"pickle: {self.shape} {self.dtype}")
@@ -212,15 +229,18 @@ class ndarray:  # noqa: N801 - CuPy's name
     # ---- indexing ---------------------------------------------------------------------------------------
     def __getitem__(self, key):
         key = _unwrap_index(key)
-        if _has_bool_array(key):  # NOTE: CuPy reads the mask's count to size the result
+        if _has_mask(key):  # NOTE: CuPy reads the mask's count to size the result
             count_sync(f"boolean mask index: {self.shape} {self.dtype}")
-        return call(operator.getitem, (self, key), {}, name="__getitem__", refuse_host=False)
+        return call(_getitem, (self, key), {}, name="__getitem__", refuse_host=False)
 
     def __setitem__(self, key, value):
         key = _unwrap_index(key)
+        if _has_mask(key):  # NOTE: CuPy reads the mask's count here too
+            count_sync(f"boolean mask assignment: {self.shape} {self.dtype}")
         value = value._host if isinstance(value, ndarray) else value
         count_launch()
-        self._host[key] = value
+        with quiet():
+            self._host[key] = value
 
     # ---- copies ----------------------------------------------------------------------------------------
     def __copy__(self):
@@ -230,46 +250,72 @@ class ndarray:  # noqa: N801 - CuPy's name
         return self.copy()
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        # NOTE: numpy.exp(x) on a device array runs CuPy's exp, if CuPy has one (NotImplemented: TypeError)
-        spec = api.entry("cupy", ufunc.__name__)
-        if spec is None or spec.get("kind") != "ufunc" or (method != "__call__" and
-                                                            method not in api.ufunc_methods(ufunc.__name__)):
+        # NOTE: as CuPy's: NumPy's out tuple unfolded, then cupy.<name> (or cupyx.scipy.special.<name>),
+        # whatever it is; a NumPy array among the inputs is left for CuPy's function to refuse
+        if "out" in kwargs:
+            if len(kwargs["out"]) != 1:
+                raise ValueError("The 'out' parameter must have exactly one array value")
+            kwargs = {**kwargs, "out": kwargs["out"][0]}
+        fake = _cupy_twin(ufunc.__name__)
+        if method != "__call__":
+            fake = getattr(fake, method, None)
+        inout = (*inputs, *([kwargs["out"]] if "out" in kwargs else []))
+        if fake is None or not all(isinstance(x, (ndarray, numpy.ndarray, *_SCALARS)) for x in inout):
             return NotImplemented
-        where = f"cupy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
-        check_keywords(where, kwargs, spec if method == "__call__" else None)
-        if method == "at":
-            check_at_dtype(where, ufunc.__name__, inputs[0].dtype)
-        function = ufunc if method == "__call__" else getattr(ufunc, method)
-        return call(function, inputs, kwargs, name=where, launches=1)
+        return fake(*inputs, **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        # NOTE: numpy.sum(x) on a device array runs CuPy's sum, if CuPy has one (NotImplemented: TypeError)
-        module = _cupy_module_of(func)
-        spec = api.entry(module, func.__name__) if module else None
-        if spec is None or spec.get("kind") not in ("function", "ufunc"):
-            return NotImplemented
-        check_keywords(f"{module}.{func.__name__}", kwargs, spec)
-        if func.__name__ in SIZED_BY_DATA:
-            count_sync(f"{module}.{func.__name__}: the result's size is read back")
-        return call(func, args, kwargs, name=f"{module}.{func.__name__}")
+        fake = _function_for(func)
+        return NotImplemented if fake is None else fake(*args, **kwargs)
 
 
-def _cupy_module_of(numpy_function):
-    """``numpy.linalg`` -> ``cupy.linalg`` (None for NumPy's private modules)."""
-    path = getattr(numpy_function, "__module__", None) or "numpy"
-    parts = path.split(".")
-    if parts[0] != "numpy" or any(p.startswith("_") for p in parts[1:]):
-        return "cupy" if parts[0] == "numpy" else None
-    return ".".join(["cupy", *parts[1:]])
+def _cupy_twin(name):
+    """``cupy.<name>``, else ``cupyx.scipy.special.<name>``, else None: what CuPy's ``__array_ufunc__`` calls."""
+    # NOTE: the emulated cupy is built above this module, as CuPy's __array_ufunc__ imports cupy when called
+    from . import cupy, cupyx  # noqa: PLC0415
+
+    for space in (cupy(), cupyx().scipy.special):
+        value = getattr(space, name, None)
+        if value is not None:
+            return value
+    return None
+
+
+def _function_for(numpy_function):
+    """The emulated twin of a NumPy function (``numpy.sum`` -> ``cupy.sum``), or None where CuPy lacks it."""
+    from . import cupy  # noqa: PLC0415 - see _cupy_twin
+
+    space = cupy()
+    for part in (getattr(numpy_function, "__module__", None) or "numpy").split(".")[1:]:
+        if part.startswith("_"):
+            break
+        space = getattr(space, part, None)
+        if space is None:
+            return None
+    name = numpy_function.__name__
+    return getattr(space, name, None) if name in vars(space) else None
 
 
 def _from_host(host):
     return wrap(host, owner=None)
 
 
-def _has_bool_array(key):
-    keys = key if isinstance(key, tuple) else (key,)
-    return any(isinstance(k, numpy.ndarray) and k.dtype == numpy.bool_ and k.ndim > 0 for k in keys)
+def _getitem(host, key):
+    """``host[key]``, where integers alone give a 0-d view (as CuPy), not NumPy's scalar copy."""
+    result = host[key]
+    if isinstance(result, numpy.generic):
+        result = host[(*key, Ellipsis) if isinstance(key, tuple) else (key, Ellipsis)]
+    return result
+
+
+def _has_mask(key):
+    """True when ``key`` holds a non-empty boolean array (or list of bools): CuPy must count its True values."""
+    for k in key if isinstance(key, tuple) else (key,):
+        if isinstance(k, list):
+            k = numpy.asarray(k)
+        if isinstance(k, numpy.ndarray) and k.dtype == numpy.bool_ and k.ndim > 0 and k.size > 0:
+            return True
+    return False
 
 
 def _unwrap_index(key):
@@ -296,6 +342,17 @@ def wrap(host, owner):
     if owner is None:
         LIVE[id(out)] = out
     return out
+
+
+def count_reads(where, n):
+    """Count the ``n`` host syncs CuPy makes inside ``where`` (see :data:`READS_BACK`).
+
+    Args:
+        where: the call.
+        n: how many reads.
+    """
+    for _ in range(n):
+        count_sync(f"{where}: CuPy reads the device inside")
 
 
 def host_value(x):
@@ -343,12 +400,24 @@ def _device_arrays(value, found):
 
 
 def _owners(inputs):
-    """``{id(root NumPy array): device array owning it}`` for the device arrays among ``inputs``."""
-    return {id(_root(a._host)): (a._base if a._base is not None else a) for a in _device_arrays(inputs, [])}
+    """``{id(NumPy array): device array}`` for the device arrays among ``inputs``.
+
+    Keyed by each one's memory object (a result that is that object is that very device array) and by
+    the root of its memory (a result viewing the root is a view whose ``.base`` is the owner).
+    """
+    owners = {}
+    for a in _device_arrays(inputs, []):
+        owners[id(_root(a._host))] = a._base if a._base is not None else a
+    for a in _device_arrays(inputs, []):
+        owners[id(a._host)] = a
+    return owners
 
 
 def _rewrap(result, owners, launched):
     if isinstance(result, numpy.ndarray):
+        same = owners.get(id(result))
+        if same is not None and same._host is result:  # NOTE: NumPy handed an input back (out=, copy=False)
+            return same
         owner = owners.get(id(_root(result)))
         if owner is None:
             launched.append(True)
@@ -375,7 +444,8 @@ def call(function, args, kwargs, name=None, refuse_host=True, launches=None):
     where = name or getattr(function, "__name__", "call")
     host_args = unwrap(args, where, refuse_host)
     host_kwargs = unwrap(kwargs, where, refuse_host)
-    result = function(*host_args, **host_kwargs)
+    with quiet():
+        result = function(*host_args, **host_kwargs)
     launched = []
     out = _rewrap(result, _owners((args, kwargs)), launched)
     if launches is not None:
@@ -392,22 +462,15 @@ _HOST_ONLY = {"dump", "dumps", "tofile", "tobytes", "byteswap", "setflags", "get
 _MUTATING = {"fill", "sort", "partition", "put", "resize"}
 
 
-def _check_keywords(where, kwargs, spec):
-    allowed = api.keywords_allowed(spec)
-    if allowed is not None:
-        for key in kwargs:
-            if key not in allowed:
-                raise TypeError(f"{where}() got an unexpected keyword argument '{key}' (CuPy "
-                                f"{api.version()} has no such argument)")
-
-
 def _method(name, spec):
     numpy_method = getattr(numpy.ndarray, name)
     launches = 1 if name in _MUTATING else None
 
     def method(self, *args, **kwargs):
-        _check_keywords(f"ndarray.{name}", kwargs, spec)
-        return call(numpy_method, (self, *args), kwargs, name=f"ndarray.{name}", launches=launches)
+        api.check_keywords(f"ndarray.{name}", kwargs, spec)
+        count_reads(f"ndarray.{name}", READS_BACK.get(name, 0))
+        return call(numpy_method, (self, *args), kwargs, name=f"ndarray.{name}", launches=launches,
+                    refuse_host=name not in TAKES_HOST_DATA)
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"CuPy's ``ndarray.{name}`` (NumPy's, on the device memory)."
@@ -425,13 +488,23 @@ _OPERATORS = {
 _UNARY = {"__neg__": operator.neg, "__pos__": operator.pos, "__abs__": operator.abs, "__invert__": operator.invert}
 
 
+_SCALARS = (int, float, complex, bool, numpy.generic)
+
+
 def _is_operand(other):
     # NOTE: CuPy's operators take device arrays and scalars; a list, a NumPy array or None is refused
-    return isinstance(other, (ndarray, int, float, complex, bool, numpy.generic))
+    return isinstance(other, (ndarray, *_SCALARS))
+
+
+def _equals_no_element(other):
+    # NOTE: as CuPy: None, or an object with object's __eq__, equals no element (an all-False array)
+    return other is None or (type(other).__eq__ is object.__eq__ and not isinstance(other, ndarray))
 
 
 def _binary(name, op):
     def forward(self, other):
+        if name in ("__eq__", "__ne__") and _equals_no_element(other):
+            return call(numpy.full, (self.shape, name == "__ne__"), {}, name=name, launches=1)
         if not _is_operand(other):
             return NotImplemented
         return call(op, (self, other), {}, name=name, launches=1)
@@ -445,7 +518,8 @@ def _binary(name, op):
         if not _is_operand(other):
             return NotImplemented
         host = self._host
-        result = getattr(host, name.replace("__", "__i", 1))(other._host if isinstance(other, ndarray) else other)
+        with quiet():
+            result = getattr(host, name.replace("__", "__i", 1))(other._host if isinstance(other, ndarray) else other)
         count_launch()
         if result is not host:
             return NotImplemented

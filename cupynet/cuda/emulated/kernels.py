@@ -187,14 +187,30 @@ def _kind_of_dtype(dtype) -> str:
 
 
 def _as_cupy_packs_it(arg):
-    """The scalar CuPy would pass for ``arg``: numpy scalars as they are, Python ints and floats widened."""
+    """The scalar CuPy would pass for ``arg``, and how to name it in an error.
+
+    As CuPy packs kernel arguments: NumPy scalars go as they are; a Python bool as a 1-byte bool, an int
+    as an 8-byte ``long long`` (``unsigned long long`` from 2**63), a float as an 8-byte ``double``; a
+    NumPy array of one element goes by value, a larger one is CuPy's ``TypeError``.
+    """
     if isinstance(arg, numpy.generic):
         return arg, type(arg).__name__
-    if isinstance(arg, int):  # NOTE: bool too: CuPy tests isinstance(x, int) first
-        return numpy.int64(arg), "a Python int, which CuPy passes as an 8-byte long long"
-    if isinstance(arg, float):
+    if isinstance(arg, numpy.ndarray):
+        if arg.size != 1:
+            raise TypeError(f"You are trying to pass a numpy.ndarray of shape {arg.shape} as a kernel parameter. "
+                            "Only numpy.ndarrays of size one can be passed by value. If you meant to pass a "
+                            "pointer to __global__ memory, you need to pass a cupy.ndarray instead.")
+        return arg.reshape(())[()], f"a one-element {arg.dtype} numpy.ndarray"
+    if type(arg) is bool:
+        return numpy.bool_(arg), "a Python bool, which CuPy passes as a 1-byte bool"
+    if type(arg) is int:
+        value = numpy.uint64(arg) if arg >= 2**63 else numpy.int64(arg)
+        return value, "a Python int, which CuPy passes as an 8-byte long long"
+    if type(arg) is float:
         return numpy.float64(arg), "a Python float, which CuPy passes as an 8-byte double"
-    raise TypeError(f"CuPy cannot pass a {type(arg).__name__} to a kernel")
+    if type(arg) is complex:
+        return numpy.complex128(arg), "a Python complex, which CuPy passes as a 16-byte complex double"
+    raise TypeError(f"Unsupported type {type(arg)}")
 
 
 class KernelFunction:
@@ -227,16 +243,32 @@ class KernelFunction:
                 raise KernelError(f"{where} points to {pointee_size}-byte '{pointee_kind}' values; got a "
                                   f"{arg.dtype} array")
             return ctypes.c_void_p(arg.data.ptr)
-        if isinstance(arg, numpy.ndarray) or arg is None:
-            raise KernelError(f"{where} is a {size}-byte scalar; got {'None' if arg is None else 'an array'}")
+        if arg is None or self.is_device_array(arg):
+            raise KernelError(f"{where} is a {size}-byte scalar; got {'None' if arg is None else 'a device array'}")
         value, what = _as_cupy_packs_it(arg)
         if value.nbytes != size or _kind_of_dtype(value.dtype) != kind:
             raise KernelError(f"{where} is a {size}-byte '{kind}' scalar; got {what} ({value.nbytes} bytes): "
                               "wrap it in cupynet.cuda.args.c_int / c_float / ...")
         return ctypes.create_string_buffer(value.tobytes(), size)
 
-    def __call__(self, grid, block, args):
-        grid, block = (tuple(grid) + (1, 1))[:3], (tuple(block) + (1, 1))[:3]
+    def __call__(self, grid, block, args, shared_mem=0, stream=None, enable_cooperative_groups=False):
+        """Launch: ``grid`` and ``block`` are tuples (as CuPy's ``Function`` demands), ``args`` the arguments.
+
+        Args:
+            grid: blocks per grid, a tuple of up to three.
+            block: threads per block, a tuple of up to three.
+            args: the kernel's arguments.
+            shared_mem: dynamic shared memory in bytes (not emulated: must be 0).
+            stream: ignored (one stream).
+            enable_cooperative_groups: ignored.
+        """
+        if shared_mem:
+            raise NotImplementedError(f"{self.name}: dynamic shared memory (shared_mem={shared_mem}) is not "
+                                      "emulated on the CPU")
+        for what, value in (("grid", grid), ("block", block)):
+            if not isinstance(value, tuple):
+                raise TypeError(f"Argument '{what}' has incorrect type (expected tuple, got {type(value).__name__})")
+        grid, block = (grid + (1, 1))[:3], (block + (1, 1))[:3]
         params = self.module.signatures[self.index]
         if len(args) != len(params):
             raise KernelError(f"{self.name} takes {len(params)} arguments; got {len(args)}")
@@ -288,10 +320,14 @@ class RawModule:
         name_expressions: the kernels to export.
     """
 
-    def __init__(self, code=None, *, path=None, options=(), backend="nvrtc", translate_cucomplex=False,
-                 enable_cooperative_groups=False, name_expressions=None, jitify=False):
+    def __init__(self, *, code=None, path=None, options=(), backend="nvrtc", translate_cucomplex=False,
+                 enable_cooperative_groups=False, name_expressions=None, jitify=None):
+        if (code is None) == (path is None):
+            raise TypeError("Exactly one of `code` and `path` keyword arguments must be given.")
         if code is None:
             raise NotImplementedError("cuda-emulated: RawModule(path=...) (a cubin) cannot run on the CPU")
+        if not isinstance(options, tuple):  # NOTE: CuPy's `tuple options` refuses a list
+            raise TypeError(f"Argument 'options' has incorrect type (expected tuple, got {type(options).__name__})")
         check_options(options)
         self.module = compile_source(code, list(name_expressions or ()))
 
@@ -313,8 +349,8 @@ class RawKernel:
         options: NVRTC options.
     """
 
-    def __init__(self, code, name, options=(), backend="nvrtc", translate_cucomplex=False,
-                 enable_cooperative_groups=False, jitify=False):
+    def __init__(self, code, name, options=(), backend="nvrtc", *, translate_cucomplex=False,
+                 enable_cooperative_groups=False, jitify=None):
         self._function = RawModule(code=code, options=options, name_expressions=[name]).get_function(name)
 
     def __call__(self, grid, block, args, **kwargs):

@@ -14,29 +14,37 @@ import statistics
 import numpy
 
 from . import api
-from .array import call, host_value, ndarray, unwrap, wrap
-from .counters import count_launch, count_sync
-from .rules import SIZED_BY_DATA, Namespace, check_at_dtype, check_keywords
+from .array import READS_BACK, TAKES_HOST_DATA, call, count_reads, host_value, ndarray, quiet, unwrap, wrap
+from .counters import count_launch
 
 __all__ = ["cupy_module", "cupyx_module", "ufunc"]
 
 # NOTE: the functions that copy host data to the device (so take NumPy arrays and lists of device arrays)
-FROM_HOST = frozenset({"array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "frombuffer",
-                       "fromiter", "fromstring", "loadtxt", "genfromtxt"})
+FROM_HOST = frozenset({"array", "asarray", "asanyarray", "frombuffer", "fromiter", "fromstring", "loadtxt",
+                       "genfromtxt"})
+# NOTE: NumPy answers these with a Python bool or int; CuPy with a 0-d device array (reading it is a sync)
+DEVICE_SCALAR = frozenset({"allclose", "array_equal", "array_equiv", "count_nonzero"})
 ALLOCATE_ONLY = frozenset({"empty", "empty_like"})
 SUBMODULES = ("linalg", "fft", "random", "lib", "lib.stride_tricks", "testing")
+
+
+# NOTE: the keyword arguments CuPy's ufunc methods take
+_METHOD_KEYWORDS = {"reduce": frozenset({"axis", "dtype", "out", "keepdims"}),
+                    "accumulate": frozenset({"axis", "dtype", "out"}),
+                    "reduceat": frozenset({"axis", "dtype", "out"})}
 
 
 class ufunc:  # noqa: N801 - CuPy's name
     """A CuPy ufunc: NumPy's, with the methods CuPy implements and CuPy's dtype rules for ``at``.
 
     Args:
-        name: the ufunc's name.
+        name: the ufunc's NumPy name (CuPy calls it ``cupy_<name>``).
         spec: its table entry.
     """
 
     def __init__(self, name, spec):
-        self.__name__ = name
+        self._name = name
+        self.__name__ = self.name = f"cupy_{name}"
         self._numpy = getattr(numpy, name)
         self._spec = spec
         self._methods = api.ufunc_methods(name)
@@ -44,99 +52,165 @@ class ufunc:  # noqa: N801 - CuPy's name
         self.types = self._numpy.types
 
     def __repr__(self):
-        return f"<ufunc '{self.__name__}'>"
+        return f"<ufunc '{self.name}'>"
 
     def __call__(self, *args, **kwargs):
-        check_keywords(f"cupy.{self.__name__}", kwargs, self._spec)
+        api.check_keywords(f"cupy.{self._name}", kwargs, self._spec)
         for a in args:
             if not isinstance(a, (ndarray, int, float, complex, bool, numpy.generic)):
                 raise TypeError(f"Unsupported type {type(a)}")
-        return call(self._numpy, args, kwargs, name=self.__name__, launches=1)
+        return call(self._numpy, args, kwargs, name=self._name, launches=1)
 
-    def _method(self, method):
+    def _method(self, method, kwargs=None):
+        """NumPy's ``method`` of this ufunc, or CuPy's error where CuPy does not implement it."""
         if method not in self._methods:
-            raise AttributeError(f"'cupy.ufunc' object has no attribute '{method}' (CuPy {api.version()} "
-                                 f"implements {sorted(self._methods) or 'none'} for {self.__name__})")
+            raise NotImplementedError(f"`{self.name}.{method}` is not supported yet")
+        allowed = _METHOD_KEYWORDS.get(method, frozenset())
+        for key in kwargs or ():
+            if key not in allowed:
+                raise TypeError(f"ufunc.{method}() got an unexpected keyword argument '{key}' (CuPy "
+                                f"{api.version()} has no such argument)")
         return getattr(self._numpy, method)
 
     def reduce(self, *args, **kwargs):
-        """NumPy's ``reduce``, where CuPy has it."""
-        return call(self._method("reduce"), args, kwargs, name=f"{self.__name__}.reduce", launches=1)
+        """NumPy's ``reduce``, where CuPy has it (add and multiply)."""
+        return call(self._method("reduce", kwargs), args, kwargs, name=f"{self._name}.reduce", launches=1)
 
     def accumulate(self, *args, **kwargs):
-        """NumPy's ``accumulate``, where CuPy has it."""
-        return call(self._method("accumulate"), args, kwargs, name=f"{self.__name__}.accumulate", launches=1)
+        """NumPy's ``accumulate``, where CuPy has it (add and multiply)."""
+        return call(self._method("accumulate", kwargs), args, kwargs, name=f"{self._name}.accumulate", launches=1)
 
-    def outer(self, *args, **kwargs):
-        """NumPy's ``outer``, where CuPy has it."""
-        return call(self._method("outer"), args, kwargs, name=f"{self.__name__}.outer", launches=1)
+    def outer(self, A, B, **kwargs):  # noqa: N803 - CuPy's names
+        """CuPy's ``outer``: copies of ``A`` and ``B`` reshaped to broadcast against each other, then the ufunc.
+
+        Args:
+            A: the first operand (copied to the device, as ``cupy.array``).
+            B: the second.
+            **kwargs: the ufunc's keyword arguments.
+        """
+        cupy = cupy_module()
+        A, B = cupy.array(A), cupy.array(B)  # noqa: N806
+        a_ndim = A.ndim
+        A = A.reshape(A.shape + (1,) * B.ndim)  # noqa: N806
+        B = B.reshape((1,) * a_ndim + B.shape)  # noqa: N806
+        return self(A, B, **kwargs)
 
     def reduceat(self, *args, **kwargs):
-        """NumPy's ``reduceat``, where CuPy has it."""
-        return call(self._method("reduceat"), args, kwargs, name=f"{self.__name__}.reduceat", launches=1)
+        """NumPy's ``reduceat``, where CuPy has it (add)."""
+        return call(self._method("reduceat", kwargs), args, kwargs, name=f"{self._name}.reduceat", launches=1)
 
     def at(self, a, indices, b=None):
         """``a[indices] (op)= b`` unbuffered, for the dtypes CuPy's ``at`` accepts.
 
         Args:
             a: the device array changed in place.
-            indices: the index.
-            b: the values.
+            indices: the index (device or NumPy arrays: CuPy copies host data itself).
+            b: the values (likewise).
         """
         self._method("at")
-        check_at_dtype(f"cupy.{self.__name__}.at", self.__name__, a.dtype)
+        check_at_dtype(self._name, a.dtype)
         key = unwrap(indices, "at", refuse_host=False)
-        args = () if b is None else (unwrap(b, "at"),)
-        self._numpy.at(host_value(a), key, *args)
+        args = () if b is None else (unwrap(b, "at", refuse_host=False),)
+        with quiet():
+            self._numpy.at(host_value(a), key, *args)
         count_launch()
 
 
+def check_at_dtype(ufunc_name, dtype):
+    """Raise CuPy's ``TypeError`` when ``ufunc.at`` / ``cupyx.scatter_*`` does not take ``dtype``.
+
+    Args:
+        ufunc_name: ``"add"``, ``"maximum"``, ... (``cupyx.scatter_add`` is ``cupy.add.at``).
+        dtype: the target array's dtype.
+    """
+    allowed = api.at_dtypes(ufunc_name)
+    if numpy.dtype(dtype).name not in allowed:
+        names = [n for n in ("int32", "int64", "float16", "float32", "float64", "uint32", "uint64") if n in allowed]
+        raise TypeError(f"cupy.{ufunc_name}.at only supports {', '.join(names)} as data type")
+
+
+ABSENT = object()
+"""What :func:`_numpy_attr` answers for a name NumPy lacks (None is a value: ``cupy.newaxis``)."""
+
+# NOTE: names CuPy 14 still has that NumPy 2 dropped from its top level, with CuPy's values
+_NUMPY_1_NAMES = {"Inf": numpy.inf, "Infinity": numpy.inf, "infty": numpy.inf, "PINF": numpy.inf,
+                  "NINF": -numpy.inf, "NAN": numpy.nan, "NaN": numpy.nan, "PZERO": 0.0, "NZERO": -0.0,
+                  "float_": numpy.float64, "complex_": numpy.complex128, "cfloat": numpy.complex128,
+                  "singlecomplex": numpy.complex64}
+
+
 def _numpy_attr(path, name):
-    """NumPy's twin of ``cupy.<path>.<name>`` (``path`` '' for the top level), or None."""
+    """NumPy's twin of ``cupy.<path>.<name>`` (``path`` '' for the top level), or :data:`ABSENT`."""
     target = numpy
     for part in filter(None, path.split(".")):
         target = getattr(target, part, None)
         if target is None:
-            return None
-    return getattr(target, name, None)
+            return ABSENT
+    value = getattr(target, name, ABSENT)
+    if value is ABSENT and not path:  # NOTE: CuPy's AxisError & co. are NumPy 2's numpy.exceptions ones
+        value = _NUMPY_1_NAMES.get(name, getattr(numpy.exceptions, name, ABSENT))
+    return value
 
 
 def _function(module, name, spec):
     where = f"{module}.{name}"
     numpy_function = _numpy_attr(module.partition(".")[2], name)
-    if numpy_function is None:
+    if numpy_function is ABSENT:
         return _missing(where)
-    from_host = name in FROM_HOST
+    if name in DEVICE_SCALAR:
+        numpy_function = _as_array(numpy_function)
     launches = 0 if name in ALLOCATE_ONLY else None
 
     def function(*args, **kwargs):
-        check_keywords(where, kwargs, spec)
-        if name in SIZED_BY_DATA or (name == "where" and len(args) == 1):
-            count_sync(f"{where}: the result's size is read back")
-        if from_host:
+        api.check_keywords(where, kwargs, spec)
+        one_argument_where = name == "where" and len(args) + len(kwargs) == 1
+        count_reads(where, 1 if one_argument_where else READS_BACK.get(name, 0))
+        if name in FROM_HOST:
             return _from_host(numpy_function, args, kwargs, where)
-        return call(numpy_function, args, kwargs, name=where, launches=launches)
+        return call(numpy_function, args, kwargs, name=where, launches=launches,
+                    refuse_host=name not in TAKES_HOST_DATA)
 
     function.__name__ = function.__qualname__ = name
     function.__doc__ = f"CuPy's ``{where}`` (NumPy's, on the device memory)."
     return function
 
 
+def _copied(numpy_function):
+    """``numpy_function`` whose result owns fresh memory (host data is copied to the device, never shared)."""
+    def copied(*args, **kwargs):
+        return numpy.array(numpy_function(*args, **kwargs), copy=True)
+
+    return copied
+
+
+def _as_array(numpy_function):
+    """``numpy_function`` whose Python-scalar result becomes a NumPy scalar (then a 0-d device array)."""
+    def as_array(*args, **kwargs):
+        return numpy.asarray(numpy_function(*args, **kwargs))[()]
+
+    return as_array
+
+
 def _from_host(numpy_function, args, kwargs, where):
-    """``cupy.array``/``asarray``...: host data is copied to the device; device arrays stay (or are stacked)."""
-    if args and isinstance(args[0], ndarray) and not kwargs.get("copy", False):
-        source = args[0]
-        dtype = kwargs.get("dtype", args[1] if len(args) > 1 else None)
-        if dtype is None or numpy.dtype(dtype) == source.dtype:
-            if where.endswith("ascontiguousarray") and not source.flags.c_contiguous:
-                return call(numpy_function, args, kwargs, name=where, launches=1)
-            return source
+    """``cupy.array``/``asarray``...: host data is copied to the device; device arrays follow ``copy``.
+
+    A device array is returned as it is when no copy is asked for and none is needed (``asarray``);
+    ``cupy.array`` copies by default. A list of device arrays is stacked; a list mixing device arrays
+    with anything else needs NumPy to convert them, which CuPy refuses.
+    """
+    kwargs = {k: v for k, v in kwargs.items() if k != "blocking"}  # NOTE: CuPy's own: the copy is synchronous
+    if args and isinstance(args[0], ndarray):
+        # NOTE: CuPy's copy=False means "copy only if needed" (astype(copy=False)): NumPy's copy=None
+        copy = kwargs.get("copy", where.endswith(".array"))
+        return call(numpy_function, args, {**kwargs, "copy": True if copy else None}, name=where)
     if args and type(args[0]) in (list, tuple):
         leaves = _leaves(args[0], [])
-        if any(isinstance(x, ndarray) for x in leaves) and not all(isinstance(x, ndarray) for x in leaves):
+        devices = [x for x in leaves if isinstance(x, ndarray)]
+        if devices and (len(devices) < len(leaves) or len({x.shape for x in devices}) > 1):
             raise TypeError("Implicit conversion to a NumPy array is not allowed. "
                             "Please use `.get()` to construct a NumPy array explicitly.")
-    return call(numpy_function, args, kwargs, name=where, refuse_host=False, launches=1)
+    kwargs.pop("copy", None)  # NOTE: host data is always copied, whatever copy= says
+    return call(_copied(numpy_function), args, kwargs, name=where, refuse_host=False, launches=1)
 
 
 def _leaves(value, found):
@@ -163,15 +237,14 @@ def _attribute(module, name, spec):
         return ufunc(name, spec) if isinstance(getattr(numpy, name, None), numpy.ufunc) else _missing(name)
     if kind == "function":
         return _function(module, name, spec)
-    twin = _numpy_attr(module.partition(".")[2], name)
-    return twin if twin is not None else None
+    return _numpy_attr(module.partition(".")[2], name)
 
 
 def _namespace(module):
-    space = Namespace(module)
+    space = api.Namespace(module)
     for name, spec in api.names(module).items():
         value = _attribute(module, name, spec)
-        if value is not None:
+        if value is not ABSENT:
             setattr(space, name, value)
     return space
 
@@ -219,7 +292,7 @@ def cupyx_module():
 
 
 def _build_cupy():
-    from . import kernels, random, runtime  # noqa: PLC0415 - they import this module
+    from . import kernels, random, runtime  # noqa: PLC0415 - the module is built on first use
 
     cupy = _namespace("cupy")
     cupy.__version__ = api.version()
@@ -236,7 +309,7 @@ def _build_cupy():
     for sub in ("linalg", "fft"):
         setattr(cupy, sub, _namespace(f"cupy.{sub}"))
     cupy.random = random.random_namespace()
-    cupy.lib = Namespace("cupy.lib")
+    cupy.lib = api.Namespace("cupy.lib")
     cupy.lib.stride_tricks = _namespace("cupy.lib.stride_tricks")
     return cupy
 
@@ -246,9 +319,10 @@ def scatter(reduce_name, ufunc_name):
     numpy_ufunc = getattr(numpy, ufunc_name)
 
     def scatter_op(a, slices, value):
-        check_at_dtype(f"cupyx.scatter_{reduce_name}", ufunc_name, a.dtype)
+        check_at_dtype(ufunc_name, a.dtype)
         key = unwrap(slices, f"scatter_{reduce_name}", refuse_host=False)
-        numpy_ufunc.at(host_value(a), key, unwrap(value, f"scatter_{reduce_name}"))
+        with quiet():
+            numpy_ufunc.at(host_value(a), key, unwrap(value, f"scatter_{reduce_name}", refuse_host=False))
         count_launch()
 
     scatter_op.__name__ = f"scatter_{reduce_name}"
@@ -256,12 +330,23 @@ def scatter(reduce_name, ufunc_name):
     return scatter_op
 
 
-def _vectorized(scalar_function, name):
+def _vectorized(scalar_function, name, types):
+    """``cupyx.scipy.special.<name>``: ``scalar_function`` on each element, typed by CuPy's loops.
+
+    Args:
+        scalar_function: the float64 function of one element.
+        name: the function's name.
+        types: CuPy's loops (``"e->d"``: float16 in, float64 out), tried in order: the first whose input
+            type the argument casts to safely is taken, as CuPy's ufuncs choose.
+    """
     def special(x):
-        host = host_value(x)
-        out = numpy.vectorize(scalar_function, otypes=[numpy.float64])(host.astype(numpy.float64))
+        host = host_value(x) if isinstance(x, ndarray) else numpy.asarray(x)
+        loop = next((t for t in types if numpy.can_cast(host.dtype, t[0])), None)
+        if loop is None:
+            raise TypeError(f"Wrong type ({(host.dtype,)}) of arguments for cupyx_scipy_special_{name}")
+        out = numpy.vectorize(scalar_function, otypes=[numpy.float64])(host.astype(loop[0]).astype(numpy.float64))
         count_launch()
-        return wrap(out.astype(host.dtype), None)
+        return wrap(out.astype(loop[-1]), None)
 
     special.__name__ = name
     return special
@@ -277,13 +362,13 @@ def _erfinv(y):
 
 
 def _build_cupyx():
-    cupyx = Namespace("cupyx")
+    cupyx = api.Namespace("cupyx")
     cupyx.scatter_add = scatter("add", "add")
     cupyx.scatter_max = scatter("max", "maximum")
     cupyx.scatter_min = scatter("min", "minimum")
-    special = Namespace("cupyx.scipy.special")
-    special.erf = _vectorized(math.erf, "erf")
-    special.erfinv = _vectorized(_erfinv, "erfinv")
-    cupyx.scipy = Namespace("cupyx.scipy")
+    special = api.Namespace("cupyx.scipy.special")
+    special.erf = _vectorized(math.erf, "erf", ("e->d", "f->f", "d->d"))
+    special.erfinv = _vectorized(_erfinv, "erfinv", ("f->f", "d->d"))
+    cupyx.scipy = api.Namespace("cupyx.scipy")
     cupyx.scipy.special = special
     return cupyx

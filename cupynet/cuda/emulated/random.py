@@ -12,7 +12,6 @@ import numpy
 
 from . import api
 from .array import call
-from .rules import Namespace, check_keywords
 
 __all__ = ["Generator", "BitGenerator", "random_namespace"]
 
@@ -50,20 +49,26 @@ class Generator:
         method = getattr(self._numpy, name)
 
         def draw(*args, **kwargs):
-            check_keywords(f"Generator.{name}", kwargs, spec)
+            api.check_keywords(f"Generator.{name}", kwargs, spec)
             return call(method, args, kwargs, name=f"Generator.{name}", launches=1)
 
         return draw
 
 
+# NOTE: the module-level functions draw from a state of their own, as CuPy's do: seeding the device's
+# numbers must not reseed the host's (numpy.random's global state)
+_STATE = numpy.random.RandomState()
+_ALIASES = {"ranf": "random_sample", "sample": "random_sample"}
+
+
 def _legacy(name, spec):
-    """A module-level function of ``cupy.random`` (``rand``, ``randn``, ``seed``, ...) on NumPy's legacy one."""
-    function = getattr(numpy.random, name, None)
+    """A module-level function of ``cupy.random`` (``rand``, ``randn``, ``seed``, ...) on a private RandomState."""
+    function = getattr(_STATE, _ALIASES.get(name, name), None)
     if function is None:
         return None
 
     def draw(*args, **kwargs):
-        check_keywords(f"cupy.random.{name}", kwargs, spec)
+        api.check_keywords(f"cupy.random.{name}", kwargs, spec)
         return call(function, args, kwargs, name=f"cupy.random.{name}", launches=0 if name == "seed" else 1)
 
     draw.__name__ = name
@@ -72,7 +77,7 @@ def _legacy(name, spec):
 
 def random_namespace():
     """The emulated ``cupy.random`` module."""
-    space = Namespace("cupy.random")
+    space = api.Namespace("cupy.random")
     for name, spec in api.names("cupy.random").items():
         if spec.get("kind") == "function":
             value = _legacy(name, spec)
