@@ -126,11 +126,14 @@ def _info() -> dict:
     from cupynet import backend
     report = {"cupynet": cupynet.__version__, "python": platform.python_version(), "numpy": numpy.__version__,
               "ml_dtypes": ml_dtypes.__version__}
-    try:
-        import cupy
-        report["cupy"] = cupy.__version__
-    except Exception as error:  # not installed, or a broken CUDA setup
-        report["cupy"] = f"not usable ({type(error).__name__})"
+    if backend.emulating():
+        report["cupy"] = f"emulated (cupynet.cuda.emulated, CuPy {backend.cupy_or_none().__version__}'s API)"
+    else:
+        try:
+            import cupy
+            report["cupy"] = cupy.__version__
+        except Exception as error:  # not installed, or a broken CUDA setup
+            report["cupy"] = f"not usable ({type(error).__name__})"
     try:
         report["default_device"] = str(backend.default_device())
     except (RuntimeError, ValueError) as error:

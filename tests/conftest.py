@@ -29,8 +29,6 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line("markers", "cuda: needs a CUDA device; runs only under `pytest --device cuda` or "
                                        "`--device cuda-emulated`")
-    config.addinivalue_line("markers", "real_gpu: needs real CUDA hardware (not the emulated device); runs only "
-                                       "under `pytest --device cuda`")
     device = config.getoption("--device")
     # NOTE: before any test module imports cupynet; subprocesses inherit them
     os.environ["CUPYNET_DEVICE"] = "cpu"
@@ -55,11 +53,8 @@ def pytest_collection_modifyitems(config, items):
         return
     skip = pytest.mark.skip(reason="a GPU test: run it with `pytest --device cuda` on a machine with a CUDA GPU "
                                    "(or `--device cuda-emulated`)")
-    skip_real = pytest.mark.skip(reason="needs real CUDA hardware: run it with `pytest --device cuda`")
     for item in items:
-        if "real_gpu" in item.keywords:
-            item.add_marker(skip_real)
-        elif "cuda" in item.keywords and device != "cuda-emulated":
+        if "cuda" in item.keywords and device != "cuda-emulated":
             item.add_marker(skip)
 
 
