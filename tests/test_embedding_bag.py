@@ -20,10 +20,11 @@ _OFFSETS = np.array([0, 4, 4, 7])
 _BAGS = np.array([[1, 2, 4, 2], [5, 0, 3, 3], [9, 2, 2, 2]])
 
 
-def _inputs(lib, flat):
-    idx = (cn.tensor if lib is cn else torch.tensor)(_FLAT if flat else _BAGS)
-    off = (cn.tensor if lib is cn else torch.tensor)(_OFFSETS) if flat else None
-    return idx, off
+def _bag(lib, flat, weight, **kwargs):
+    """``embedding_bag`` of ``lib`` over the shared bags, whose index tensors are made here: on the default device."""
+    make = cn.tensor if lib is cn else torch.tensor
+    offsets = make(_OFFSETS) if flat else None
+    return (F if lib is cn else TF).embedding_bag(make(_FLAT if flat else _BAGS), weight, offsets, **kwargs)
 
 
 @requires_torch
@@ -31,22 +32,18 @@ def _inputs(lib, flat):
 @pytest.mark.parametrize("flat", [True, False], ids=["offsets", "2d"])
 @pytest.mark.parametrize("padding_idx", [None, 2])
 def test_modes_match_torch(mode, flat, padding_idx):
-    ci, co = _inputs(cn, flat)
-    ti, to = _inputs(torch, flat)
     # NOTE: distinct values per column, so max has no ties and its gradient is unique
-    check_op([(10, 3)], lambda w: F.embedding_bag(ci, w, co, mode=mode, padding_idx=padding_idx),
-             torch_fn=lambda w: TF.embedding_bag(ti, w, to, mode=mode, padding_idx=padding_idx),
+    check_op([(10, 3)], lambda w: _bag(cn, flat, w, mode=mode, padding_idx=padding_idx),
+             torch_fn=lambda w: _bag(torch, flat, w, mode=mode, padding_idx=padding_idx),
              arrays=[np.random.default_rng(1).permutation(30).reshape(10, 3) / 7.0 - 2.0])
 
 
 @requires_torch
 @pytest.mark.parametrize("flat", [True, False], ids=["offsets", "2d"])
 def test_per_sample_weights_get_gradients(flat):
-    ci, co = _inputs(cn, flat)
-    ti, to = _inputs(torch, flat)
-    shape = ci.shape
-    check_op([(10, 3), shape], lambda w, p: F.embedding_bag(ci, w, co, mode="sum", per_sample_weights=p),
-             torch_fn=lambda w, p: TF.embedding_bag(ti, w, to, mode="sum", per_sample_weights=p))
+    shape = (_FLAT if flat else _BAGS).shape
+    check_op([(10, 3), shape], lambda w, p: _bag(cn, flat, w, mode="sum", per_sample_weights=p),
+             torch_fn=lambda w, p: _bag(torch, flat, w, mode="sum", per_sample_weights=p))
 
 
 @requires_torch

@@ -24,19 +24,21 @@ def test_meshgrid(indexing):
 def test_cartesian_prod_and_repeat_interleave():
     check_op([(2,), (3,)], cn.cartesian_prod, torch_fn=torch.cartesian_prod)
     check_op([(2, 3)], lambda t: t.repeat_interleave(2), torch_fn=lambda t: t.repeat_interleave(2))
-    reps, treps = cn.tensor([1, 0, 3]), torch.tensor([1, 0, 3])
-    check_op([(2, 3)], lambda t: cn.repeat_interleave(t, reps, dim=1),
-             torch_fn=lambda t: torch.repeat_interleave(t, treps, dim=1))
-    np.testing.assert_array_equal(cn.repeat_interleave(reps).numpy(), torch.repeat_interleave(treps).numpy())
+    # NOTE: the lambdas make their index tensors, so check_op's device context puts them beside the inputs
+    check_op([(2, 3)], lambda t: cn.repeat_interleave(t, cn.tensor([1, 0, 3]), dim=1),
+             torch_fn=lambda t: torch.repeat_interleave(t, torch.tensor([1, 0, 3]), dim=1))
+    np.testing.assert_array_equal(cn.repeat_interleave(cn.tensor([1, 0, 3])).numpy(),
+                                  torch.repeat_interleave(torch.tensor([1, 0, 3])).numpy())
 
 
 def test_take_along_dim():
     idx = np.array([[0, 2], [1, 1], [2, 0]])
-    ci, ti = cn.tensor(idx), torch.tensor(idx)
-    check_op([(3, 4)], lambda t: cn.take_along_dim(t, ci, 1), torch_fn=lambda t: torch.take_along_dim(t, ti, 1))
-    check_op([(3, 4)], lambda t: t.take_along_dim(ci), torch_fn=lambda t: t.take_along_dim(ti))
-    row, trow = cn.tensor([[2, 0, 1, 0]]), torch.tensor([[2, 0, 1, 0]])
-    check_op([(3, 4)], lambda t: cn.take_along_dim(t, row, 0), torch_fn=lambda t: torch.take_along_dim(t, trow, 0))
+    ti, trow = torch.tensor(idx), torch.tensor([[2, 0, 1, 0]])
+    check_op([(3, 4)], lambda t: cn.take_along_dim(t, cn.tensor(idx), 1),
+             torch_fn=lambda t: torch.take_along_dim(t, ti, 1))
+    check_op([(3, 4)], lambda t: t.take_along_dim(cn.tensor(idx)), torch_fn=lambda t: t.take_along_dim(ti))
+    check_op([(3, 4)], lambda t: cn.take_along_dim(t, cn.tensor([[2, 0, 1, 0]]), 0),
+             torch_fn=lambda t: torch.take_along_dim(t, trow, 0))
 
 
 def test_diff_rot90_atleast_clamp():

@@ -24,10 +24,6 @@ _CLASSES = np.array([0, 3, 1, 3, 2])
 _LABELS = np.array([[0, 3, -1, 1], [2, -1, 0, 0], [1, 2, 3, 0], [-1, 1, 1, 1], [3, 3, 0, -1]])
 
 
-def _long(values):
-    return cn.tensor(values), torch.tensor(values)
-
-
 @requires_torch
 @pytest.mark.parametrize("kwargs", [{}, {"p": 1.0}, {"p": 3.0, "keepdim": True}, {"eps": 0.0}])
 def test_pairwise_distance(kwargs):
@@ -47,8 +43,10 @@ def test_triplet_margin_loss(reduction, kwargs):
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("margin", [0.0, 0.2])
 def test_cosine_embedding_loss(reduction, margin):
-    ours, theirs = _long(_SIGNS)
-    check_op([(5, 4)] * 2, lambda a, b: F.cosine_embedding_loss(a, b, ours, margin=margin, reduction=reduction),
+    # NOTE: targets and weights are made inside the lambdas, so check_op's device context puts them beside the inputs
+    theirs = torch.tensor(_SIGNS)
+    check_op([(5, 4)] * 2,
+             lambda a, b: F.cosine_embedding_loss(a, b, cn.tensor(_SIGNS), margin=margin, reduction=reduction),
              torch_fn=lambda a, b: TF.cosine_embedding_loss(a, b, theirs, margin=margin, reduction=reduction))
 
 
@@ -56,18 +54,19 @@ def test_cosine_embedding_loss(reduction, margin):
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize(("p", "margin", "weighted"), [(1, 1.0, False), (2, 0.5, True), (1, 2.0, True)])
 def test_multi_margin_loss(reduction, p, margin, weighted):
-    ours, theirs = _long(_CLASSES)
+    theirs = torch.tensor(_CLASSES)
     w = np.array([0.5, 1.0, 2.0, 1.5])
-    cw, tw = (cn.tensor(w), torch.tensor(w)) if weighted else (None, None)
-    check_op([(5, 4)], lambda x: F.multi_margin_loss(x, ours, p=p, margin=margin, weight=cw, reduction=reduction),
+    tw = torch.tensor(w) if weighted else None
+    check_op([(5, 4)], lambda x: F.multi_margin_loss(x, cn.tensor(_CLASSES), p=p, margin=margin,
+                                                     weight=cn.tensor(w) if weighted else None, reduction=reduction),
              torch_fn=lambda x: TF.multi_margin_loss(x, theirs, p=p, margin=margin, weight=tw, reduction=reduction))
 
 
 @requires_torch
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_multilabel_margin_loss(reduction):
-    ours, theirs = _long(_LABELS)
-    check_op([(5, 4)], lambda x: F.multilabel_margin_loss(x, ours, reduction=reduction),
+    theirs = torch.tensor(_LABELS)
+    check_op([(5, 4)], lambda x: F.multilabel_margin_loss(x, cn.tensor(_LABELS), reduction=reduction),
              torch_fn=lambda x: TF.multilabel_margin_loss(x, theirs, reduction=reduction))
 
 
@@ -84,8 +83,10 @@ def test_one_sample_margin_losses_take_1d_input():
 @pytest.mark.parametrize("weighted", [False, True])
 def test_multilabel_soft_margin_loss(reduction, weighted):
     w = np.array([0.5, 1.0, 2.0, 1.5])
-    cw, tw = (cn.tensor(w), torch.tensor(w)) if weighted else (None, None)
-    check_op([(5, 4), (5, 4)], lambda x, t: F.multilabel_soft_margin_loss(x, t, weight=cw, reduction=reduction),
+    tw = torch.tensor(w) if weighted else None
+    check_op([(5, 4), (5, 4)],
+             lambda x, t: F.multilabel_soft_margin_loss(x, t, weight=cn.tensor(w) if weighted else None,
+                                                        reduction=reduction),
              torch_fn=lambda x, t: TF.multilabel_soft_margin_loss(x, t, weight=tw, reduction=reduction),
              low=0.0, high=1.0)
 

@@ -254,10 +254,11 @@ def test_max_unpool_matches_torch(nd, spatial, kw):
     _, idx = getattr(F, f"max_pool{nd}d")(torch.tensor(_distinct(shape)[0]), return_indices=True, **pool_kw)
     pooled = make_arrays([tuple(idx.shape)])
     name = f"max_unpool{nd}d"
-    index = cn.tensor(idx.numpy())
+    index = idx.numpy()
     # NOTE: overlapping windows (stride < kernel) can repeat an index, and which value lands there is
-    # then unspecified in both libraries: the gradient is checked only where windows do not overlap
-    check_op(None, lambda v: getattr(ops, name)(v, index, **kw), lambda v: getattr(F, name)(v, idx, **kw),
+    # then unspecified in both libraries: the gradient is checked only where windows do not overlap.
+    # The lambda makes the index tensor, so check_op's device context puts it beside the input.
+    check_op(None, lambda v: getattr(ops, name)(v, cn.tensor(index), **kw), lambda v: getattr(F, name)(v, idx, **kw),
              arrays=pooled, dtypes=("float32", "float16"), grad=kw.get("stride", 2) >= kw["kernel_size"])
 
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import cupynet as cn
+from cupynet.ops._util import scatter_prod
 from tests.op_harness import check_op, requires_torch
 
 torch = pytest.importorskip("torch")
@@ -20,32 +21,35 @@ def _ti(array):
 def test_scatter_src_and_value():
     idx = np.array([[0, 1, 2, 0], [1, 2, 0, 2]])         # each (row, column) target written once
     ci, ti = _ti(idx)
-    check_op([(3, 4), (2, 4)], lambda a, s: cn.scatter(a, 0, ci, s), torch_fn=lambda a, s: torch.scatter(a, 0, ti, s))
+    # NOTE: the lambdas make their index tensors, so check_op's device context puts them beside the inputs
+    check_op([(3, 4), (2, 4)], lambda a, s: cn.scatter(a, 0, cn.tensor(idx), s),
+             torch_fn=lambda a, s: torch.scatter(a, 0, ti, s))
     # a src larger than index: only its leading block is read (torch's own backward of this case fails)
     src = cn.tensor(np.arange(10.0).reshape(2, 5), dtype=cn.float32, requires_grad=True)
     cn.ones(3, 4).scatter(0, ci, src).sum().backward()
     np.testing.assert_array_equal(src.grad.numpy(), np.pad(np.ones((2, 4)), ((0, 0), (0, 1))))
-    check_op([(3, 4)], lambda a: cn.scatter(a, 1, ci[:, :2], 1.5),
+    check_op([(3, 4)], lambda a: cn.scatter(a, 1, cn.tensor(idx[:, :2]), 1.5),
              torch_fn=lambda a: torch.scatter(a, 1, ti[:, :2], 1.5))
-    check_op([(3, 4)], lambda a: cn.scatter(a, 0, ci, value=-2.0),
+    check_op([(3, 4)], lambda a: cn.scatter(a, 0, cn.tensor(idx), value=-2.0),
              torch_fn=lambda a: torch.scatter(a, 0, ti, value=-2.0))
 
 
 @pytest.mark.parametrize("reduce", ["sum", "mean", "amax", "amin", "prod"])
 @pytest.mark.parametrize("include_self", [True, False])
 def test_scatter_reduce(reduce, include_self):
-    ci, ti = _ti(INDEX)
-    check_op([(3, 4), (2, 4)], lambda a, s: cn.scatter_reduce(a, 0, ci, s, reduce, include_self=include_self),
+    ti = torch.tensor(INDEX)
+    check_op([(3, 4), (2, 4)],
+             lambda a, s: cn.scatter_reduce(a, 0, cn.tensor(INDEX), s, reduce, include_self=include_self),
              torch_fn=lambda a, s: torch.scatter_reduce(a, 0, ti, s, reduce, include_self=include_self),
              low=0.5, high=2.0, dtypes=("float32",))
 
 
 def test_scatter_reduce_grads_with_ties_and_zeros_match_torch():
-    ci, ti = _ti(INDEX)
+    ti = torch.tensor(INDEX)
     for reduce, a, s in (("amax", np.ones((3, 4)), np.ones((2, 4))),
                          ("prod", np.array([[0.0, 2, 3, 1], [1, 0, 2, 2], [3, 1, 0, 0]]), np.array(
                              [[2.0, 0, 1, 3], [0, 1, 2, 2]]))):
-        check_op([a.shape, s.shape], lambda x, y: cn.scatter_reduce(x, 0, ci, y, reduce),
+        check_op([a.shape, s.shape], lambda x, y: cn.scatter_reduce(x, 0, cn.tensor(INDEX), y, reduce),
                  torch_fn=lambda x, y: torch.scatter_reduce(x, 0, ti, y, reduce), arrays=[a, s],
                  dtypes=("float64",), gradgrad=False)
 
@@ -62,15 +66,14 @@ def test_scatter_legacy_reduce_and_integers():
 
 
 def test_index_add_copy_fill():
-    idx = np.array([2, 0])
-    ci, ti = _ti(idx)
-    check_op([(3, 4), (2, 4)], lambda a, s: cn.index_add(a, 0, ci, s, alpha=2.0),
+    idx, ti = np.array([2, 0]), torch.tensor([2, 0])
+    check_op([(3, 4), (2, 4)], lambda a, s: cn.index_add(a, 0, cn.tensor(idx), s, alpha=2.0),
              torch_fn=lambda a, s: torch.index_add(a, 0, ti, s, alpha=2.0))
-    rep, trep = _ti(np.array([1, 1, 3]))
-    check_op([(2, 4), (2, 3)], lambda a, s: a.index_add(1, rep, s), torch_fn=lambda a, s: a.index_add(1, trep, s))
-    check_op([(3, 4), (3, 2)], lambda a, s: cn.index_copy(a, 1, ci, s),
+    check_op([(2, 4), (2, 3)], lambda a, s: a.index_add(1, cn.tensor([1, 1, 3]), s),
+             torch_fn=lambda a, s: a.index_add(1, torch.tensor([1, 1, 3]), s))
+    check_op([(3, 4), (3, 2)], lambda a, s: cn.index_copy(a, 1, cn.tensor(idx), s),
              torch_fn=lambda a, s: torch.index_copy(a, 1, ti, s))
-    check_op([(3, 4)], lambda a: a.index_fill(0, ci, -1.0), torch_fn=lambda a: a.index_fill(0, ti, -1.0))
+    check_op([(3, 4)], lambda a: a.index_fill(0, cn.tensor(idx), -1.0), torch_fn=lambda a: a.index_fill(0, ti, -1.0))
 
 
 def test_bad_inputs_raise_torch_errors():
@@ -195,7 +198,7 @@ def test_scatter_kernels_get_only_dtypes_cupy_accepts(dtype, scatter_calls):
         assert scatter_calls, f"{name} ({dtype}) reached no scatter kernel: the recording misses a path"
         for ufunc, out_dtype, values_dtype in scatter_calls:
             assert values_dtype == out_dtype, f"{name} ({dtype}): {ufunc}.at got {values_dtype} values into {out_dtype}"
-            if ufunc in _CUPY_ACCEPTS:  # NOTE: multiply.at (prod) has no CuPy kernel: the GPU path refuses prod
+            if ufunc in _CUPY_ACCEPTS:  # NOTE: multiply.at (prod) has no CuPy twin: the GPU path is scatter_prod
                 assert out_dtype in _CUPY_ACCEPTS[ufunc], (
                     f"{name} ({dtype}): {ufunc}.at on {out_dtype}, which CuPy's scatter refuses")
 
@@ -213,3 +216,17 @@ def test_scatter_through_a_wider_dtype_matches_torch_bit_for_bit(dtype):
         np.testing.assert_array_equal(got.detach().float().numpy() if dtype == "bfloat16" else got.detach().numpy(),
                                       want.detach().float().numpy() if dtype == "bfloat16" else want.detach().numpy(),
                                       err_msg=f"{name} ({dtype})")
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float64"])
+def test_scatter_prod_the_gpu_path_of_prod_matches_multiply_at(dtype):
+    # NOTE: CuPy has no multiply.at; scatter_prod (sort and a segmented scan) is run here on NumPy arrays. Every
+    # row is hit many times; int32 products wrap, and the float64 ones (integers below 2**53) are exact
+    rng = np.random.default_rng(0)
+    acc = rng.integers(-9, 10, size=(3, 5)).astype(dtype)
+    rows = rng.integers(0, 3, size=(40, 5))
+    values = rng.integers(-9, 10, size=(40, 5)).astype(dtype)
+    for index, vals in (((rows, np.arange(5)), values), (rows[:, 0], values[:, :1]), (np.zeros(0, int), values[:0])):
+        want = acc.copy()
+        np.multiply.at(want, index, vals)
+        np.testing.assert_array_equal(scatter_prod(acc.copy(), index, vals), want)

@@ -14,18 +14,16 @@ pytestmark = requires_torch
 MASK = np.array([[True, False, True, False], [False, True, True, True], [False, False, False, True]])  # 6 True
 
 
-def _both(array):
-    return cn.tensor(array), torch.tensor(array)
-
-
 def test_masked_scatter_forward_backward_and_double_backward():
-    cm, tm = _both(MASK)
-    check_op([(3, 4), (8,)], lambda a, s: cn.masked_scatter(a, cm, s),
+    # NOTE: the lambdas make their masks, so check_op's device context puts them beside the inputs
+    tm = torch.tensor(MASK)
+    check_op([(3, 4), (8,)], lambda a, s: cn.masked_scatter(a, cn.tensor(MASK), s),
              torch_fn=lambda a, s: torch.masked_scatter(a, tm, s))
-    check_op([(3, 4), (2, 3)], lambda a, s: a.masked_scatter(cm, s), torch_fn=lambda a, s: a.masked_scatter(tm, s))
-    row, trow = _both(np.array([True, False, False, True]))  # NOTE: a mask broadcast over the rows
-    check_op([(3, 4), (6,)], lambda a, s: cn.masked_scatter(a, row, s),
-             torch_fn=lambda a, s: torch.masked_scatter(a, trow, s))
+    check_op([(3, 4), (2, 3)], lambda a, s: a.masked_scatter(cn.tensor(MASK), s),
+             torch_fn=lambda a, s: a.masked_scatter(tm, s))
+    row = np.array([True, False, False, True])  # NOTE: a mask broadcast over the rows
+    check_op([(3, 4), (6,)], lambda a, s: cn.masked_scatter(a, cn.tensor(row), s),
+             torch_fn=lambda a, s: torch.masked_scatter(a, torch.tensor(row), s))
 
 
 # name, the method's arguments as a function of (library, is_torch) -> args; every case writes input (3, 4)
@@ -134,7 +132,8 @@ def test_a_tensor_saved_for_backward_then_scattered_into_raises_torchs_error():
 @pytest.mark.parametrize("reduce", ["sum", "mean", "amax", "prod"])
 def test_scatter_reduce_along_a_later_dim_reads_all_of_src(reduce):
     # NOTE: a regression: along dim 1 only src's first column was read (the index's first array is (n, 1))
-    ci, ti = _both(np.array([[0, 0], [1, 3], [2, 2]]))
-    check_op([(3, 4), (3, 2)], lambda a, s: cn.scatter_reduce(a, 1, ci, s, reduce),
+    idx = np.array([[0, 0], [1, 3], [2, 2]])
+    ti = torch.tensor(idx)
+    check_op([(3, 4), (3, 2)], lambda a, s: cn.scatter_reduce(a, 1, cn.tensor(idx), s, reduce),
              torch_fn=lambda a, s: torch.scatter_reduce(a, 1, ti, s, reduce), low=0.5, high=2.0,
              dtypes=("float32",))

@@ -246,7 +246,8 @@ def _run_node(run, node):
             grads[nr] = _output_grad_hooks(run, node, nr, g)
     if node.materialize_grads and (grads[0] is None if len(grads) == 1 else any(g is None for g in grads)):
         # NOTE: not `None in grads`: that calls Tensor.__eq__
-        grads = [g if g is not None else _zeros(node, nr) for nr, g in enumerate(grads)]
+        like = next(g for g in grads if g is not None).array
+        grads = [g if g is not None else _zeros(node, nr, like) for nr, g in enumerate(grads)]
     input_grads = node.fn.backward(node, *grads)
     input_grads = input_grads if isinstance(input_grads, tuple) else (input_grads,)
     if len(input_grads) < len(node.next_edges):
@@ -277,10 +278,11 @@ def _output_grad_hooks(run, node, nr, g):
     return g
 
 
-def _zeros(node, nr):
+def _zeros(node, nr, like):
+    # NOTE: on the device of a gradient that did arrive (``like``): the node keeps its outputs' arrays only when
+    # its op saves them, and zeros made without one would land on the CPU beside CUDA gradients
     shape, dtype, _ = node._output_meta[nr]
-    xp = get_array_module(*(a for _, _, a in node._output_meta if a is not None))
-    return Tensor(xp.zeros(shape, dtype=dtype))
+    return Tensor(get_array_module(like).zeros(shape, dtype=dtype))
 
 
 def _validate(node, i, edge, g):

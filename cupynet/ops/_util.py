@@ -218,7 +218,7 @@ def scatter_dtype(reduce, dtype):
 def scatter_at(reduce, out, index, values):
     """``out[index] (op)= values`` where a repeated index combines every value; returns the result.
 
-    ``numpy.<ufunc>.at`` on the CPU, ``cupyx.scatter_<op>`` on the GPU, run in
+    ``numpy.<ufunc>.at`` on the CPU, ``cupyx.scatter_<op>`` on the GPU (``scatter_prod`` for prod), run in
     ``scatter_dtype(reduce, out.dtype)`` and narrowed back to ``out.dtype``.
 
     Args:
@@ -237,9 +237,40 @@ def scatter_at(reduce, out, index, values):
 
         cupyx = device.cupyx()
         if reduce == "prod":
-            raise NotImplementedError("scatter_reduce(reduce='prod') has no CuPy kernel yet; use the CPU")
-        {"sum": cupyx.scatter_add, "amax": cupyx.scatter_max, "amin": cupyx.scatter_min}[reduce](acc, index, values)
+            acc = scatter_prod(acc, index, values)
+        else:
+            {"sum": cupyx.scatter_add, "amax": cupyx.scatter_max, "amin": cupyx.scatter_min}[reduce](acc, index, values)
     return acc.astype(out.dtype, copy=False)
+
+
+def scatter_prod(acc, index, values):
+    """``acc[index] *= values`` where a repeated index multiplies every value in; returns the result.
+
+    NOTE: CuPy has no ``multiply.at``, so this is built from sort and gather, on any ``xp``: the
+    targets are sorted, a segmented inclusive scan (log2(n) doubling steps, no host sync) leaves each
+    run of equal targets' product at the run's last element, and every member of a run writes that
+    same product, so the duplicate writes agree. Integers wrap as ``numpy.multiply.at`` does; floats
+    may differ from it in the last bit (the products are taken in another order).
+
+    Args:
+        acc: the array written into (may be modified; use the returned array).
+        index: an index NumPy/CuPy accept for ``acc[index]``.
+        values: an array of ``acc``'s dtype broadcastable to ``acc[index]``.
+    """
+    xp = backend.get_array_module(acc)
+    positions = xp.arange(acc.size).reshape(acc.shape)[index]
+    order = xp.argsort(positions.reshape(-1))
+    targets = positions.reshape(-1)[order]
+    scan = xp.broadcast_to(values, positions.shape).reshape(-1)[order]
+    one, step = acc.dtype.type(1), 1
+    while step < targets.size:
+        earlier = xp.where(targets[step:] == targets[:-step], scan[:-step], one)
+        scan = xp.concatenate([scan[:step], scan[step:] * earlier])
+        step *= 2
+    run_last = xp.searchsorted(targets, targets, side="right") - 1
+    flat = acc.reshape(-1)
+    flat[targets] = flat[targets] * scan[run_last]
+    return flat.reshape(acc.shape)
 
 
 def check_same_device(op, **tensors):

@@ -11,7 +11,7 @@ import warnings
 
 from .. import dtypes
 from ..tensor import Tensor
-from ._util import normalize_dim, xp_of
+from ._util import check_same_device, normalize_dim, xp_of
 from .arith import sub
 from .indexing import IndexSelect, cat, check_index_tensor, flip, gather, stack
 from .shape import broadcast_to, permute, reshape
@@ -87,6 +87,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # no
     if repeats is None:
         check_index_tensor("repeat_interleave", input, (0, 1))
         return Tensor(xp.repeat(xp.arange(input.numel()), input.array.reshape(-1)))
+    check_same_device("repeat_interleave", input=input, repeats=repeats)
     source = reshape(input, (-1,)) if dim is None else input
     d = 0 if dim is None else normalize_dim("repeat_interleave", dim, input.ndim)
     n = source.shape[d] if source.ndim else 1

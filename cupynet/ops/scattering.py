@@ -27,7 +27,7 @@ import numpy
 from .. import dtypes
 from ..autograd.function import Function
 from ..tensor import Tensor
-from ._util import compute_in_fp32, normalize_dim, scatter_at, xp_of
+from ._util import check_same_device, compute_in_fp32, normalize_dim, scatter_at, xp_of
 from .indexing import (
     GetItem,
     IndexAddZeros,
@@ -420,6 +420,7 @@ def masked_scatter(input, mask, source):  # noqa: A002
     if source.dtype != input.dtype:
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got {input.dtype} and "
                            f"{source.dtype}")
+    check_same_device("masked_scatter", input=input, mask=mask)
     shape = tuple(_broadcast_shape("masked_scatter", [("input", input.shape), ("mask", mask.shape)]))
     xp = xp_of(input)
     full_mask = xp.broadcast_to(mask.array, shape)
