@@ -584,3 +584,10 @@ def test_cupynet_device_cuda_emulated_end_to_end():
     first, _, info = out.partition("\n")
     assert first.split() == ["True", "True", "1"]
     assert "emulated" in info
+
+
+def test_linalg_results_are_plain_tuples_of_device_arrays():
+    # NOTE: NumPy returns named tuples (QRResult, SVDResult, EighResult); CuPy plain tuples of device arrays
+    a = cp.asarray(numpy.arange(9.0).reshape(3, 3) + numpy.eye(3))
+    for result in (cp.linalg.qr(a), cp.linalg.svd(a), cp.linalg.eigh(a + a.T)):
+        assert type(result) is tuple and all(isinstance(r, cp.ndarray) for r in result)

@@ -427,6 +427,8 @@ def _rewrap(result, owners, launched):
         return wrap(result, None)
     if type(result) in (list, tuple):
         return type(result)(_rewrap(r, owners, launched) for r in result)
+    if isinstance(result, tuple):  # NOTE: NumPy's named results (linalg.qr, svd, eigh): CuPy gives plain tuples
+        return tuple(_rewrap(r, owners, launched) for r in result)
     return result
 
 
