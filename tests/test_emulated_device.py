@@ -591,3 +591,13 @@ def test_linalg_results_are_plain_tuples_of_device_arrays():
     a = cp.asarray(numpy.arange(9.0).reshape(3, 3) + numpy.eye(3))
     for result in (cp.linalg.qr(a), cp.linalg.svd(a), cp.linalg.eigh(a + a.T)):
         assert type(result) is tuple and all(isinstance(r, cp.ndarray) for r in result)
+
+
+def test_without_gxx_selecting_the_device_says_what_is_missing(tmp_path):
+    # NOTE: a PATH holding only the interpreter: shutil.which("g++") finds nothing
+    (tmp_path / "python").symlink_to(sys.executable)
+    env = {**os.environ, "PATH": str(tmp_path), "CUPYNET_DEVICE": "cuda-emulated"}
+    result = subprocess.run([str(tmp_path / "python"), "-c", "import cupynet; cupynet.zeros(2)"], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "the emulated CUDA device cannot run here" in result.stderr and "need g++" in result.stderr
