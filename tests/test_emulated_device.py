@@ -561,7 +561,7 @@ def test_a_raw_kernel_refuses_what_cupy_would_pack_wrongly():
 
 # ---- selecting the device ------------------------------------------------------------------------------------
 def _run(code, **env):
-    environment = {k: v for k, v in os.environ.items() if k != "CUPYNET_DEVICE"}
+    environment = {k: v for k, v in os.environ.items() if k not in ("CUPYNET_DEVICE", "CUPYNET_CUDA")}
     environment.update(env, PYTHONPATH=str(ROOT))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment,
                             cwd=ROOT, timeout=300)
