@@ -29,12 +29,34 @@ class _ChannelDropout(Dropout):
         return getattr(F, f"dropout{self._dims}d")(input, self.p, self.training, self.inplace)
 
 
-def _channel_dropout(name, dims, layout):
-    """The channel dropout class for ``dims`` spatial dimensions; ``layout`` is its batched input shape."""
-    doc = f"Channel dropout of {layout} inputs.\n" + _ChannelDropout.__doc__.split("\n", 1)[1]
-    return type(name, (_ChannelDropout,), {"__doc__": doc, "__module__": __name__, "_dims": dims})
+class Dropout1d(_ChannelDropout):
+    """Channel dropout of (N, C, L) inputs.
+
+    Args:
+        p: the drop probability, in [0, 1].
+        inplace: write into the input when autograd is not recording it.
+    """
+
+    _dims = 1
 
 
-Dropout1d = _channel_dropout("Dropout1d", 1, "(N, C, L)")
-Dropout2d = _channel_dropout("Dropout2d", 2, "(N, C, H, W)")
-Dropout3d = _channel_dropout("Dropout3d", 3, "(N, C, D, H, W)")
+class Dropout2d(_ChannelDropout):
+    """Channel dropout of (N, C, H, W) inputs.
+
+    Args:
+        p: the drop probability, in [0, 1].
+        inplace: write into the input when autograd is not recording it.
+    """
+
+    _dims = 2
+
+
+class Dropout3d(_ChannelDropout):
+    """Channel dropout of (N, C, D, H, W) inputs.
+
+    Args:
+        p: the drop probability, in [0, 1].
+        inplace: write into the input when autograd is not recording it.
+    """
+
+    _dims = 3

@@ -6,7 +6,7 @@ import inspect
 
 from . import functional as F
 from .linear import check_input
-from .module import Module, functional_layer
+from .module import FunctionalLayer, Module
 
 __all__ = [
     "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d",
@@ -53,26 +53,169 @@ class _PadNd(Module):
             else f"{self.padding}"
 
 
-def _constant_pad(name, nd, zero):
-    doc = (f"Pad the last {nd} dim(s) with {'zeros' if zero else 'a constant'}.\n\n    Args:\n"
-           f"        padding: an int for every side or a {2 * nd}-tuple (left, right{', top, bottom' * (nd > 1)}"
-           f"{', front, back' * (nd > 2)}).\n" + ("" if zero else "        value: the fill value.\n"))
-    return type(name, (_PadNd,), {"_dims": nd, "_zero": zero, "__doc__": doc, "__module__": __name__})
+class ZeroPad1d(_PadNd):
+    """Pad the last dim with zeros.
+
+    Args:
+        padding: an int for every side or a 2-tuple (left, right).
+    """
+
+    _dims = 1
+    _zero = True
 
 
-def _mode_pad(name, nd, mode):
-    doc = (f"Pad the last {nd} dim(s) in {mode!r} mode.\n\n    Args:\n        padding: an int for every side or "
-           f"a {2 * nd}-tuple, last dim first.\n")
-    return type(name, (_PadNd,), {"_dims": nd, "_mode": mode, "__doc__": doc, "__module__": __name__})
+class ZeroPad2d(_PadNd):
+    """Pad the last 2 dims with zeros.
+
+    Args:
+        padding: an int for every side or a 4-tuple (left, right, top, bottom).
+    """
+
+    _dims = 2
+    _zero = True
 
 
-# NOTE: fifteen layers that differ only in (dims, mode); made by two small factories instead of copies
-ZeroPad1d, ZeroPad2d, ZeroPad3d = (_constant_pad(f"ZeroPad{n}d", n, True) for n in (1, 2, 3))
-ConstantPad1d, ConstantPad2d, ConstantPad3d = (_constant_pad(f"ConstantPad{n}d", n, False) for n in (1, 2, 3))
-ReflectionPad1d, ReflectionPad2d, ReflectionPad3d = (_mode_pad(f"ReflectionPad{n}d", n, "reflect") for n in (1, 2, 3))
-ReplicationPad1d, ReplicationPad2d, ReplicationPad3d = (_mode_pad(f"ReplicationPad{n}d", n, "replicate")
-                                                        for n in (1, 2, 3))
-CircularPad1d, CircularPad2d, CircularPad3d = (_mode_pad(f"CircularPad{n}d", n, "circular") for n in (1, 2, 3))
+class ZeroPad3d(_PadNd):
+    """Pad the last 3 dims with zeros.
+
+    Args:
+        padding: an int for every side or a 6-tuple (left, right, top, bottom, front, back).
+    """
+
+    _dims = 3
+    _zero = True
+
+
+class ConstantPad1d(_PadNd):
+    """Pad the last dim with a constant.
+
+    Args:
+        padding: an int for every side or a 2-tuple (left, right).
+        value: the fill value.
+    """
+
+    _dims = 1
+
+
+class ConstantPad2d(_PadNd):
+    """Pad the last 2 dims with a constant.
+
+    Args:
+        padding: an int for every side or a 4-tuple (left, right, top, bottom).
+        value: the fill value.
+    """
+
+    _dims = 2
+
+
+class ConstantPad3d(_PadNd):
+    """Pad the last 3 dims with a constant.
+
+    Args:
+        padding: an int for every side or a 6-tuple (left, right, top, bottom, front, back).
+        value: the fill value.
+    """
+
+    _dims = 3
+
+
+class ReflectionPad1d(_PadNd):
+    """Pad the last dim in 'reflect' mode.
+
+    Args:
+        padding: an int for every side or a 2-tuple, last dim first.
+    """
+
+    _dims = 1
+    _mode = "reflect"
+
+
+class ReflectionPad2d(_PadNd):
+    """Pad the last 2 dims in 'reflect' mode.
+
+    Args:
+        padding: an int for every side or a 4-tuple, last dim first.
+    """
+
+    _dims = 2
+    _mode = "reflect"
+
+
+class ReflectionPad3d(_PadNd):
+    """Pad the last 3 dims in 'reflect' mode.
+
+    Args:
+        padding: an int for every side or a 6-tuple, last dim first.
+    """
+
+    _dims = 3
+    _mode = "reflect"
+
+
+class ReplicationPad1d(_PadNd):
+    """Pad the last dim in 'replicate' mode.
+
+    Args:
+        padding: an int for every side or a 2-tuple, last dim first.
+    """
+
+    _dims = 1
+    _mode = "replicate"
+
+
+class ReplicationPad2d(_PadNd):
+    """Pad the last 2 dims in 'replicate' mode.
+
+    Args:
+        padding: an int for every side or a 4-tuple, last dim first.
+    """
+
+    _dims = 2
+    _mode = "replicate"
+
+
+class ReplicationPad3d(_PadNd):
+    """Pad the last 3 dims in 'replicate' mode.
+
+    Args:
+        padding: an int for every side or a 6-tuple, last dim first.
+    """
+
+    _dims = 3
+    _mode = "replicate"
+
+
+class CircularPad1d(_PadNd):
+    """Pad the last dim in 'circular' mode.
+
+    Args:
+        padding: an int for every side or a 2-tuple, last dim first.
+    """
+
+    _dims = 1
+    _mode = "circular"
+
+
+class CircularPad2d(_PadNd):
+    """Pad the last 2 dims in 'circular' mode.
+
+    Args:
+        padding: an int for every side or a 4-tuple, last dim first.
+    """
+
+    _dims = 2
+    _mode = "circular"
+
+
+class CircularPad3d(_PadNd):
+    """Pad the last 3 dims in 'circular' mode.
+
+    Args:
+        padding: an int for every side or a 6-tuple, last dim first.
+    """
+
+    _dims = 3
+    _mode = "circular"
 
 
 class Upsample(Module):
@@ -133,29 +276,60 @@ class UpsamplingBilinear2d(Upsample):
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
 
 
-_OPTION_DOCS = {
-    "upscale_factor": "r.",
-    "downscale_factor": "r.",
-    "output_size": "the output's spatial size.",
-    "kernel_size": "block size.",
-    "dilation": "spacing between block elements.",
-    "padding": "implicit zero padding.",
-    "stride": "step between blocks.",
-}
 _REQUIRED = inspect.Parameter.empty
-_BLOCKS = (("kernel_size", _REQUIRED), ("dilation", 1), ("padding", 0), ("stride", 1))
 
 
-def _layer(name, function, summary, signature):
-    """A layer over ``F.<function>`` showing every option in ``repr`` (see ``functional_layer``)."""
-    return functional_layer(name, __name__, function, f"{summary} (``F.{function}``).", signature, _OPTION_DOCS,
-                            repr_options=tuple(option for option, _ in signature))
+class PixelShuffle(FunctionalLayer):
+    """(*, C * r * r, H, W) -> (*, C, H * r, W * r) (``F.pixel_shuffle``).
+
+    Args:
+        upscale_factor: r.
+    """
+
+    function = "pixel_shuffle"
+    signature = (("upscale_factor", _REQUIRED),)
+    repr_options = ("upscale_factor",)
 
 
-PixelShuffle = _layer("PixelShuffle", "pixel_shuffle", "(*, C * r * r, H, W) -> (*, C, H * r, W * r)",
-                      (("upscale_factor", _REQUIRED),))
-PixelUnshuffle = _layer("PixelUnshuffle", "pixel_unshuffle", "(*, C, H * r, W * r) -> (*, C * r * r, H, W)",
-                        (("downscale_factor", _REQUIRED),))
-Unfold = _layer("Unfold", "unfold", "Extract sliding blocks as columns", _BLOCKS)
-Fold = _layer("Fold", "fold", "Sum columns of sliding blocks back into an image",
-              (("output_size", _REQUIRED),) + _BLOCKS)
+class PixelUnshuffle(FunctionalLayer):
+    """(*, C, H * r, W * r) -> (*, C * r * r, H, W) (``F.pixel_unshuffle``).
+
+    Args:
+        downscale_factor: r.
+    """
+
+    function = "pixel_unshuffle"
+    signature = (("downscale_factor", _REQUIRED),)
+    repr_options = ("downscale_factor",)
+
+
+class Unfold(FunctionalLayer):
+    """Extract sliding blocks as columns (``F.unfold``).
+
+    Args:
+        kernel_size: block size.
+        dilation: spacing between block elements.
+        padding: implicit zero padding.
+        stride: step between blocks.
+    """
+
+    function = "unfold"
+    signature = (("kernel_size", _REQUIRED), ("dilation", 1), ("padding", 0), ("stride", 1))
+    repr_options = ("kernel_size", "dilation", "padding", "stride")
+
+
+class Fold(FunctionalLayer):
+    """Sum columns of sliding blocks back into an image (``F.fold``).
+
+    Args:
+        output_size: the output's spatial size.
+        kernel_size: block size.
+        dilation: spacing between block elements.
+        padding: implicit zero padding.
+        stride: step between blocks.
+    """
+
+    function = "fold"
+    signature = (("output_size", _REQUIRED), ("kernel_size", _REQUIRED), ("dilation", 1), ("padding", 0),
+                 ("stride", 1))
+    repr_options = ("output_size", "kernel_size", "dilation", "padding", "stride")
