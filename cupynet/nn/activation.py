@@ -1,4 +1,4 @@
-"""Activation layers and ``Dropout``: thin modules over ``cupynet.nn.functional``.
+"""Activation layers: thin modules over ``cupynet.nn.functional``.
 
 Most are a ``FunctionalLayer``: the class names the function (``function``) and its constructor's
 arguments as PyTorch's ``(name, default)`` pairs (``signature``); ``repr_options`` is what ``repr``
@@ -12,7 +12,6 @@ record in-place ops on graph tensors.
 from __future__ import annotations
 
 import inspect
-import numbers
 
 from .. import creation
 from . import functional as F
@@ -20,12 +19,12 @@ from .linear import check_input
 from .module import FunctionalLayer, Module
 from .parameter import Parameter
 
-__all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "Mish",
+__all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Mish",
            "Hardswish", "Hardsigmoid", "ELU", "ReLU6", "Hardtanh", "Softplus", "GLU", "PReLU", "SELU", "CELU",
            "Softsign", "LogSigmoid", "Tanhshrink", "Threshold", "Softshrink", "Hardshrink", "RReLU", "Softmin",
            "Softmax2d"]
 
-_REQUIRED = inspect.Parameter.empty
+_REQUIRED = inspect.Parameter.empty  # NOTE: a signature entry without a default
 
 
 class ReLU(FunctionalLayer):
@@ -271,34 +270,6 @@ class LogSoftmax(_AlongDim):
     """
 
     _function = "log_softmax"
-
-
-class Dropout(Module):
-    """Zero each element with probability ``p`` in training, scaling the rest by 1/(1-p); identity in eval.
-
-    Args:
-        p: the drop probability, in [0, 1].
-        inplace: accepted for compatibility (computed out of place).
-    """
-
-    def __init__(self, p: float = 0.5, inplace: bool = False):
-        super().__init__()
-        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-        self.p, self.inplace = p, inplace
-
-    def forward(self, input):  # noqa: A002
-        """Apply (only in training mode).
-
-        Args:
-            input: a Tensor.
-        """
-        check_input(self, input)
-        return F.dropout(input, self.p, self.training)
-
-    def extra_repr(self) -> str:
-        """``p=.., inplace=..``."""
-        return f"p={self.p}, inplace={self.inplace}"
 
 
 class SELU(FunctionalLayer):

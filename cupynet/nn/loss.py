@@ -14,9 +14,9 @@ from ..tensor import Tensor
 from .module import FunctionalLayer
 
 __all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "BCELoss", "BCEWithLogitsLoss",
-           "KLDivLoss", "HuberLoss", "MarginRankingLoss", "SoftMarginLoss", "PoissonNLLLoss", "CosineSimilarity",
-           "PairwiseDistance", "TripletMarginLoss", "CosineEmbeddingLoss", "MultiLabelSoftMarginLoss",
-           "GaussianNLLLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "HingeEmbeddingLoss"]
+           "KLDivLoss", "HuberLoss", "MarginRankingLoss", "SoftMarginLoss", "PoissonNLLLoss", "TripletMarginLoss",
+           "CosineEmbeddingLoss", "MultiLabelSoftMarginLoss", "GaussianNLLLoss", "MultiMarginLoss",
+           "MultiLabelMarginLoss", "HingeEmbeddingLoss"]
 
 _LEGACY = ("size_average", "reduce")
 _BUFFERS = ("weight", "pos_weight")
@@ -292,37 +292,6 @@ class PoissonNLLLoss(_Loss):
     function = "poisson_nll_loss"
     signature = (("log_input", True), ("full", False), ("size_average", None), ("eps", 1e-8), ("reduce", None),
                  ("reduction", "mean"))
-
-
-class CosineSimilarity(FunctionalLayer):
-    """x1 . x2 / max(|x1| |x2|, eps) along dim.
-
-    Forward takes x1, x2.
-
-    Args:
-        dim: the dimension along which to compare.
-        eps: a small value that keeps logs and divisions finite.
-    """
-
-    function = "cosine_similarity"
-    signature = (("dim", 1), ("eps", 1e-8))
-    inputs = ("x1", "x2")
-
-
-class PairwiseDistance(FunctionalLayer):
-    """The p-norm of x1 - x2 + eps along the last dim.
-
-    Forward takes x1, x2.
-
-    Args:
-        p: the norm's order.
-        eps: a small value that keeps logs and divisions finite.
-        keepdim: keep the last dimension with size 1.
-    """
-
-    function = "pairwise_distance"
-    signature = (("p", 2.0), ("eps", 1e-6), ("keepdim", False))
-    inputs = ("x1", "x2")
 
 
 class TripletMarginLoss(_Loss):

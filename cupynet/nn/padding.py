@@ -1,18 +1,18 @@
-"""Padding, upsampling, pixel shuffle and fold/unfold layers (the math is in ``cupynet.ops.resample``)."""
+"""Padding layers: ``ZeroPad``, ``ConstantPad``, ``ReflectionPad``, ``ReplicationPad`` and ``CircularPad`` 1d/2d/3d.
+
+Each is ``F.pad`` with a fixed mode over its last 1, 2 or 3 dims (the math is in ``cupynet.ops.resample``).
+"""
 
 from __future__ import annotations
 
-import inspect
-
 from . import functional as F
 from .linear import check_input
-from .module import FunctionalLayer, Module
+from .module import Module
 
 __all__ = [
     "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d",
     "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d",
-    "CircularPad1d", "CircularPad2d", "CircularPad3d", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
-    "PixelShuffle", "PixelUnshuffle", "Unfold", "Fold",
+    "CircularPad1d", "CircularPad2d", "CircularPad3d",
 ]
 
 
@@ -216,120 +216,3 @@ class CircularPad3d(_PadNd):
 
     _dims = 3
     _mode = "circular"
-
-
-class Upsample(Module):
-    """Resize the spatial dims (``F.interpolate`` as a layer).
-
-    Args:
-        size: the output spatial size.
-        scale_factor: multiplier of the spatial size.
-        mode: "nearest", "nearest-exact", "linear", "bilinear", "bicubic" or "trilinear".
-        align_corners: for the interpolating modes.
-        recompute_scale_factor: compute the sampling step from the output size.
-    """
-
-    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None,
-                 recompute_scale_factor=None):
-        super().__init__()
-        self.size, self.mode, self.align_corners = size, mode, align_corners
-        self.scale_factor = float(scale_factor) if isinstance(scale_factor, (int, float)) else scale_factor
-        self.recompute_scale_factor = recompute_scale_factor
-
-    def forward(self, input):  # noqa: A002
-        """Resize.
-
-        Args:
-            input: (N, C, *spatial).
-        """
-        check_input(self, input)
-        return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
-                             recompute_scale_factor=self.recompute_scale_factor)
-
-    def extra_repr(self) -> str:
-        """PyTorch's text."""
-        what = f"scale_factor={self.scale_factor}" if self.scale_factor is not None else f"size={self.size}"
-        return f"{what}, mode={self.mode!r}"
-
-
-class UpsamplingNearest2d(Upsample):
-    """2-D nearest-neighbour upsampling.
-
-    Args:
-        size: the output spatial size.
-        scale_factor: multiplier of the spatial size.
-    """
-
-    def __init__(self, size=None, scale_factor=None):
-        super().__init__(size, scale_factor, mode="nearest")
-
-
-class UpsamplingBilinear2d(Upsample):
-    """2-D bilinear upsampling with ``align_corners=True`` (as PyTorch's layer of that name).
-
-    Args:
-        size: the output spatial size.
-        scale_factor: multiplier of the spatial size.
-    """
-
-    def __init__(self, size=None, scale_factor=None):
-        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
-
-
-_REQUIRED = inspect.Parameter.empty
-
-
-class PixelShuffle(FunctionalLayer):
-    """(*, C * r * r, H, W) -> (*, C, H * r, W * r) (``F.pixel_shuffle``).
-
-    Args:
-        upscale_factor: r.
-    """
-
-    function = "pixel_shuffle"
-    signature = (("upscale_factor", _REQUIRED),)
-    repr_options = ("upscale_factor",)
-
-
-class PixelUnshuffle(FunctionalLayer):
-    """(*, C, H * r, W * r) -> (*, C * r * r, H, W) (``F.pixel_unshuffle``).
-
-    Args:
-        downscale_factor: r.
-    """
-
-    function = "pixel_unshuffle"
-    signature = (("downscale_factor", _REQUIRED),)
-    repr_options = ("downscale_factor",)
-
-
-class Unfold(FunctionalLayer):
-    """Extract sliding blocks as columns (``F.unfold``).
-
-    Args:
-        kernel_size: block size.
-        dilation: spacing between block elements.
-        padding: implicit zero padding.
-        stride: step between blocks.
-    """
-
-    function = "unfold"
-    signature = (("kernel_size", _REQUIRED), ("dilation", 1), ("padding", 0), ("stride", 1))
-    repr_options = ("kernel_size", "dilation", "padding", "stride")
-
-
-class Fold(FunctionalLayer):
-    """Sum columns of sliding blocks back into an image (``F.fold``).
-
-    Args:
-        output_size: the output's spatial size.
-        kernel_size: block size.
-        dilation: spacing between block elements.
-        padding: implicit zero padding.
-        stride: step between blocks.
-    """
-
-    function = "fold"
-    signature = (("output_size", _REQUIRED), ("kernel_size", _REQUIRED), ("dilation", 1), ("padding", 0),
-                 ("stride", 1))
-    repr_options = ("output_size", "kernel_size", "dilation", "padding", "stride")
