@@ -400,7 +400,7 @@ def test_get_unsafe_globals_in_checkpoint_lists_what_load_would_refuse(tmp_path)
     names = serialization.get_unsafe_globals_in_checkpoint(path)
     assert names == sorted(["cupynet.nn.transformer.TransformerEncoderLayer", "cupynet.nn.attention.MultiheadAttention",
                             "cupynet.nn.attention.NonDynamicallyQuantizableLinear", "cupynet.nn.linear.Linear",
-                            "cupynet.nn.activation.Dropout", "cupynet.nn.normalization.LayerNorm",
+                            "cupynet.nn.dropout.Dropout", "cupynet.nn.normalization.LayerNorm",
                             "cupynet.ops.activation.relu"])
     with safe_globals([cn.nn.Linear, F.relu]):
         with open(path, "rb") as f:

@@ -5,7 +5,6 @@ from .activation import (
                          ELU,
                          GELU,
                          GLU,
-                         Dropout,
                          Hardsigmoid,
                          Hardswish,
                          Hardtanh,
@@ -22,14 +21,18 @@ from .activation import (
                          Tanh,
 )
 from .attention import MultiheadAttention
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
-from .dropout import Dropout1d, Dropout2d, Dropout3d
-from .linear import Flatten, Identity, Linear, Unflatten
+from .distance import CosineSimilarity, PairwiseDistance
+from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from .flatten import Flatten, Unflatten
+from .fold import Fold, Unfold
+from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
+from .linear import Identity, Linear
 from .loss import (
                          BCELoss,
                          BCEWithLogitsLoss,
-                         CosineSimilarity,
                          CrossEntropyLoss,
                          HuberLoss,
                          KLDivLoss,
@@ -44,21 +47,26 @@ from .loss import (
 from .module import Module
 
 # issue 13: layers PyTorch programs use (padding, upsampling, norms, containers, decoders, 1-d/3-d variants)
-from .normalization import (
-                         BatchNorm1d,
-                         BatchNorm2d,
-                         BatchNorm3d,
-                         Embedding,
-                         GroupNorm,
-                         InstanceNorm1d,
-                         InstanceNorm2d,
-                         InstanceNorm3d,
-                         LayerNorm,
-                         LocalResponseNorm,
-                         RMSNorm,
-                         SyncBatchNorm,
+from .normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
+from .padding import (
+                         CircularPad1d,
+                         CircularPad2d,
+                         CircularPad3d,
+                         ConstantPad1d,
+                         ConstantPad2d,
+                         ConstantPad3d,
+                         ReflectionPad1d,
+                         ReflectionPad2d,
+                         ReflectionPad3d,
+                         ReplicationPad1d,
+                         ReplicationPad2d,
+                         ReplicationPad3d,
+                         ZeroPad1d,
+                         ZeroPad2d,
+                         ZeroPad3d,
 )
 from .parameter import Parameter
+from .pixelshuffle import PixelShuffle, PixelUnshuffle
 from .pooling import (
                          AdaptiveAvgPool1d,
                          AdaptiveAvgPool2d,
@@ -76,30 +84,6 @@ from .pooling import (
                          MaxUnpool2d,
                          MaxUnpool3d,
 )
-from .resample import (
-                         CircularPad1d,
-                         CircularPad2d,
-                         CircularPad3d,
-                         ConstantPad1d,
-                         ConstantPad2d,
-                         ConstantPad3d,
-                         Fold,
-                         PixelShuffle,
-                         PixelUnshuffle,
-                         ReflectionPad1d,
-                         ReflectionPad2d,
-                         ReflectionPad3d,
-                         ReplicationPad1d,
-                         ReplicationPad2d,
-                         ReplicationPad3d,
-                         Unfold,
-                         Upsample,
-                         UpsamplingBilinear2d,
-                         UpsamplingNearest2d,
-                         ZeroPad1d,
-                         ZeroPad2d,
-                         ZeroPad3d,
-)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # recurrent layers (issue 13)
 from .transformer import (
                          Transformer,
@@ -108,6 +92,7 @@ from .transformer import (
                          TransformerEncoder,
                          TransformerEncoderLayer,
 )
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
     "functional", "init", "modules", "utils", "Module", "Parameter", "Sequential", "ModuleList", "ModuleDict",
@@ -154,10 +139,9 @@ from .loss import (  # noqa: E402
     MultiLabelMarginLoss,
     MultiLabelSoftMarginLoss,
     MultiMarginLoss,
-    PairwiseDistance,
     TripletMarginLoss,
 )
-from .sparse import EmbeddingBag  # noqa: E402
+from .sparse import Embedding, EmbeddingBag  # noqa: E402
 
 __all__ += [
     "SELU", "CELU", "Softsign", "LogSigmoid", "Tanhshrink", "Threshold", "Softshrink", "Hardshrink", "RReLU",

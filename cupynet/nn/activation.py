@@ -1,4 +1,8 @@
-"""Activation layers and ``Dropout``: thin modules over ``cupynet.nn.functional``.
+"""Activation layers: thin modules over ``cupynet.nn.functional``.
+
+Most are a ``FunctionalLayer``: the class names the function (``function``) and its constructor's
+arguments as PyTorch's ``(name, default)`` pairs (``signature``); ``repr_options`` is what ``repr``
+shows, as PyTorch's ``extra_repr``.
 
 NOTE: ``inplace=True`` is accepted and shown in ``repr`` (so printed models read
 like PyTorch's) but the computation is out of place: cupynet's autograd does not
@@ -8,74 +12,189 @@ record in-place ops on graph tensors.
 from __future__ import annotations
 
 import inspect
-import numbers
 
 from .. import creation
 from . import functional as F
 from .linear import check_input
-from .module import Module, functional_layer
+from .module import FunctionalLayer, Module
 from .parameter import Parameter
 
-__all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "Mish",
-           "Hardswish", "Hardsigmoid", "ELU", "ReLU6", "Hardtanh", "Softplus", "GLU", "PReLU"]
+__all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Mish",
+           "Hardswish", "Hardsigmoid", "ELU", "ReLU6", "Hardtanh", "Softplus", "GLU", "PReLU", "SELU", "CELU",
+           "Softsign", "LogSigmoid", "Tanhshrink", "Threshold", "Softshrink", "Hardshrink", "RReLU", "Softmin",
+           "Softmax2d"]
 
-_INPLACE = (("inplace", False),)
+_REQUIRED = inspect.Parameter.empty  # NOTE: a signature entry without a default
 
 
-def _layer(name, function, summary, signature=_INPLACE, repr_options=None, check=None):
-    """An activation class: ``F.<function>`` with the options of ``signature`` (see ``FunctionalLayer``).
+class ReLU(FunctionalLayer):
+    """max(x, 0).
 
     Args:
-        name: the class name (PyTorch's).
-        function: the ``cupynet.nn.functional`` name.
-        summary: the formula, the first line of the class docstring.
-        signature: the constructor's ``(name, default)`` pairs, in PyTorch's order.
-        repr_options: the options ``repr`` shows (PyTorch's ``extra_repr``); None: all of ``signature``.
-        check: ``check(layer, **options)`` refuses bad options at construction, or None.
+        inplace: accepted for compatibility (computed out of place).
     """
-    shown = tuple(option for option, _ in signature) if repr_options is None else repr_options
-    checked = {} if check is None else {"check_options": check}
-    return functional_layer(name, __name__, function, summary, signature, _OPTION_DOCS, repr_options=shown,
-                            **checked)
+
+    function = "relu"
+    signature = (("inplace", False),)
+    repr_options = ("inplace",)
 
 
-_OPTION_DOCS = {
-    "inplace": "accepted for compatibility (computed out of place).",
-    "negative_slope": "the slope for negative inputs.",
-    "approximate": '"none" (exact, with erf) or "tanh".',
-    "alpha": "the value the output approaches for large negative inputs is -alpha.",
-    "min_val": "the lower end of the linear region.",
-    "max_val": "the upper end of the linear region.",
-    "beta": "the sharpness: the result is log(1 + exp(beta * x)) / beta.",
-    "threshold": "above this value of beta * x the result is x.",
-    "dim": "the dimension halved: its first half is gated by the sigmoid of the second.",
-}
+class SiLU(FunctionalLayer):
+    """x * sigmoid(x) (a.k.a. swish).
+
+    Args:
+        inplace: accepted for compatibility (computed out of place).
+    """
+
+    function = "silu"
+    signature = (("inplace", False),)
+    repr_options = ("inplace",)
 
 
-def _check_gelu(self, approximate):
-    if approximate not in ("none", "tanh"):
-        raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+class Mish(FunctionalLayer):
+    """x * tanh(softplus(x)).
+
+    Args:
+        inplace: accepted for compatibility (computed out of place).
+    """
+
+    function = "mish"
+    signature = (("inplace", False),)
+    repr_options = ("inplace",)
 
 
-ReLU = _layer("ReLU", "relu", "max(x, 0).")
-SiLU = _layer("SiLU", "silu", "x * sigmoid(x) (a.k.a. swish).")
-Mish = _layer("Mish", "mish", "x * tanh(softplus(x)).")
-# NOTE: PyTorch's repr of Hardswish and Hardsigmoid does not show inplace.
-Hardswish = _layer("Hardswish", "hardswish", "x * relu6(x + 3) / 6.", repr_options=())
-Hardsigmoid = _layer("Hardsigmoid", "hardsigmoid", "relu6(x + 3) / 6.", repr_options=())
-ReLU6 = _layer("ReLU6", "relu6", "min(max(x, 0), 6).")
-Tanh = _layer("Tanh", "tanh", "Hyperbolic tangent.", signature=())
-Sigmoid = _layer("Sigmoid", "sigmoid", "1 / (1 + exp(-x)).", signature=())
-LeakyReLU = _layer("LeakyReLU", "leaky_relu", "x if x > 0 else negative_slope * x.",
-                   (("negative_slope", 0.01),) + _INPLACE)
-ELU = _layer("ELU", "elu", "x if x > 0 else alpha * (exp(x) - 1).", (("alpha", 1.0),) + _INPLACE)
-Hardtanh = _layer("Hardtanh", "hardtanh", "x clamped to [min_val, max_val].",
-                  (("min_val", -1.0), ("max_val", 1.0)) + _INPLACE)
-Softplus = _layer("Softplus", "softplus", "log(1 + exp(beta * x)) / beta, exactly x where beta * x > threshold.",
-                  (("beta", 1.0), ("threshold", 20.0)))
-GELU = _layer("GELU", "gelu", "Gaussian error linear unit, exact (\"none\") or the tanh approximation.",
-              (("approximate", "none"),), check=_check_gelu)
-GLU = _layer("GLU", "glu", "a * sigmoid(b), where a and b are the halves of the input along dim.", (("dim", -1),))
+class Hardswish(FunctionalLayer):
+    """x * relu6(x + 3) / 6.
+
+    Args:
+        inplace: accepted for compatibility (computed out of place).
+    """
+
+    function = "hardswish"
+    signature = (("inplace", False),)
+    repr_options = ()  # NOTE: PyTorch's repr of Hardswish does not show inplace
+
+
+class Hardsigmoid(FunctionalLayer):
+    """relu6(x + 3) / 6.
+
+    Args:
+        inplace: accepted for compatibility (computed out of place).
+    """
+
+    function = "hardsigmoid"
+    signature = (("inplace", False),)
+    repr_options = ()  # NOTE: nor does its repr of Hardsigmoid
+
+
+class ReLU6(FunctionalLayer):
+    """min(max(x, 0), 6).
+
+    Args:
+        inplace: accepted for compatibility (computed out of place).
+    """
+
+    function = "relu6"
+    signature = (("inplace", False),)
+    repr_options = ("inplace",)
+
+
+class Tanh(FunctionalLayer):
+    """Hyperbolic tangent."""
+
+    function = "tanh"
+
+
+class Sigmoid(FunctionalLayer):
+    """1 / (1 + exp(-x))."""
+
+    function = "sigmoid"
+
+
+class LeakyReLU(FunctionalLayer):
+    """x if x > 0 else negative_slope * x.
+
+    Args:
+        negative_slope: the slope for negative inputs.
+        inplace: accepted for compatibility (computed out of place).
+    """
+
+    function = "leaky_relu"
+    signature = (("negative_slope", 0.01), ("inplace", False))
+    repr_options = ("negative_slope", "inplace")
+
+
+class ELU(FunctionalLayer):
+    """x if x > 0 else alpha * (exp(x) - 1).
+
+    Args:
+        alpha: the value the output approaches for large negative inputs is -alpha.
+        inplace: accepted for compatibility (computed out of place).
+    """
+
+    function = "elu"
+    signature = (("alpha", 1.0), ("inplace", False))
+    repr_options = ("alpha", "inplace")
+
+
+class Hardtanh(FunctionalLayer):
+    """x clamped to [min_val, max_val].
+
+    Args:
+        min_val: the lower end of the linear region.
+        max_val: the upper end of the linear region.
+        inplace: accepted for compatibility (computed out of place).
+    """
+
+    function = "hardtanh"
+    signature = (("min_val", -1.0), ("max_val", 1.0), ("inplace", False))
+    repr_options = ("min_val", "max_val", "inplace")
+
+
+class Softplus(FunctionalLayer):
+    """log(1 + exp(beta * x)) / beta, exactly x where beta * x > threshold.
+
+    Args:
+        beta: the sharpness: the result is log(1 + exp(beta * x)) / beta.
+        threshold: above this value of beta * x the result is x.
+    """
+
+    function = "softplus"
+    signature = (("beta", 1.0), ("threshold", 20.0))
+    repr_options = ("beta", "threshold")
+
+
+class GELU(FunctionalLayer):
+    """Gaussian error linear unit, exact ("none") or the tanh approximation.
+
+    Args:
+        approximate: "none" (exact, with erf) or "tanh".
+    """
+
+    function = "gelu"
+    signature = (("approximate", "none"),)
+    repr_options = ("approximate",)
+
+    def check_options(self, approximate) -> None:
+        """Refuse an unknown approximation.
+
+        Args:
+            approximate: the constructor's argument.
+        """
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+class GLU(FunctionalLayer):
+    """a * sigmoid(b), where a and b are the halves of the input along dim.
+
+    Args:
+        dim: the dimension halved: its first half is gated by the sigmoid of the second.
+    """
+
+    function = "glu"
+    signature = (("dim", -1),)
+    repr_options = ("dim",)
 
 
 class PReLU(Module):
@@ -153,74 +272,101 @@ class LogSoftmax(_AlongDim):
     _function = "log_softmax"
 
 
-class Dropout(Module):
-    """Zero each element with probability ``p`` in training, scaling the rest by 1/(1-p); identity in eval.
+class SELU(FunctionalLayer):
+    """scale * (max(0, x) + min(0, alpha * (exp(x) - 1))), alpha = 1.6733, scale = 1.0507.
 
     Args:
-        p: the drop probability, in [0, 1].
         inplace: accepted for compatibility (computed out of place).
     """
 
-    def __init__(self, p: float = 0.5, inplace: bool = False):
-        super().__init__()
-        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-        self.p, self.inplace = p, inplace
+    function = "selu"
+    signature = (("inplace", False),)
+    repr_options = ("inplace",)
 
-    def forward(self, input):  # noqa: A002
-        """Apply (only in training mode).
+
+class CELU(FunctionalLayer):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
+
+    Args:
+        alpha: the value the output approaches for large negative inputs is -alpha.
+        inplace: accepted for compatibility (computed out of place).
+    """
+
+    function = "celu"
+    signature = (("alpha", 1.0), ("inplace", False))
+    repr_options = ("alpha", "inplace")
+
+
+class Softsign(FunctionalLayer):
+    """x / (1 + |x|)."""
+
+    function = "softsign"
+
+
+class LogSigmoid(FunctionalLayer):
+    """log(1 / (1 + exp(-x))), computed stably."""
+
+    function = "logsigmoid"
+
+
+class Tanhshrink(FunctionalLayer):
+    """x - tanh(x)."""
+
+    function = "tanhshrink"
+
+
+class Threshold(FunctionalLayer):
+    """x where x > threshold, value elsewhere.
+
+    Args:
+        threshold: inputs at or below it become value.
+        value: the value that replaces inputs at or below the threshold.
+        inplace: accepted for compatibility (computed out of place).
+    """
+
+    function = "threshold"
+    signature = (("threshold", _REQUIRED), ("value", _REQUIRED), ("inplace", False))
+    repr_options = ("threshold", "value", "inplace")
+
+
+class _Shrink(FunctionalLayer):
+    """Shared body of Softshrink and Hardshrink: one ``lambd`` >= 0, shown bare in ``repr`` (not public)."""
+
+    signature = (("lambd", 0.5),)
+
+    def check_options(self, lambd) -> None:
+        """Refuse a negative ``lambd``.
 
         Args:
-            input: a Tensor.
+            lambd: the constructor's argument.
         """
-        check_input(self, input)
-        return F.dropout(input, self.p, self.training)
+        if lambd < 0:
+            raise RuntimeError(f"{type(self).__name__}: lambda must be greater or equal to 0, but found to be "
+                               f"{lambd}.")
 
     def extra_repr(self) -> str:
-        """``p=.., inplace=..``."""
-        return f"p={self.p}, inplace={self.inplace}"
+        """The bare ``lambd``, as PyTorch's repr shows it (``Softshrink(0.5)``)."""
+        return str(self.lambd)
 
 
-# ---- issue 13: the remaining activations --------------------------------------------------------
-__all__ += ["SELU", "CELU", "Softsign", "LogSigmoid", "Tanhshrink", "Threshold", "Softshrink", "Hardshrink", "RReLU",
-            "Softmin", "Softmax2d"]
-_OPTION_DOCS.update({
-    "value": "the value that replaces inputs at or below the threshold.",
-    "lambd": "the half-width (>= 0) of the band around 0 that is zeroed.",
-})
+class Softshrink(_Shrink):
+    """x - lambd * sign(x) where |x| > lambd, 0 elsewhere.
+
+    Args:
+        lambd: the half-width (>= 0) of the band around 0 that is zeroed.
+    """
+
+    function = "softshrink"
 
 
-def _check_lambd(self, lambd):
-    if lambd < 0:
-        raise RuntimeError(f"{type(self).__name__}: lambda must be greater or equal to 0, but found to be {lambd}.")
+class Hardshrink(_Shrink):
+    """x where |x| > lambd, 0 elsewhere.
 
+    Args:
+        lambd: the half-width (>= 0) of the band around 0 that is zeroed.
+    """
 
-def _check_bounds(self, lower, upper, inplace):
-    if lower > upper:
-        raise ValueError(f"RReLU: Lower bound should be less than or equal to the upper bound, got lower={lower} "
-                         f"and upper={upper}")
-
-
-SELU = _layer("SELU", "selu", "scale * (max(0, x) + min(0, alpha * (exp(x) - 1))), alpha = 1.6733, scale = 1.0507.")
-CELU = _layer("CELU", "celu", "max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).", (("alpha", 1.0),) + _INPLACE)
-Softsign = _layer("Softsign", "softsign", "x / (1 + |x|).", signature=())
-LogSigmoid = _layer("LogSigmoid", "logsigmoid", "log(1 / (1 + exp(-x))), computed stably.", signature=())
-Tanhshrink = _layer("Tanhshrink", "tanhshrink", "x - tanh(x).", signature=())
-Threshold = _layer("Threshold", "threshold", "x where x > threshold, value elsewhere.",
-                   (("threshold", inspect.Parameter.empty), ("value", inspect.Parameter.empty)) + _INPLACE)
-Threshold.__doc__ = Threshold.__doc__.replace(_OPTION_DOCS["threshold"], "inputs at or below it become value.")
-Softshrink = _layer("Softshrink", "softshrink", "x - lambd * sign(x) where |x| > lambd, 0 elsewhere.",
-                    (("lambd", 0.5),), check=_check_lambd)
-Hardshrink = _layer("Hardshrink", "hardshrink", "x where |x| > lambd, 0 elsewhere.", (("lambd", 0.5),),
-                    check=_check_lambd)
-
-
-def _lambd_repr(self) -> str:
-    """The bare ``lambd``, as PyTorch's repr shows it (``Softshrink(0.5)``)."""
-    return str(self.lambd)
-
-
-Softshrink.extra_repr = Hardshrink.extra_repr = _lambd_repr
+    function = "hardshrink"
 
 
 class RReLU(Module):
@@ -234,7 +380,9 @@ class RReLU(Module):
 
     def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
         super().__init__()
-        _check_bounds(self, lower, upper, inplace)
+        if lower > upper:
+            raise ValueError(f"RReLU: Lower bound should be less than or equal to the upper bound, got "
+                             f"lower={lower} and upper={upper}")
         self.lower, self.upper, self.inplace = lower, upper, inplace
 
     def forward(self, input):  # noqa: A002

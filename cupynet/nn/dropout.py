@@ -1,12 +1,42 @@
-"""Channel dropout layers ``Dropout1d/2d/3d`` (element-wise ``Dropout`` is in ``nn.activation``)."""
+"""Dropout layers: element-wise ``Dropout`` and channel dropout ``Dropout1d/2d/3d``."""
 
 from __future__ import annotations
 
-from . import functional as F
-from .activation import Dropout
-from .linear import check_input
+import numbers
 
-__all__ = ["Dropout1d", "Dropout2d", "Dropout3d"]
+from . import functional as F
+from .linear import check_input
+from .module import Module
+
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
+
+
+class Dropout(Module):
+    """Zero each element with probability ``p`` in training, scaling the rest by 1/(1-p); identity in eval.
+
+    Args:
+        p: the drop probability, in [0, 1].
+        inplace: accepted for compatibility (computed out of place).
+    """
+
+    def __init__(self, p: float = 0.5, inplace: bool = False):
+        super().__init__()
+        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p, self.inplace = p, inplace
+
+    def forward(self, input):  # noqa: A002
+        """Apply (only in training mode).
+
+        Args:
+            input: a Tensor.
+        """
+        check_input(self, input)
+        return F.dropout(input, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        """``p=.., inplace=..``."""
+        return f"p={self.p}, inplace={self.inplace}"
 
 
 class _ChannelDropout(Dropout):
@@ -29,12 +59,34 @@ class _ChannelDropout(Dropout):
         return getattr(F, f"dropout{self._dims}d")(input, self.p, self.training, self.inplace)
 
 
-def _channel_dropout(name, dims, layout):
-    """The channel dropout class for ``dims`` spatial dimensions; ``layout`` is its batched input shape."""
-    doc = f"Channel dropout of {layout} inputs.\n" + _ChannelDropout.__doc__.split("\n", 1)[1]
-    return type(name, (_ChannelDropout,), {"__doc__": doc, "__module__": __name__, "_dims": dims})
+class Dropout1d(_ChannelDropout):
+    """Channel dropout of (N, C, L) inputs.
+
+    Args:
+        p: the drop probability, in [0, 1].
+        inplace: write into the input when autograd is not recording it.
+    """
+
+    _dims = 1
 
 
-Dropout1d = _channel_dropout("Dropout1d", 1, "(N, C, L)")
-Dropout2d = _channel_dropout("Dropout2d", 2, "(N, C, H, W)")
-Dropout3d = _channel_dropout("Dropout3d", 3, "(N, C, D, H, W)")
+class Dropout2d(_ChannelDropout):
+    """Channel dropout of (N, C, H, W) inputs.
+
+    Args:
+        p: the drop probability, in [0, 1].
+        inplace: write into the input when autograd is not recording it.
+    """
+
+    _dims = 2
+
+
+class Dropout3d(_ChannelDropout):
+    """Channel dropout of (N, C, D, H, W) inputs.
+
+    Args:
+        p: the drop probability, in [0, 1].
+        inplace: write into the input when autograd is not recording it.
+    """
+
+    _dims = 3

@@ -771,25 +771,3 @@ class FunctionalLayer(Module):
         if "inplace" in self.repr_options and self.inplace:
             shown.append("inplace=True")
         return ", ".join(shown)
-
-
-def functional_layer(name, module, function, summary, signature, option_docs, base=FunctionalLayer, **attributes):
-    """A named ``base`` subclass over ``F.<function>``, documented by its summary and each option of ``signature``.
-
-    The one place the table-built layers (activations, losses, resampling) become classes: each module
-    keeps its own rows and option descriptions.
-
-    Args:
-        name: the class name (PyTorch's).
-        module: the ``__module__`` the class reports (the module holding the row).
-        function: the ``cupynet.nn.functional`` name.
-        summary: the docstring's text before ``Args:``.
-        signature: the constructor's ``(name, default)`` pairs, in PyTorch's order.
-        option_docs: each option's one-line description, by name.
-        base: ``FunctionalLayer`` or a subclass of it.
-        **attributes: further class attributes (``repr_options``, ``inputs``, ``check_options``, ...).
-    """
-    args = "".join(f"\n        {option}: {option_docs[option]}" for option, _ in signature)
-    doc = f"{summary}\n\n    Args:{args}\n    " if args else summary
-    return type(name, (base,), {"__doc__": doc, "__module__": module, "function": function, "signature": signature,
-                                **attributes})

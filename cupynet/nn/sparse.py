@@ -1,7 +1,7 @@
-"""``EmbeddingBag`` (torch.nn's ``sparse`` module: lookup tables). ``Embedding`` itself stays in normalization.py.
+"""Lookup tables (torch.nn's ``sparse`` module): ``Embedding`` and ``EmbeddingBag``.
 
-The layer holds the ``(num_embeddings, embedding_dim)`` table, initialised N(0, 1) with the padding
-row zeroed, as PyTorch; ``forward`` calls ``F.embedding_bag``.
+Each layer holds the ``(num_embeddings, embedding_dim)`` table, initialised N(0, 1) with the padding
+row zeroed, as PyTorch; ``forward`` calls ``F.embedding`` / ``F.embedding_bag``.
 """
 
 from __future__ import annotations
@@ -11,14 +11,78 @@ from . import functional as F
 from . import init
 from .linear import check_input, new_parameter
 from .module import Module, copy_into
+from .normalization import _positive
 from .parameter import as_array
 
-__all__ = ["EmbeddingBag"]
+__all__ = ["Embedding", "EmbeddingBag"]
 
 
-def _positive(name, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"EmbeddingBag: {name} must be a positive integer, got {value!r}")
+class Embedding(Module):
+    """A lookup table: row ``i`` of ``weight`` for each index ``i``; init N(0, 1), padding row zeros.
+
+    Args:
+        num_embeddings: rows of the table.
+        embedding_dim: size of each row.
+        padding_idx: a row that stays zero and gets no gradient.
+        max_norm: not supported (must be None).
+        norm_type: accepted for compatibility.
+        scale_grad_by_freq: not supported (must be False).
+        sparse: not supported (must be False).
+        _weight: an initial weight Tensor of shape (num_embeddings, embedding_dim).
+        device: where the weight lives.
+        dtype: its floating dtype.
+    """
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx=None, max_norm=None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False, _weight=None,
+                 device=None, dtype=None):
+        super().__init__()
+        _positive("Embedding", "num_embeddings", num_embeddings)
+        _positive("Embedding", "embedding_dim", embedding_dim)
+        if max_norm is not None or scale_grad_by_freq or sparse:
+            raise NotImplementedError("Embedding: max_norm, scale_grad_by_freq and sparse are not supported")
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError(f"Embedding: padding_idx must be within num_embeddings ({num_embeddings}), "
+                                 f"got {padding_idx}")
+            padding_idx %= num_embeddings
+        self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
+        self.weight = new_parameter((num_embeddings, embedding_dim), device, dtype)
+        if _weight is None:
+            self.reset_parameters()
+        else:
+            self._load_weight(_weight)
+
+    def _load_weight(self, value):
+        array = as_array(value, "Embedding(_weight=...)")
+        if tuple(array.shape) != tuple(self.weight.shape):
+            raise ValueError(f"Embedding: _weight must have shape {tuple(self.weight.shape)}, got "
+                             f"{tuple(array.shape)}")
+        copy_into(self.weight, array)
+
+    def reset_parameters(self):
+        """Draw the weight from N(0, 1) and zero the padding row."""
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            self.weight.array[self.padding_idx] = 0
+
+    def forward(self, input):  # noqa: A002
+        """Look the indices up.
+
+        Args:
+            input: an integer Tensor of any shape.
+        """
+        check_input(self, input)
+        if dtypes.is_floating(input.dtype):
+            raise TypeError(f"{self!r}: expected an integer index tensor, got dtype {input.dtype}")
+        return F.embedding(input, self.weight, self.padding_idx)
+
+    def extra_repr(self) -> str:
+        """``10, 3`` plus padding_idx when set."""
+        text = f"{self.num_embeddings}, {self.embedding_dim}"
+        return text + (f", padding_idx={self.padding_idx}" if self.padding_idx is not None else "")
 
 
 class EmbeddingBag(Module):
@@ -43,8 +107,8 @@ class EmbeddingBag(Module):
                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False, _weight=None,
                  include_last_offset: bool = False, padding_idx=None, device=None, dtype=None):
         super().__init__()
-        _positive("num_embeddings", num_embeddings)
-        _positive("embedding_dim", embedding_dim)
+        _positive("EmbeddingBag", "num_embeddings", num_embeddings)
+        _positive("EmbeddingBag", "embedding_dim", embedding_dim)
         if mode not in ("sum", "mean", "max"):
             raise ValueError(f"EmbeddingBag: mode has to be one of sum, mean or max, got {mode!r}")
         if scale_grad_by_freq or sparse:

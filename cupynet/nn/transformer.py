@@ -14,9 +14,9 @@ import numpy
 from .. import creation
 from . import functional as F
 from . import init
-from .activation import Dropout
 from .attention import MultiheadAttention
 from .containers import ModuleList
+from .dropout import Dropout
 from .linear import Linear
 from .module import Module
 from .normalization import LayerNorm

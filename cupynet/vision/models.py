@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from cupynet.nn import init
 from cupynet.nn.activation import ReLU
+from cupynet.nn.batchnorm import BatchNorm2d
 from cupynet.nn.containers import Sequential
 from cupynet.nn.conv import Conv2d
 from cupynet.nn.linear import Linear
 from cupynet.nn.module import Module
-from cupynet.nn.normalization import BatchNorm2d
 from cupynet.nn.pooling import AdaptiveAvgPool2d, MaxPool2d
 from cupynet.ops.shape import flatten
 

@@ -11,20 +11,22 @@ import importlib
 
 # NOTE: torch.nn.modules.<name> -> {cupynet.nn module: the classes it provides}. tests/test_nn_modules.py
 # checks that each file matches this table, and that torch has each class under that very submodule.
+# Each cupynet.nn file is named after torch's submodule, except three: MultiheadAttention and
+# NonDynamicallyQuantizableLinear have their own attention.py, and the containers' file is containers.py.
 TORCH_NN_MODULES = {
     "activation": {"activation": ("CELU", "ELU", "GELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish",
                                   "Hardtanh", "LeakyReLU", "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "RReLU",
                                   "ReLU", "ReLU6", "SELU", "SiLU", "Sigmoid", "Softmax", "Softmax2d", "Softmin",
                                   "Softplus", "Softshrink", "Softsign", "Tanh", "Tanhshrink", "Threshold"),
                    "attention": ("MultiheadAttention",)},
-    "batchnorm": {"normalization": ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm")},
+    "batchnorm": {"batchnorm": ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm")},
     "container": {"containers": ("ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Sequential")},
     "conv": {"conv": ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d")},
-    "distance": {"loss": ("CosineSimilarity", "PairwiseDistance")},
-    "dropout": {"activation": ("Dropout",), "dropout": ("Dropout1d", "Dropout2d", "Dropout3d")},
-    "flatten": {"linear": ("Flatten", "Unflatten")},
-    "fold": {"resample": ("Fold", "Unfold")},
-    "instancenorm": {"normalization": ("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d")},
+    "distance": {"distance": ("CosineSimilarity", "PairwiseDistance")},
+    "dropout": {"dropout": ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d")},
+    "flatten": {"flatten": ("Flatten", "Unflatten")},
+    "fold": {"fold": ("Fold", "Unfold")},
+    "instancenorm": {"instancenorm": ("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d")},
     "linear": {"linear": ("Identity", "Linear"), "attention": ("NonDynamicallyQuantizableLinear",)},
     "loss": {"loss": ("BCELoss", "BCEWithLogitsLoss", "CosineEmbeddingLoss", "CrossEntropyLoss",
                       "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "L1Loss",
@@ -33,19 +35,19 @@ TORCH_NN_MODULES = {
                       "TripletMarginLoss")},
     "module": {"module": ("Module",)},
     "normalization": {"normalization": ("GroupNorm", "LayerNorm", "LocalResponseNorm", "RMSNorm")},
-    "padding": {"resample": ("CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d",
-                             "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d",
-                             "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d",
-                             "ZeroPad2d", "ZeroPad3d")},
-    "pixelshuffle": {"resample": ("PixelShuffle", "PixelUnshuffle")},
+    "padding": {"padding": ("CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d",
+                            "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d",
+                            "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d",
+                            "ZeroPad2d", "ZeroPad3d")},
+    "pixelshuffle": {"pixelshuffle": ("PixelShuffle", "PixelUnshuffle")},
     "pooling": {"pooling": ("AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
                             "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
                             "MaxPool1d", "MaxPool2d", "MaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d")},
     "rnn": {"rnn": ("GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase")},
-    "sparse": {"normalization": ("Embedding",), "sparse": ("EmbeddingBag",)},
+    "sparse": {"sparse": ("Embedding", "EmbeddingBag")},
     "transformer": {"transformer": ("Transformer", "TransformerDecoder", "TransformerDecoderLayer",
                                     "TransformerEncoder", "TransformerEncoderLayer")},
-    "upsampling": {"resample": ("Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d")},
+    "upsampling": {"upsampling": ("Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d")},
 }
 
 __all__ = ["TORCH_NN_MODULES", *TORCH_NN_MODULES]
