@@ -1,0 +1,1 @@
+"""``cupynet train`` and ``cupynet bench``: the loop, checkpoints, data specs, progress, reports, plots."""
