@@ -575,13 +575,23 @@ class LogSoftmax(Function):
     op_name, amp_policy, save_outputs = "log_softmax", "fp32", True
 
     @staticmethod
+    def kernel(xp, x, axis):
+        """The forward's array math (cross_entropy's forward runs it too).
+
+        Args:
+            xp: numpy or cupy.
+            x: the input array in its compute dtype.
+            axis: the axis to normalise along (None: all of a 0-d array).
+        """
+        shifted = x - x.max(axis=axis, keepdims=True)
+        return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
+
+    @staticmethod
     def forward(ctx, a, dim=-1):
         ctx.axis = dim if a.ndim else None
         if a.array.size == 0:
             return a.array.copy()  # NOTE: an empty tensor has no row max to take
-        xp, x = xp_of(a), compute_in_fp32(a.array)
-        shifted = x - x.max(axis=ctx.axis, keepdims=True)
-        return (shifted - xp.log(xp.exp(shifted).sum(axis=ctx.axis, keepdims=True))).astype(a.dtype, copy=False)
+        return LogSoftmax.kernel(xp_of(a), compute_in_fp32(a.array), ctx.axis).astype(a.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):

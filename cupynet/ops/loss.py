@@ -44,7 +44,7 @@ from ..autograd.state import is_grad_enabled
 from ..tensor import Tensor
 from . import fused
 from ._util import check_same_device, host_check_range, normalize_dim, require_floating, xp_of
-from .activation import logsigmoid
+from .activation import LogSoftmax, log_softmax, logsigmoid
 from .arith import cast, maximum, minimum
 from .indexing import gather, where
 from .reduce import mean as mean_
@@ -363,19 +363,6 @@ def _class_shape(ndim, cdim, n_classes):
     return tuple(n_classes if i == cdim else 1 for i in range(ndim))
 
 
-def _log_softmax_array(xf, axis):
-    """Stable log-softmax on an array: ``x - max - log(sum(exp(x - max)))``."""
-    xp = xp_of(xf)
-    shifted = xf - xf.max(axis=axis, keepdims=True)
-    return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
-
-
-def _log_softmax_ops(x, dim):
-    """Log-softmax in cupynet ops; the max is a constant (it cancels), so the result is differentiable."""
-    shifted = x - Tensor(x.array.max(axis=dim, keepdims=True))
-    return shifted - log(sum_(exp(shifted), dim=dim, keepdim=True))
-
-
 def _class_weight(weight, xf, cdim):
     """The per-class weight as an array broadcasting along the class dim (1.0 when there is none)."""
     if weight is None:
@@ -499,7 +486,7 @@ class CrossEntropy(Function):
         if xf.ndim == 2 and weight is None and not label_smoothing and not dtypes.is_floating(target.dtype):
             return CrossEntropy._plain_forward(ctx, x, xf, target, ignore_index, reduction, out_dtype)
         cdim, n_classes = _class_dim(xf), xf.shape[_class_dim(xf)]
-        logp = _log_softmax_array(xf, cdim)
+        logp = LogSoftmax.kernel(xp_of(xf), xf, cdim)
         ctx.cdim, ctx.reduction, ctx.smoothing = cdim, reduction, label_smoothing
         ctx.prob = xp_of(xf).exp(logp)
         if dtypes.is_floating(target.dtype):
@@ -613,7 +600,7 @@ class CrossEntropy(Function):
             # NOTE: first-order fast path: the softmax saved by forward, no recomputation.
             gx = g.array * (ctx.prob * q.sum(axis=ctx.cdim, keepdims=True) - q)
             return back_to(Tensor(gx), x.dtype), None
-        prob = exp(_log_softmax_ops(fp32(x), ctx.cdim))
+        prob = exp(log_softmax(fp32(x), ctx.cdim))
         gx = g * (prob * Tensor(q.sum(axis=ctx.cdim, keepdims=True)) - Tensor(q))
         return back_to(gx, x.dtype), None
 
@@ -635,7 +622,7 @@ class CrossEntropy(Function):
     def _probability_backward(ctx, g, x, target):
         s, n_classes = ctx.smoothing, x.shape[ctx.cdim]
         w = Tensor(ctx.w_class) if not isinstance(ctx.w_class, float) else 1.0
-        logp = _log_softmax_ops(fp32(x), ctx.cdim)
+        logp = log_softmax(fp32(x), ctx.cdim)
         gx = gt = None
         if ctx.needs_input_grad[0]:
             q = (fp32(target) * (1.0 - s) + s / n_classes) * w
