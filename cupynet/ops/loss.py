@@ -44,7 +44,7 @@ from ..autograd.state import is_grad_enabled
 from ..tensor import Tensor
 from . import fused
 from ._util import check_same_device, host_check_range, normalize_dim, require_floating, xp_of
-from .activation import LogSoftmax, log_softmax, logsigmoid
+from .activation import Logsigmoid, LogSoftmax, log_softmax, logsigmoid, sigmoid
 from .arith import cast, maximum, minimum
 from .indexing import gather, where
 from .reduce import mean as mean_
@@ -291,29 +291,6 @@ def expand_grad(grad, reduction, shape, divisor):
     if reduction == "mean":
         grad = grad / divisor
     return broadcast_to(reshape(grad, (1,) * len(shape)), tuple(shape)) if shape else grad
-
-
-def log_sigmoid(x):
-    """``log(sigmoid(x))`` in cupynet ops, stable for large ``|x|`` (differentiable again).
-
-    NOTE: ``log sigmoid(x) = -(max(-x, 0) + log(1 + exp(-|x|)))``; the sign of x is a
-    constant (its derivative is zero), so ``|x| = x * sign`` stays differentiable.
-
-    Args:
-        x: a floating Tensor.
-    """
-    negative = Tensor((x.array < 0).astype(x.dtype))
-    sign = 1.0 - 2.0 * negative
-    return -(-x * negative + log(1.0 + exp(-x * sign)))
-
-
-def sigmoid(x):
-    """``sigmoid(x) = exp(log_sigmoid(x))`` in cupynet ops, stable and differentiable again.
-
-    Args:
-        x: a floating Tensor.
-    """
-    return exp(log_sigmoid(x))
 
 
 def numel(shape):
@@ -745,7 +722,7 @@ class BinaryCrossEntropyWithLogits(Function):
         (xf, tf), out_dtype = compute_arrays(x, t)
         xp = xp_of(xf)
         # NOTE: -log(sigmoid(x)) = softplus(-x) = max(-x, 0) + log1p(exp(-|x|)): no overflow for any x
-        softplus_neg = xp.maximum(-xf, 0.0) + xp.log1p(xp.exp(-xp.abs(xf)))
+        softplus_neg = -Logsigmoid.kernel(xp, xf)
         ctx.pos_weight = pos_weight.array.astype(xf.dtype) if pos_weight is not None else None
         log_weight = 1.0 + (ctx.pos_weight - 1.0) * tf if pos_weight is not None else 1.0
         elem = (1.0 - tf) * xf + log_weight * softplus_neg
@@ -768,7 +745,7 @@ class BinaryCrossEntropyWithLogits(Function):
             gx = back_to(g * (sigmoid(xf) * (1.0 + (pw - 1.0) * tf) - pw * tf), x.dtype)
         if ctx.needs_input_grad[1]:
             # NOTE: d/dt = (1 - pw) * log(sigmoid(x)) - x
-            gt = back_to(g * ((1.0 - pw) * log_sigmoid(xf) - xf), t.dtype)
+            gt = back_to(g * ((1.0 - pw) * logsigmoid(xf) - xf), t.dtype)
         return gx, gt
 
 
@@ -1229,8 +1206,8 @@ class SoftMarginLoss(Function):
     @staticmethod
     def forward(ctx, x, y, reduction="mean"):
         (xf, yf), out_dtype = compute_arrays(x, y)
-        xp, z = xp_of(xf), yf * xf
-        elem = xp.maximum(-z, 0.0) + xp.log1p(xp.exp(-xp.abs(z)))
+        # NOTE: log(1 + exp(-z)) = -log(sigmoid(z)), computed stably by the logsigmoid op's kernel
+        elem = -Logsigmoid.kernel(xp_of(xf), yf * xf)
         ctx.reduction, ctx.elem_shape = reduction, elem.shape
         ctx.save_for_backward(x, y)
         return reduce_array(elem, reduction, out_dtype)
