@@ -450,18 +450,18 @@ _FUSED_TARGETS = (dtypes.int32, dtypes.int64)
 
 
 class CrossEntropy(Function):
-    """Fused log-softmax + negative log-likelihood, class indices or class probabilities (fp32 under autocast)."""
+    """Log-softmax + negative log-likelihood in one op, class indices or class probabilities (fp32 under autocast).
+
+    The general path: any input shape, class weights, label smoothing, probability targets.
+    ``cross_entropy`` runs ``PlainCrossEntropy`` or ``FusedCrossEntropy`` instead where they apply.
+    """
 
     op_name = "cross_entropy"
     amp_policy = "fp32"
 
     @staticmethod
     def forward(ctx, x, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
-        if x.ndim == 2 and target.dtype in _FUSED_TARGETS and fused.kernels_enabled(x.array):
-            return CrossEntropy._fused_forward(ctx, x, target, weight, ignore_index, reduction, label_smoothing)
         (xf,), out_dtype = compute_arrays(x)
-        if xf.ndim == 2 and weight is None and not label_smoothing and not dtypes.is_floating(target.dtype):
-            return CrossEntropy._plain_forward(ctx, x, xf, target, ignore_index, reduction, out_dtype)
         cdim, n_classes = _class_dim(xf), xf.shape[_class_dim(xf)]
         logp = LogSoftmax.kernel(xp_of(xf), xf, cdim)
         ctx.cdim, ctx.reduction, ctx.smoothing = cdim, reduction, label_smoothing
@@ -483,53 +483,46 @@ class CrossEntropy(Function):
         return reduce_array(elem, reduction, out_dtype, ctx.divisor)
 
     @staticmethod
-    def _fused_forward(ctx, x, target, weight, ignore_index, reduction, smoothing):
-        """(N, C) logits and class indices on the GPU: one fused kernel (``fused.softmax_xent_forward``).
-
-        NOTE: the kernel reads half logits as fp32 and returns fp32 row losses and the row
-        log-sum-exp, which backward's kernel takes instead of a saved (N, C) softmax. The
-        'mean' divisor (sum of w[t] over rows not ignored) stays on the device: no sync.
-        """
-        t, w = target.array, weight.array if weight is not None else None
-        rows, lse = fused.softmax_xent_forward(x.array, t, ignore_index, smoothing, w)
-        xp = xp_of(rows)
-        ctx.save_for_backward(x, None)
-        ctx.fused_state = (t, w, lse, ignore_index)
-        ctx.cdim, ctx.reduction, ctx.smoothing, ctx.elem_shape, ctx.q = 1, reduction, smoothing, rows.shape, None
-        ctx.divisor = None
-        if reduction == "mean":
-            valid = t != ignore_index
-            picked = w.astype(rows.dtype)[xp.where(valid, t, 0)] if w is not None else 1.0
-            ctx.divisor = xp.where(valid, picked, 0.0).sum(dtype=rows.dtype)
-        return reduce_array(rows, reduction, x.dtype, ctx.divisor)
+    def backward(ctx, grad):
+        x, target = ctx.saved_tensors
+        divisor = Tensor(_grad_divisor(ctx.divisor)) if ctx.divisor is not None else max(1, numel(ctx.elem_shape))
+        g = unsqueeze(expand_grad(fp32(grad), ctx.reduction, ctx.elem_shape, divisor), ctx.cdim)
+        if target is not None:
+            return CrossEntropy._probability_backward(ctx, g, x, target)
+        q = ctx.q
+        if not is_grad_enabled():
+            # NOTE: first-order fast path: the softmax saved by forward, no recomputation.
+            gx = g.array * (ctx.prob * q.sum(axis=ctx.cdim, keepdims=True) - q)
+            return back_to(Tensor(gx), x.dtype), None
+        prob = exp(log_softmax(fp32(x), ctx.cdim))
+        gx = g * (prob * Tensor(q.sum(axis=ctx.cdim, keepdims=True)) - Tensor(q))
+        return back_to(gx, x.dtype), None
 
     @staticmethod
-    def _fused_backward(ctx, grad, x):
-        """First-order gradient of the fused forward: one kernel (``fused.softmax_xent_backward``)."""
-        t, w, lse, ignore_index = ctx.fused_state
-        # NOTE: flat while computing (0-d arithmetic may give a host scalar), then 0-d for 'mean'/'sum' (the
-        # kernel broadcasts it over the rows) or (N,) for 'none'
-        g = grad.array.reshape(-1).astype(lse.dtype, copy=False)
-        if ctx.reduction == "mean":
-            g = g / _grad_divisor(ctx.divisor)
-        g = g.reshape(lse.shape if ctx.reduction == "none" else ())
-        return Tensor(fused.softmax_xent_backward(x.array, t, lse, g, ignore_index, ctx.smoothing, w))
+    def _probability_backward(ctx, g, x, target):
+        s, n_classes = ctx.smoothing, x.shape[ctx.cdim]
+        w = Tensor(ctx.w_class) if not isinstance(ctx.w_class, float) else 1.0
+        logp = log_softmax(fp32(x), ctx.cdim)
+        gx = gt = None
+        if ctx.needs_input_grad[0]:
+            q = (fp32(target) * (1.0 - s) + s / n_classes) * w
+            gx = back_to(g * (exp(logp) * sum_(q, dim=ctx.cdim, keepdim=True) - q), x.dtype)
+        if ctx.needs_input_grad[1]:
+            gt = back_to(-g * logp * w * (1.0 - s), target.dtype)
+        return gx, gt
+
+
+class PlainCrossEntropy(CrossEntropy):
+    """Cross entropy of (N, C) logits and class indices, unweighted and unsmoothed, in a few array passes (fp32).
+
+    NOTE: same math as ``CrossEntropy``: ``loss_r = lse_r - x[r, t_r]`` with the log-sum-exp
+    taken relative to the row max; the one-hot target ``q`` is only built if a double
+    backward asks for it (then ``CrossEntropy.backward`` takes over).
+    """
 
     @staticmethod
-    def _fused_q(ctx, x):
-        """The dense target ``q`` the graph backward needs (double backward after a fused forward)."""
-        t, w, _, ignore_index = ctx.fused_state
-        weight = Tensor(w) if w is not None else None
-        return _index_terms(compute_arrays(x)[0][0], t, weight, ignore_index, ctx.smoothing)[3]
-
-    @staticmethod
-    def _plain_forward(ctx, x, xf, target, ignore_index, reduction, out_dtype):
-        """The common case, (N, C) logits and class indices, no weight or smoothing, in a few array passes.
-
-        NOTE: same math as the general path: ``loss_r = lse_r - x[r, t_r]`` with the
-        log-sum-exp taken relative to the row max; ``q`` (the one-hot target) is only
-        built if a double backward asks for it.
-        """
+    def forward(ctx, x, target, ignore_index=-100, reduction="mean"):
+        (xf,), out_dtype = compute_arrays(x)
         xp = xp_of(xf)
         shifted, prob, log_total = _row_softmax(xf, xp)
         t = target.array
@@ -546,45 +539,22 @@ class CrossEntropy(Function):
             elem *= valid
         ctx.save_for_backward(x, None)
         ctx.cdim, ctx.reduction, ctx.smoothing, ctx.elem_shape = 1, reduction, 0.0, elem.shape
-        ctx.prob, ctx.plain, ctx.q = prob, (rows, safe, valid), None
+        ctx.prob, ctx.picked, ctx.q = prob, (rows, safe, valid), None
         ctx.divisor = xp.asarray(count, dtype=xf.dtype) if reduction == "mean" else None
         return reduce_array(elem.astype(xf.dtype, copy=False), reduction, out_dtype, ctx.divisor)
 
     @staticmethod
-    def _plain_q(ctx):
-        rows, safe, valid = ctx.plain
-        q = ctx.prob * 0
-        q[rows, safe] = 1 if valid is None else valid
-        return q
-
-    @staticmethod
     def backward(ctx, grad):
-        x, target = ctx.saved_tensors
-        if getattr(ctx, "fused_state", None) is not None:
+        if ctx.q is None:
             if not is_grad_enabled():
-                return CrossEntropy._fused_backward(ctx, grad, x), None
-            ctx.q = CrossEntropy._fused_q(ctx, x) if ctx.q is None else ctx.q
-        if ctx.q is None and getattr(ctx, "plain", None) is not None:
-            if not is_grad_enabled():
-                return CrossEntropy._plain_backward(ctx, grad, x), None
-            ctx.q = CrossEntropy._plain_q(ctx)
-        divisor = Tensor(_grad_divisor(ctx.divisor)) if ctx.divisor is not None else max(1, numel(ctx.elem_shape))
-        g = unsqueeze(expand_grad(fp32(grad), ctx.reduction, ctx.elem_shape, divisor), ctx.cdim)
-        if target is not None:
-            return CrossEntropy._probability_backward(ctx, g, x, target)
-        q = ctx.q
-        if not is_grad_enabled():
-            # NOTE: first-order fast path: the softmax saved by forward, no recomputation.
-            gx = g.array * (ctx.prob * q.sum(axis=ctx.cdim, keepdims=True) - q)
-            return back_to(Tensor(gx), x.dtype), None
-        prob = exp(log_softmax(fp32(x), ctx.cdim))
-        gx = g * (prob * Tensor(q.sum(axis=ctx.cdim, keepdims=True)) - Tensor(q))
-        return back_to(gx, x.dtype), None
+                return PlainCrossEntropy._rows_backward(ctx, grad), None
+            ctx.q = PlainCrossEntropy._one_hot(ctx)
+        return CrossEntropy.backward(ctx, grad)
 
     @staticmethod
-    def _plain_backward(ctx, grad, x):
+    def _rows_backward(ctx, grad):
         # NOTE: d loss_r / d x[r] = softmax(x[r]) - onehot(t_r), times the row's share of the reduction
-        rows, safe, valid = ctx.plain
+        (x, _), (rows, safe, valid) = ctx.saved_tensors, ctx.picked
         g = grad.array.astype(ctx.prob.dtype, copy=False)
         if ctx.reduction == "mean":
             g = g / _grad_divisor(ctx.divisor)
@@ -596,39 +566,69 @@ class CrossEntropy(Function):
         return back_to(Tensor(gx), x.dtype)
 
     @staticmethod
-    def _probability_backward(ctx, g, x, target):
-        s, n_classes = ctx.smoothing, x.shape[ctx.cdim]
-        w = Tensor(ctx.w_class) if not isinstance(ctx.w_class, float) else 1.0
-        logp = log_softmax(fp32(x), ctx.cdim)
-        gx = gt = None
-        if ctx.needs_input_grad[0]:
-            q = (fp32(target) * (1.0 - s) + s / n_classes) * w
-            gx = back_to(g * (exp(logp) * sum_(q, dim=ctx.cdim, keepdim=True) - q), x.dtype)
-        if ctx.needs_input_grad[1]:
-            gt = back_to(-g * logp * w * (1.0 - s), target.dtype)
-        return gx, gt
+    def _one_hot(ctx):
+        rows, safe, valid = ctx.picked
+        q = ctx.prob * 0
+        q[rows, safe] = 1 if valid is None else valid
+        return q
 
 
-class NLLLoss(Function):
-    """Negative log-likelihood of class indices given log-probabilities (fp32 under autocast)."""
+class FusedCrossEntropy(CrossEntropy):
+    """Cross entropy of (N, C) logits and class indices in one fused kernel (``fused.softmax_xent_forward``).
 
-    op_name = "nll_loss"
-    amp_policy = "fp32"
+    NOTE: the kernel reads half logits as fp32 and returns fp32 row losses and the row
+    log-sum-exp, which backward's kernel takes instead of a saved (N, C) softmax. The
+    'mean' divisor (sum of w[t] over rows not ignored) stays on the device: no sync. A
+    double backward builds the dense target ``q`` and takes ``CrossEntropy.backward``.
+    Off the GPU ``fused`` runs the kernels' NumPy reference.
+    """
 
     @staticmethod
-    def forward(ctx, x, target, weight=None, ignore_index=-100, reduction="mean"):
-        (xf,), out_dtype = compute_arrays(x)
-        picked_at, w_t, _, ctx.q = _index_terms(xf, target.array, weight, ignore_index, 0.0)
-        elem = -w_t * xp_of(xf).take_along_axis(xf, picked_at, _class_dim(xf)).squeeze(_class_dim(xf))
-        ctx.reduction, ctx.elem_shape, ctx.cdim, ctx.dtype = reduction, elem.shape, _class_dim(xf), x.dtype
-        ctx.divisor = xp_of(xf).asarray(w_t.sum())
-        return reduce_array(elem, reduction, out_dtype, ctx.divisor if reduction == "mean" else None)
+    def forward(ctx, x, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+        t, w = target.array, weight.array if weight is not None else None
+        rows, lse = fused.softmax_xent_forward(x.array, t, ignore_index, label_smoothing, w)
+        xp = xp_of(rows)
+        ctx.save_for_backward(x, None)
+        ctx.kernel_state = (t, w, lse, ignore_index)
+        ctx.cdim, ctx.reduction, ctx.smoothing, ctx.elem_shape, ctx.q = 1, reduction, label_smoothing, rows.shape, None
+        ctx.divisor = None
+        if reduction == "mean":
+            valid = t != ignore_index
+            picked = w.astype(rows.dtype)[xp.where(valid, t, 0)] if w is not None else 1.0
+            ctx.divisor = xp.where(valid, picked, 0.0).sum(dtype=rows.dtype)
+        return reduce_array(rows, reduction, x.dtype, ctx.divisor)
 
     @staticmethod
     def backward(ctx, grad):
-        g = unsqueeze(expand_grad(fp32(grad), ctx.reduction, ctx.elem_shape, Tensor(_grad_divisor(ctx.divisor))),
-                      ctx.cdim)
-        return back_to(-g * Tensor(ctx.q), ctx.dtype), None
+        if not is_grad_enabled():
+            return FusedCrossEntropy._kernel_backward(ctx, grad), None
+        if ctx.q is None:
+            ctx.q = FusedCrossEntropy._dense_target(ctx)
+        return CrossEntropy.backward(ctx, grad)
+
+    @staticmethod
+    def _kernel_backward(ctx, grad):
+        """First-order gradient: one kernel (``fused.softmax_xent_backward``)."""
+        (x, _), (t, w, lse, ignore_index) = ctx.saved_tensors, ctx.kernel_state
+        # NOTE: flat while computing (0-d arithmetic may give a host scalar), then 0-d for 'mean'/'sum' (the
+        # kernel broadcasts it over the rows) or (N,) for 'none'
+        g = grad.array.reshape(-1).astype(lse.dtype, copy=False)
+        if ctx.reduction == "mean":
+            g = g / _grad_divisor(ctx.divisor)
+        g = g.reshape(lse.shape if ctx.reduction == "none" else ())
+        return Tensor(fused.softmax_xent_backward(x.array, t, lse, g, ignore_index, ctx.smoothing, w))
+
+    @staticmethod
+    def _dense_target(ctx):
+        """The dense target ``q`` the graph backward needs (a double backward after the fused forward)."""
+        (x, _), (t, w, _, ignore_index) = ctx.saved_tensors, ctx.kernel_state
+        weight = Tensor(w) if w is not None else None
+        return _index_terms(compute_arrays(x)[0][0], t, weight, ignore_index, ctx.smoothing)[3]
+
+
+def _fused_applies(input, target):  # noqa: A002
+    """True when ``FusedCrossEntropy`` takes these arguments: (N, C) logits on the GPU, int32/int64 indices."""
+    return input.ndim == 2 and target.dtype in _FUSED_TARGETS and fused.kernels_enabled(input.array)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,  # noqa: A002
@@ -653,8 +653,36 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     check_number("cross_entropy", "label_smoothing", label_smoothing, 0.0, 1.0)
     target = _check_class_input("cross_entropy", input, target, weight, ignore_index, reduction, True)
     check_same_device("cross_entropy", input=input, target=target, weight=weight)
-    return CrossEntropy.apply(input, target, weight=weight, ignore_index=int(ignore_index), reduction=reduction,
-                              label_smoothing=float(label_smoothing))
+    ignore_index, label_smoothing = int(ignore_index), float(label_smoothing)
+    if _fused_applies(input, target):
+        return FusedCrossEntropy.apply(input, target, weight=weight, ignore_index=ignore_index, reduction=reduction,
+                                       label_smoothing=label_smoothing)
+    if input.ndim == 2 and weight is None and not label_smoothing and not dtypes.is_floating(target.dtype):
+        return PlainCrossEntropy.apply(input, target, ignore_index=ignore_index, reduction=reduction)
+    return CrossEntropy.apply(input, target, weight=weight, ignore_index=ignore_index, reduction=reduction,
+                              label_smoothing=label_smoothing)
+
+
+class NLLLoss(Function):
+    """Negative log-likelihood of class indices given log-probabilities (fp32 under autocast)."""
+
+    op_name = "nll_loss"
+    amp_policy = "fp32"
+
+    @staticmethod
+    def forward(ctx, x, target, weight=None, ignore_index=-100, reduction="mean"):
+        (xf,), out_dtype = compute_arrays(x)
+        picked_at, w_t, _, ctx.q = _index_terms(xf, target.array, weight, ignore_index, 0.0)
+        elem = -w_t * xp_of(xf).take_along_axis(xf, picked_at, _class_dim(xf)).squeeze(_class_dim(xf))
+        ctx.reduction, ctx.elem_shape, ctx.cdim, ctx.dtype = reduction, elem.shape, _class_dim(xf), x.dtype
+        ctx.divisor = xp_of(xf).asarray(w_t.sum())
+        return reduce_array(elem, reduction, out_dtype, ctx.divisor if reduction == "mean" else None)
+
+    @staticmethod
+    def backward(ctx, grad):
+        g = unsqueeze(expand_grad(fp32(grad), ctx.reduction, ctx.elem_shape, Tensor(_grad_divisor(ctx.divisor))),
+                      ctx.cdim)
+        return back_to(-g * Tensor(ctx.q), ctx.dtype), None
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
