@@ -17,7 +17,7 @@ from test_fused_compile import DevArray, dev, fake, fake_cublas  # noqa: F401 - 
 import cupynet as cn
 from cupynet.cuda.compile import KERNEL_DTYPES
 from cupynet.ops import fused, linalg
-from cupynet.ops.loss import CrossEntropy, FusedCrossEntropy
+from cupynet.ops.loss.classification import CrossEntropy, FusedCrossEntropy
 from cupynet.tensor import Tensor
 
 BF16 = np.dtype(ml_dtypes.bfloat16)

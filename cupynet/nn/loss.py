@@ -9,7 +9,7 @@ PyTorch, class weights (``weight``, ``pos_weight``) are registered as buffers, s
 
 from __future__ import annotations
 
-from ..ops.loss import legacy_reduction
+from ..ops.loss.arguments import legacy_reduction
 from ..tensor import Tensor
 from .module import FunctionalLayer, functional_layer
 
