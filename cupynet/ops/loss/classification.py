@@ -24,9 +24,9 @@ from ...autograd.state import is_grad_enabled
 from ...tensor import Tensor
 from .. import fused
 from .._util import check_same_device, host_check_range, xp_of
-from ..activation import LogSoftmax, log_softmax
 from ..reduce import sum as sum_
 from ..shape import reshape, unsqueeze
+from ..softmax_family import LogSoftmax, log_softmax
 from ..unary import exp
 from .arguments import check_number, check_reduction, check_tensor, legacy_reduction
 from .reduction import back_to, compute_arrays, expand_grad, fp32, numel, reduce_array

@@ -20,9 +20,9 @@ import numpy
 from ...autograd.function import Function
 from ...tensor import Tensor
 from .._util import check_same_device, xp_of
-from ..activation import Logsigmoid, logsigmoid, sigmoid
 from ..arith import maximum
 from ..shape import unsqueeze
+from ..smooth_activation import Logsigmoid, logsigmoid, sigmoid
 from ..unary import clamp, exp, log
 from .arguments import (
     REDUCTIONS,
