@@ -37,8 +37,9 @@ from ..autograd.function import Function
 from ..autograd.state import STATE
 from ..tensor import Tensor
 from ._util import compute_in_fp32, require_floating, round_from_fp32, xp_of, zero_where_not
+from .clamping import clamp
 from .shape import reshape, sum_to
-from .unary import _Pointwise, clamp, exp
+from .unary import _Pointwise, exp
 
 __all__ = ["relu", "relu6", "hardtanh", "leaky_relu", "rrelu", "prelu", "elu", "selu", "celu", "hardsigmoid",
            "hardswish", "threshold", "hardshrink", "softshrink"]
@@ -337,8 +338,6 @@ def elu(input, alpha=1.0, inplace=False):  # noqa: A002
 
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
-
-
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 

@@ -29,20 +29,15 @@ from ._special import erf_kernel
 from ._util import compute_in_fp32, normalize_dim, round_from_fp32, xp_of
 from .activation import _check, _check_number, _check_tensor, _float, _maybe_inplace
 from .indexing import cat, chunk
-from .unary import _Pointwise, abs, erf, exp, tanh  # noqa: A004 - cupynet's abs
+from .trigonometric import tanh
+from .unary import _Pointwise, abs, erf, exp  # noqa: A004 - cupynet's abs
 
 __all__ = ["gelu", "silu", "mish", "sigmoid", "logsigmoid", "softplus", "softsign", "tanhshrink", "glu"]
 
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
-
-
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-
-
 _TANH_GELU_K = math.sqrt(2.0 / math.pi)
-
-
 _TANH_GELU_C = 0.044715
 
 

@@ -21,9 +21,10 @@ from ...autograd.function import Function
 from ...tensor import Tensor
 from .._util import check_same_device, xp_of
 from ..arith import maximum
+from ..clamping import clamp
 from ..shape import unsqueeze
 from ..smooth_activation import Logsigmoid, logsigmoid, sigmoid
-from ..unary import clamp, exp, log
+from ..unary import exp, log
 from .arguments import (
     REDUCTIONS,
     broadcast_pair,

@@ -20,11 +20,11 @@ from ...autograd.state import is_grad_enabled
 from ...tensor import Tensor
 from .._util import host_check_range, xp_of
 from ..arith import minimum
+from ..clamping import clamp
 from ..indexing import gather, where
 from ..reduce import sum as sum_
 from ..shape import broadcast_to, reshape, unsqueeze
 from ..smooth_activation import Logsigmoid, logsigmoid, sigmoid
-from ..unary import clamp
 from .arguments import broadcast_shape, check_number, check_reduction, check_tensor, legacy_reduction
 from .distance import pairwise_distance
 from .reduction import back_to, compute_arrays, expand_grad, fp32, numel, reduce_array, reduce_loss
