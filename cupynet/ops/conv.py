@@ -203,6 +203,20 @@ def _add_bias(y, bias, dtype):
     return y.astype(dtype, copy=False)
 
 
+def _conv_unrounded(x, w, geoms, groups, fp32_out):
+    """im2col + GEMM: ``(y, cols)`` with ``y`` (N, O, *out) in fp32 for half inputs when ``fp32_out``."""
+    out = tuple(g.out for g in geoms)
+    if _per_sample_columns(x, geoms, groups):
+        cols = _sample_cols(x, geoms, groups)
+        wmat = w.reshape(groups, w.shape[0] // groups, cols.shape[2])          # (G, O/G, C/G * prod(kernel))
+        y = matmul_arrays(wmat, cols, fp32_out=fp32_out)                       # (N, G, O/G, prod(out)): NCHW
+        return y.reshape((x.shape[0], w.shape[0]) + out), cols
+    last = channels_last(x)
+    cols = _cols(x, geoms, groups, last)
+    y = _gemm(cols, _weight_matrix(w, groups, last), fp32_out=fp32_out)
+    return _from_out_matrix(y, x.shape[0], out), cols
+
+
 def conv_arrays(x, w, bias, geoms, groups, keep_cols=False):
     """``conv(x, w) + bias`` on arrays; with ``keep_cols``, also the im2col columns (for the weight gradient).
 
@@ -217,20 +231,6 @@ def conv_arrays(x, w, bias, geoms, groups, keep_cols=False):
     y, cols = _conv_unrounded(x, w, geoms, groups, fp32_out=bias is not None)
     y = _add_bias(y, bias, x.dtype)
     return (y, cols) if keep_cols else y
-
-
-def _conv_unrounded(x, w, geoms, groups, fp32_out):
-    """im2col + GEMM: ``(y, cols)`` with ``y`` (N, O, *out) in fp32 for half inputs when ``fp32_out``."""
-    out = tuple(g.out for g in geoms)
-    if _per_sample_columns(x, geoms, groups):
-        cols = _sample_cols(x, geoms, groups)
-        wmat = w.reshape(groups, w.shape[0] // groups, cols.shape[2])          # (G, O/G, C/G * prod(kernel))
-        y = matmul_arrays(wmat, cols, fp32_out=fp32_out)                       # (N, G, O/G, prod(out)): NCHW
-        return y.reshape((x.shape[0], w.shape[0]) + out), cols
-    last = channels_last(x)
-    cols = _cols(x, geoms, groups, last)
-    y = _gemm(cols, _weight_matrix(w, groups, last), fp32_out=fp32_out)
-    return _from_out_matrix(y, x.shape[0], out), cols
 
 
 def _transpose_by_tap(g, w, geoms, groups, rows=None):
@@ -313,6 +313,12 @@ def _bias_grad(grad):
     return _sum(grad, dim=(0,) + tuple(range(2, grad.ndim)))
 
 
+def _apply(table, a, weight, bias, ctx, **extra):
+    cls = table[len(ctx.geoms)]
+    args = (a, weight) if bias is None else (a, weight, bias)
+    return cls.apply(*args, geoms=ctx.geoms, groups=ctx.groups, **extra)
+
+
 class Conv(Function):
     """Convolution (cross-correlation) of ``x`` with ``weight`` plus an optional bias."""
 
@@ -389,52 +395,6 @@ class ConvWeight(Function):
         return gx, gg
 
 
-class Conv1d(Conv):
-    """1-D convolution."""
-
-    op_name = "conv1d"
-
-
-class Conv2d(Conv):
-    """2-D convolution."""
-
-    op_name = "conv2d"
-
-
-class Conv3d(Conv):
-    """3-D convolution."""
-
-    op_name = "conv3d"
-
-
-class ConvTranspose1d(ConvTranspose):
-    """1-D transposed convolution."""
-
-    op_name = "conv_transpose1d"
-
-
-class ConvTranspose2d(ConvTranspose):
-    """2-D transposed convolution."""
-
-    op_name = "conv_transpose2d"
-
-
-class ConvTranspose3d(ConvTranspose):
-    """3-D transposed convolution."""
-
-    op_name = "conv_transpose3d"
-
-
-CONV = {1: Conv1d, 2: Conv2d, 3: Conv3d}
-TRANSPOSE = {1: ConvTranspose1d, 2: ConvTranspose2d, 3: ConvTranspose3d}
-
-
-def _apply(table, a, weight, bias, ctx, **extra):
-    cls = table[len(ctx.geoms)]
-    args = (a, weight) if bias is None else (a, weight, bias)
-    return cls.apply(*args, geoms=ctx.geoms, groups=ctx.groups, **extra)
-
-
 def _run(table, nd, input, weight, bias, geoms, groups, unbatched):  # noqa: A002
     x = unsqueeze(input, 0) if unbatched else input
     args = (x, weight) if bias is None else (x, weight, bias)
@@ -447,10 +407,10 @@ def _conv(nd, input, weight, bias, stride, padding, dilation, groups):  # noqa: 
     return _run(CONV, nd, input, weight, bias, geoms, groups, unbatched)
 
 
-def _conv_transpose(nd, input, weight, bias, stride, padding, output_padding, groups, dilation):  # noqa: A002
-    geoms, unbatched = check_conv_transpose(f"conv_transpose{nd}d", nd, input, weight, bias, stride, padding,
-                                            output_padding, dilation, groups)
-    return _run(TRANSPOSE, nd, input, weight, bias, geoms, groups, unbatched)
+class Conv1d(Conv):
+    """1-D convolution."""
+
+    op_name = "conv1d"
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
@@ -468,6 +428,12 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(1, input, weight, bias, stride, padding, dilation, groups)
 
 
+class Conv2d(Conv):
+    """2-D convolution."""
+
+    op_name = "conv2d"
+
+
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
     """2-D convolution over (N, C_in, H, W) (or unbatched (C_in, H, W)): im2col + GEMM.
 
@@ -483,6 +449,12 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(2, input, weight, bias, stride, padding, dilation, groups)
 
 
+class Conv3d(Conv):
+    """3-D convolution."""
+
+    op_name = "conv3d"
+
+
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
     """3-D convolution over (N, C_in, D, H, W) (or unbatched).
 
@@ -496,6 +468,18 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         groups: split input and output channels into this many groups.
     """
     return _conv(3, input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv_transpose(nd, input, weight, bias, stride, padding, output_padding, groups, dilation):  # noqa: A002
+    geoms, unbatched = check_conv_transpose(f"conv_transpose{nd}d", nd, input, weight, bias, stride, padding,
+                                            output_padding, dilation, groups)
+    return _run(TRANSPOSE, nd, input, weight, bias, geoms, groups, unbatched)
+
+
+class ConvTranspose1d(ConvTranspose):
+    """1-D transposed convolution."""
+
+    op_name = "conv_transpose1d"
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,  # noqa: A002
@@ -515,6 +499,12 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return _conv_transpose(1, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
+class ConvTranspose2d(ConvTranspose):
+    """2-D transposed convolution."""
+
+    op_name = "conv_transpose2d"
+
+
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,  # noqa: A002
                      dilation=1):
     """2-D transposed convolution over (N, C_in, H, W): the gradient of conv2d with respect to its input.
@@ -532,6 +522,12 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return _conv_transpose(2, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
+class ConvTranspose3d(ConvTranspose):
+    """3-D transposed convolution."""
+
+    op_name = "conv_transpose3d"
+
+
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,  # noqa: A002
                      dilation=1):
     """3-D transposed convolution over (N, C_in, D, H, W).
@@ -547,6 +543,10 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
         dilation: int or triple.
     """
     return _conv_transpose(3, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+CONV = {1: Conv1d, 2: Conv2d, 3: Conv3d}
+TRANSPOSE = {1: ConvTranspose1d, 2: ConvTranspose2d, 3: ConvTranspose3d}
 
 
 METHODS = {}

@@ -124,6 +124,35 @@ def _grad_divisor(divisor):
     return xp_of(divisor).where(divisor == 0, 1, divisor).astype(divisor.dtype, copy=False)
 
 
+# NOTE (speed): up to this many classes, NumPy runs the softmax on a class-major copy (C, N).
+# A reduction along a short contiguous row (axis=1 of (N, 10)) costs NumPy one inner-loop call
+# per row; along axis 0 it is one vectorised pass per class: 3-4x faster for (512, 10).
+_CLASS_MAJOR_MAX = 64
+
+
+def _row_softmax(xf, xp):
+    """``(x - rowmax, softmax, log(sum(exp(x - rowmax))))`` of an (N, C) array, as (N, C) arrays (or views) and (N,).
+
+    NOTE: not the softmax / log_softmax ops: this path wants all three from one pass over
+    the logits, and on NumPy a class-major layout (above); the values are those ops' math.
+
+    Args:
+        xf: (N, C) logits in the compute dtype.
+        xp: the array module.
+    """
+    if xp is numpy and xf.shape[1] <= _CLASS_MAJOR_MAX:
+        xt = numpy.ascontiguousarray(xf.T)
+        # NOTE: the ufuncs' own reduce: ndarray.max/sum go through a Python wrapper first
+        shifted = xt - numpy.maximum.reduce(xt, axis=0)
+        e = numpy.exp(shifted)
+        total = numpy.add.reduce(e, axis=0)
+        return shifted.T, (e / total).T, numpy.log(total)
+    shifted = xf - xf.max(axis=1, keepdims=True)
+    e = xp.exp(shifted)
+    total = e.sum(axis=1, keepdims=True)
+    return shifted, e / total, xp.log(total[:, 0])
+
+
 # NOTE: the target dtypes the fused cross-entropy kernel reads (others take the array path)
 _FUSED_TARGETS = (dtypes.int32, dtypes.int64)
 
@@ -194,35 +223,6 @@ class CrossEntropy(Function):
         if ctx.needs_input_grad[1]:
             gt = back_to(-g * logp * w * (1.0 - s), target.dtype)
         return gx, gt
-
-
-# NOTE (speed): up to this many classes, NumPy runs the softmax on a class-major copy (C, N).
-# A reduction along a short contiguous row (axis=1 of (N, 10)) costs NumPy one inner-loop call
-# per row; along axis 0 it is one vectorised pass per class: 3-4x faster for (512, 10).
-_CLASS_MAJOR_MAX = 64
-
-
-def _row_softmax(xf, xp):
-    """``(x - rowmax, softmax, log(sum(exp(x - rowmax))))`` of an (N, C) array, as (N, C) arrays (or views) and (N,).
-
-    NOTE: not the softmax / log_softmax ops: this path wants all three from one pass over
-    the logits, and on NumPy a class-major layout (above); the values are those ops' math.
-
-    Args:
-        xf: (N, C) logits in the compute dtype.
-        xp: the array module.
-    """
-    if xp is numpy and xf.shape[1] <= _CLASS_MAJOR_MAX:
-        xt = numpy.ascontiguousarray(xf.T)
-        # NOTE: the ufuncs' own reduce: ndarray.max/sum go through a Python wrapper first
-        shifted = xt - numpy.maximum.reduce(xt, axis=0)
-        e = numpy.exp(shifted)
-        total = numpy.add.reduce(e, axis=0)
-        return shifted.T, (e / total).T, numpy.log(total)
-    shifted = xf - xf.max(axis=1, keepdims=True)
-    e = xp.exp(shifted)
-    total = e.sum(axis=1, keepdims=True)
-    return shifted, e / total, xp.log(total[:, 0])
 
 
 class PlainCrossEntropy(CrossEntropy):

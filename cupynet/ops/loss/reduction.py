@@ -68,6 +68,21 @@ def numel(shape):
     return n
 
 
+def _quiet_divide(total, divisor):
+    """``total / divisor`` where 0 / 0 is nan and x / 0 is inf silently, as PyTorch (no NumPy warning).
+
+    NOTE (speed): ``numpy.errstate`` costs about 1 us a loss, so it is entered only where the
+    division could warn: a host divisor that is zero or not finite (CuPy never warns).
+    """
+    if xp_of(divisor) is not numpy:
+        return total / divisor
+    value = float(divisor)  # NOTE: a host number (a 0-d array or a Python number); an array compare costs more
+    if value != 0 and math.isfinite(value):
+        return total / divisor
+    with numpy.errstate(invalid="ignore", divide="ignore"):
+        return total / divisor
+
+
 def reduce_array(elementwise, reduction, out_dtype, divisor=None):
     """Reduce per-element losses ('none', 'mean' or 'sum'; 'mean' divides by ``divisor`` when given).
 
@@ -88,21 +103,6 @@ def reduce_array(elementwise, reduction, out_dtype, divisor=None):
     else:
         out = elementwise.mean()
     return xp_of(elementwise).asarray(out).astype(out_dtype, copy=False)
-
-
-def _quiet_divide(total, divisor):
-    """``total / divisor`` where 0 / 0 is nan and x / 0 is inf silently, as PyTorch (no NumPy warning).
-
-    NOTE (speed): ``numpy.errstate`` costs about 1 us a loss, so it is entered only where the
-    division could warn: a host divisor that is zero or not finite (CuPy never warns).
-    """
-    if xp_of(divisor) is not numpy:
-        return total / divisor
-    value = float(divisor)  # NOTE: a host number (a 0-d array or a Python number); an array compare costs more
-    if value != 0 and math.isfinite(value):
-        return total / divisor
-    with numpy.errstate(invalid="ignore", divide="ignore"):
-        return total / divisor
 
 
 def expand_grad(grad, reduction, shape, divisor):
