@@ -113,6 +113,16 @@ def relu(input, inplace=False):  # noqa: A002 - PyTorch's argument names
     return _maybe_inplace(input, inplace, lambda: Relu.apply(input))
 
 
+def _check_integer_limits(dtype, min_val, max_val):
+    """PyTorch's checks of hardtanh's limits for an integer tensor (after truncation toward zero)."""
+    info = numpy.iinfo(dtype)
+    if dtype.kind == "u" and int(min_val) < 0:
+        raise ValueError("hardtanh: cannot do hardtanh on an unsigned type with negative limits")
+    for label, value in (("min_val", min_val), ("max_val", max_val)):
+        if not info.min <= int(value) <= info.max:
+            raise ValueError(f"hardtanh: {label}={value} cannot be converted to type {dtype} without overflow")
+
+
 class Hardtanh(Function):
     """``clamp(x, min_val, max_val)``; gradient 1 strictly inside (PyTorch's hardtanh_backward)."""
 
@@ -156,16 +166,6 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
         _check_integer_limits(input.dtype, min_val, max_val)
     return _maybe_inplace(input, inplace, lambda: Hardtanh.apply(input, min_val=float(min_val),
                                                                  max_val=float(max_val)))
-
-
-def _check_integer_limits(dtype, min_val, max_val):
-    """PyTorch's checks of hardtanh's limits for an integer tensor (after truncation toward zero)."""
-    info = numpy.iinfo(dtype)
-    if dtype.kind == "u" and int(min_val) < 0:
-        raise ValueError("hardtanh: cannot do hardtanh on an unsigned type with negative limits")
-    for label, value in (("min_val", min_val), ("max_val", max_val)):
-        if not info.min <= int(value) <= info.max:
-            raise ValueError(f"hardtanh: {label}={value} cannot be converted to type {dtype} without overflow")
 
 
 def relu6(input, inplace=False):  # noqa: A002
@@ -246,6 +246,12 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, ge
     return _maybe_inplace(input, inplace, lambda: input * noise)
 
 
+def _prelu_weight_shape(a, weight):
+    if weight.array.size == 1:
+        return (1,) * a.ndim
+    return (1, weight.array.size) + (1,) * (a.ndim - 2)
+
+
 class Prelu(Function):
     """``x`` for x > 0, ``weight * x`` otherwise, one learned slope per channel (dim 1); lower under autocast."""
 
@@ -268,12 +274,6 @@ class Prelu(Function):
         if ctx.needs_input_grad[1]:
             gw = reshape(sum_to(grad * x * (1.0 - positive), ctx.shape), weight.shape)
         return gx, gw
-
-
-def _prelu_weight_shape(a, weight):
-    if weight.array.size == 1:
-        return (1,) * a.ndim
-    return (1, weight.array.size) + (1,) * (a.ndim - 2)
 
 
 def prelu(input, weight):  # noqa: A002

@@ -23,15 +23,6 @@ from .linalg import Matmul
 __all__ = ["sparse_coo_tensor", "spmm"]
 
 
-class SparseCooTensor(IndexAddZeros):
-    """The dense tensor of COO ``indices``/``values``: zeros with each value added at its index (repeats add).
-
-    Gradient: ``values`` gets the output gradient read at the indices.
-    """
-
-    op_name = "sparse_coo_tensor"
-
-
 def _host_indices(indices):
     """``indices`` as a 2-D int64 NumPy array (PyTorch takes any integer array-like)."""
     host = backend.to_numpy(indices.array) if isinstance(indices, Tensor) else numpy.asarray(indices)
@@ -69,6 +60,15 @@ def _coo_size(index, values, size):
         raise RuntimeError(f"sparse_coo_tensor: values of shape {tuple(values.shape)} do not fit size {size}: "
                            f"expected values of shape (nnz, {', '.join(map(str, size[sparse_dim:]))})")
     return size
+
+
+class SparseCooTensor(IndexAddZeros):
+    """The dense tensor of COO ``indices``/``values``: zeros with each value added at its index (repeats add).
+
+    Gradient: ``values`` gets the output gradient read at the indices.
+    """
+
+    op_name = "sparse_coo_tensor"
 
 
 def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, requires_grad=False,
