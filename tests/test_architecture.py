@@ -2,10 +2,13 @@
 
 ``.importlinter`` (repository root) lists the layers, top to bottom, and the few
 imports that go up at run time on purpose. A change that makes a lower layer
-import a higher one, or two packages import each other, fails here.
+import a higher one, or two packages import each other, fails here. So does an
+op whose public function has wandered away from its class.
 """
 
+import ast
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -42,3 +45,34 @@ def test_the_contract_catches_an_upward_import(tmp_path):
     out = lint(config)
     assert out.returncode != 0 and "cupynet.ops is not allowed to import cupynet.nn" not in out.stdout
     assert "cupynet.nn is not allowed to import cupynet.ops" in out.stdout, out.stdout[-2000:]
+
+
+def _op_name(cls_node):
+    for stmt in cls_node.body:
+        if isinstance(stmt, ast.Assign):
+            targets = stmt.targets[0].elts if isinstance(stmt.targets[0], ast.Tuple) else [stmt.targets[0]]
+            values = stmt.value.elts if isinstance(stmt.value, ast.Tuple) else [stmt.value]
+            for target, value in zip(targets, values):
+                if getattr(target, "id", None) == "op_name" and isinstance(value, ast.Constant):
+                    return value.value
+    return None
+
+
+def test_each_op_function_sits_right_below_its_class():
+    # NOTE: docs/autograd.md promises it: `class Exp` and `def exp` are read together. Between them may sit
+    # only subclasses that are the same op (cross_entropy's three classes share one function).
+    far = []
+    for path in sorted(pathlib.Path(ROOT, "cupynet", "ops").rglob("*.py")):
+        body = ast.parse(path.read_text(encoding="utf-8")).body
+        functions = {node.name: i for i, node in enumerate(body) if isinstance(node, ast.FunctionDef)}
+        for i, node in enumerate(body):
+            name = _op_name(node) if isinstance(node, ast.ClassDef) else None
+            if name not in functions:
+                continue
+            between = body[i + 1:functions[name]]
+            same_op = all(isinstance(n, ast.ClassDef) and _op_name(n) is None
+                          and any(getattr(b, "id", None) == node.name for b in n.bases) for n in between)
+            if functions[name] < i or not same_op:
+                far.append(f"{path.relative_to(ROOT)}: class {node.name} (line {node.lineno}), def {name} "
+                           f"(line {body[functions[name]].lineno})")
+    assert not far, "put each op's function right below its class:\n" + "\n".join(far)

@@ -14,7 +14,8 @@ import pytest
 
 import cupynet as cn
 from cupynet.autograd.function import _saves_an_output
-from cupynet.ops.loss import _grad_divisor, _quiet_divide
+from cupynet.ops.loss.classification import _grad_divisor
+from cupynet.ops.loss.reduction import _quiet_divide
 
 torch = pytest.importorskip("torch")
 

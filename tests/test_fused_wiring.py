@@ -17,7 +17,7 @@ from test_fused_compile import DevArray, dev, fake, fake_cublas  # noqa: F401 - 
 import cupynet as cn
 from cupynet.cuda.compile import KERNEL_DTYPES
 from cupynet.ops import fused, linalg
-from cupynet.ops.loss import CrossEntropy
+from cupynet.ops.loss.classification import CrossEntropy, FusedCrossEntropy
 from cupynet.tensor import Tensor
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -39,11 +39,11 @@ def gpu(monkeypatch):
     return emulated
 
 
-def _xent(x, t, w, create_graph=False, upload=np.asarray, **kw):
-    """Loss and d loss / d x (and d/dx of sum(grad^2) with create_graph) through the CrossEntropy op."""
+def _xent(op, x, t, w, create_graph=False, upload=np.asarray, **kw):
+    """Loss and d loss / d x (and d/dx of sum(grad^2) with create_graph) through a cross-entropy op."""
     xt = Tensor(x, requires_grad=True)
     # NOTE: the op itself (the public function's range check reads the targets on the host, off on GPUs)
-    loss = CrossEntropy.apply(xt, Tensor(t), weight=None if w is None else Tensor(w), **kw)
+    loss = op.apply(xt, Tensor(t), weight=None if w is None else Tensor(w), **kw)
     seed = upload(np.full(loss.shape, 0.7, np.float32).astype(x.dtype))
     (gx,) = cn.autograd.grad(loss, [xt], Tensor(seed), create_graph=create_graph)
     out = [np.asarray(loss.detach().array, np.float64), np.asarray(gx.detach().array, np.float64)]
@@ -65,8 +65,9 @@ def test_cross_entropy_runs_the_fused_kernels_on_the_gpu_path(gpu, dtype, kw):
     t = rng.integers(0, 33, 7).astype(np.int64)
     t[3] = 2
     w = (rng.random(33) + 0.5).astype(np.float32) if kw.pop("weighted", False) else None
-    host = _xent(x, t, w, **kw)
-    device = _xent(gpu.asarray(x), gpu.asarray(t), None if w is None else gpu.asarray(w), upload=gpu.asarray, **kw)
+    host = _xent(CrossEntropy, x, t, w, **kw)
+    device = _xent(FusedCrossEntropy, gpu.asarray(x), gpu.asarray(t), None if w is None else gpu.asarray(w),
+                   upload=gpu.asarray, **kw)
     assert {n.split("<")[0] for n in gpu.launches} == {"softmax_xent_forward_kernel", "softmax_xent_backward_kernel"}
     # NOTE: both compute in fp32 (the kernel with CUDA's expf/logf, emulated): a few fp32 ulps, then each
     # result is rounded once to its dtype (one ulp of that dtype where the two land on either side)
@@ -85,16 +86,16 @@ def test_cross_entropy_double_backward_after_the_fused_forward(monkeypatch):
     rng = np.random.default_rng(1)
     x, t = rng.standard_normal((5, 9)).astype(np.float32), rng.integers(0, 9, 5).astype(np.int64)
     w = (rng.random(9) + 0.5).astype(np.float32)
-    fused_run = _xent(x, t, w, create_graph=True, label_smoothing=0.2)
+    fused_run = _xent(FusedCrossEntropy, x, t, w, create_graph=True, label_smoothing=0.2)
     assert launches
     # NOTE: a graph kept for a second backward: a double backward, then a first-order one, on one node
     xt = Tensor(x, requires_grad=True)
-    loss = CrossEntropy.apply(xt, Tensor(t), weight=Tensor(w), label_smoothing=0.2)
+    loss = FusedCrossEntropy.apply(xt, Tensor(t), weight=Tensor(w), label_smoothing=0.2)
     (g,) = cn.autograd.grad(loss, [xt], create_graph=True)
     loss.backward()
     np.testing.assert_allclose(xt.grad.numpy(), g.detach().numpy(), rtol=16 * EPS32, atol=16 * EPS32)
     monkeypatch.undo()
-    host = _xent(x, t, w, create_graph=True, label_smoothing=0.2)
+    host = _xent(CrossEntropy, x, t, w, create_graph=True, label_smoothing=0.2)
     for got, want in zip(fused_run, host):
         np.testing.assert_allclose(got, want, rtol=16 * EPS32, atol=16 * EPS32 * max(1.0, np.abs(want).max()))
 
@@ -105,6 +106,17 @@ def test_cross_entropy_on_numpy_keeps_its_array_path(monkeypatch):
     x, t = cn.randn(4, 5, requires_grad=True), cn.tensor([0, 1, 2, 3])
     cn.nn.functional.cross_entropy(x, t).backward()
     assert calls == [] and x.grad is not None
+
+
+def test_cross_entropy_takes_the_fused_op_where_the_kernels_run(monkeypatch):
+    # NOTE: the public function chooses the op; the kernels' reference stands in for the launcher
+    from cupynet.ops.kernels import reference
+    launches = []
+    monkeypatch.setattr(fused, "kernels_enabled", lambda *arrays: True)
+    monkeypatch.setattr(fused, "_launch", lambda: launches.append(1) or reference)
+    x, t = cn.randn(4, 5, requires_grad=True), cn.tensor([0, 1, 2, 3])
+    cn.nn.functional.cross_entropy(x, t).backward()
+    assert len(launches) == 2 and x.grad is not None
 
 
 @pytest.mark.parametrize("dtype", [np.float16, BF16])

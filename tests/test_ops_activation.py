@@ -1,4 +1,4 @@
-"""Activations (cupynet/ops/activation.py) and dropout (cupynet/ops/dropout.py)."""
+"""Activations (cupynet/ops/activation.py, smooth_activation.py, softmax_family.py) and dropout (ops/dropout.py)."""
 
 import importlib
 
@@ -7,9 +7,10 @@ import pytest
 from op_harness import check_op, host
 
 import cupynet as cn
-from cupynet.ops import activation
+from cupynet.ops import activation, smooth_activation, softmax_family
 
 dropout_module = importlib.import_module("cupynet.ops.dropout")  # NOTE: cupynet.ops.dropout is the function
+ACTIVATION_MODULES = (activation, smooth_activation, softmax_family)
 
 # (cupynet call, torch.nn.functional call by name and kwargs, input range)
 POINTWISE = [
@@ -143,7 +144,8 @@ def test_inplace_writes_into_the_input_only_when_no_graph_is_recorded():
 
 
 def test_amp_policies_and_autocast_result_dtype():
-    policies = {cls.op_name: cls.amp_policy for cls in cn.ops.OP_CLASSES if cls.__module__ == activation.__name__}
+    modules = {m.__name__ for m in ACTIVATION_MODULES}
+    policies = {cls.op_name: cls.amp_policy for cls in cn.ops.OP_CLASSES if cls.__module__ in modules}
     assert policies["softmax"] == policies["log_softmax"] == policies["softplus"] == "fp32"
     assert policies["prelu"] == "lower"
     for name in ("relu", "gelu", "silu", "sigmoid", "elu", "leaky_relu", "hardtanh", "mish", "glu"):
@@ -159,7 +161,7 @@ def test_amp_policies_and_autocast_result_dtype():
 
 
 def test_public_functions_have_docstrings_and_methods():
-    for module in (activation, dropout_module):
+    for module in (*ACTIVATION_MODULES, dropout_module):
         for name in module.__all__:
             doc = getattr(module, name).__doc__
             assert doc and "Args:" in doc, name

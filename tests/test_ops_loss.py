@@ -5,9 +5,8 @@ import pytest
 from op_harness import check_op, host
 
 import cupynet as cn
-import cupynet.ops.loss as loss_ops
-import cupynet.ops.loss as loss_pointwise
 from cupynet import amp
+from cupynet.ops.loss import classification, distance, likelihood, margin, regression
 
 RNG = np.random.default_rng(0)
 TARGET = np.array([0, 4, -100, 2])
@@ -41,7 +40,7 @@ def test_cross_entropy_without_ignored_targets(reduction):
 
 @pytest.mark.parametrize("classes", [3, 64, 65, 200])
 def test_cross_entropy_both_softmax_layouts_match_torch(classes):
-    # NOTE: up to 64 classes the CPU softmax runs class-major (loss._CLASS_MAJOR_MAX), above it row-major
+    # NOTE: up to 64 classes the CPU softmax runs class-major (classification._CLASS_MAJOR_MAX), above it row-major
     torch = pytest.importorskip("torch")
     target = np.arange(5) * 7 % classes
     check_op([(5, classes)], lambda x: cn.cross_entropy(x, cn.tensor(target)),
@@ -146,13 +145,15 @@ def test_extra_losses_and_cosine_similarity():
 
 
 def test_amp_policies_and_banned_bce():
-    assert loss_ops.CrossEntropy.amp_policy == "fp32" and loss_ops.NLLLoss.amp_policy == "fp32"
-    assert loss_ops.BinaryCrossEntropyWithLogits.amp_policy == "fp32" and loss_ops.KLDiv.amp_policy == "fp32"
-    for cls in (loss_pointwise.MSELoss, loss_pointwise.L1Loss, loss_pointwise.SmoothL1Loss,
-                loss_pointwise.HuberLoss, loss_pointwise.PoissonNLLLoss, loss_pointwise.HingeEmbeddingLoss,
-                loss_pointwise.MarginRankingLoss, loss_pointwise.SoftMarginLoss, loss_pointwise.CosineSimilarity):
+    for cls in (classification.CrossEntropy, classification.PlainCrossEntropy, classification.FusedCrossEntropy,
+                classification.NLLLoss):
         assert cls.amp_policy == "fp32", cls
-    assert loss_ops.BinaryCrossEntropy.amp_policy == "banned"
+    assert likelihood.BinaryCrossEntropyWithLogits.amp_policy == "fp32" and likelihood.KLDiv.amp_policy == "fp32"
+    for cls in (regression.MSELoss, regression.L1Loss, regression.SmoothL1Loss,
+                regression.HuberLoss, likelihood.PoissonNLLLoss, margin.HingeEmbeddingLoss,
+                margin.MarginRankingLoss, margin.SoftMarginLoss, distance.CosineSimilarity):
+        assert cls.amp_policy == "fp32", cls
+    assert likelihood.BinaryCrossEntropy.amp_policy == "banned"
     p, t = cn.full((2, 3), 0.5), cn.ones(2, 3)
     with amp.autocast("cpu", dtype=cn.float16):
         with pytest.raises(RuntimeError, match=r"cupynet.nn.functional.binary_cross_entropy and cupynet.nn.BCELoss "

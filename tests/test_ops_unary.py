@@ -1,4 +1,5 @@
-"""Unary math ops (cupynet/ops/unary.py): values, gradients, double backward, edge values, errors, AMP policies."""
+"""One-input math ops (cupynet/ops/unary.py, trigonometric.py, rounding.py, clamping.py): values, gradients, double
+backward, edge values, errors, AMP policies."""
 
 import math
 import warnings
@@ -8,7 +9,9 @@ import pytest
 from op_harness import check_op, host
 
 import cupynet as cn
-from cupynet.ops import _special, unary
+from cupynet.ops import _special, clamping, rounding, trigonometric, unary
+
+UNARY_MODULES = (unary, trigonometric, rounding, clamping)
 
 # (name, low, high): inputs are drawn inside each op's domain, away from kinks and poles
 SMOOTH_OPS = [
@@ -330,15 +333,17 @@ def test_non_tensor_input_is_a_clear_error():
 def test_amp_policies_follow_the_reference_lists():
     fp32 = {"exp", "log", "rsqrt", "reciprocal", "tan", "sinh", "cosh", "asin", "acos", "erfinv", "expm1",
             "log2", "log10", "log1p"}
+    modules = {m.__name__ for m in UNARY_MODULES}
     for cls in cn.ops.OP_CLASSES:
-        if cls.__module__ == unary.__name__:
+        if cls.__module__ in modules:
             assert cls.amp_policy == ("fp32" if cls.op_name in fp32 else None), cls.op_name
-    named = {cls.op_name for cls in cn.ops.OP_CLASSES if cls.__module__ == unary.__name__}
+    named = {cls.op_name for cls in cn.ops.OP_CLASSES if cls.__module__ in modules}
     assert fp32 | {"sqrt", "abs", "sin", "cos", "atan", "tanh", "erf", "clamp", "floor"} <= named
 
 
 def test_every_public_function_has_summary_and_args():
-    for name in unary.__all__:
-        doc = getattr(unary, name).__doc__
-        assert doc and doc.strip().splitlines()[0] and "Args:" in doc, name
-        assert name in cn.ops.TENSOR_METHODS
+    for module in UNARY_MODULES:
+        for name in module.__all__:
+            doc = getattr(module, name).__doc__
+            assert doc and doc.strip().splitlines()[0] and "Args:" in doc, name
+            assert name in cn.ops.TENSOR_METHODS

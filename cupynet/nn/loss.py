@@ -9,7 +9,7 @@ move with ``.to()`` and appear in ``state_dict()`` when given.
 
 from __future__ import annotations
 
-from ..ops.loss import legacy_reduction
+from ..ops.loss.arguments import legacy_reduction
 from ..tensor import Tensor
 from .module import FunctionalLayer
 

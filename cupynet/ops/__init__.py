@@ -13,10 +13,11 @@ import importlib
 
 from ..autograd.function import Cast, Function
 
-FAMILIES = ("shape", "arith", "compare", "inplace", "reduce", "unary", "activation", "indexing", "linalg",
-            "contraction", "conv", "pool", "norm", "loss", "attention", "embedding", "dropout",
-            "resample", "sorting", "scattering", "ternary", "matrix", "cumulative", "arrange",
-            "selection", "decomposition", "sampling", "grid", "sparse")
+FAMILIES = ("shape", "arith", "compare", "inplace", "reduce", "unary", "trigonometric", "rounding", "clamping",
+            "activation", "smooth_activation", "softmax_family", "indexing", "linalg", "contraction", "conv", "pool",
+            "norm", "loss.classification", "loss.likelihood", "loss.regression", "loss.margin", "loss.distance",
+            "attention", "embedding", "dropout", "resample", "sorting", "scattering", "ternary", "matrix",
+            "cumulative", "arrange", "selection", "decomposition", "sampling", "grid", "sparse")
 
 TENSOR_METHODS = {}
 _modules = []

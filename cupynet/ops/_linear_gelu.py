@@ -43,6 +43,20 @@ def _gelu_derivative_ops(h):
     return 0.5 * (1.0 + erf(h * _INV_SQRT2)) + h * exp(-0.5 * h * h) * _INV_SQRT_2PI
 
 
+def _gelu_grad_array(grad, h, cdf):
+    """``grad * (Phi(h) + h phi(h))`` on arrays, in gelu's backward order; rounded once to grad's dtype."""
+    with numpy.errstate(all="ignore"):
+        # NOTE: cdf + h * exp(-0.5 * h * h) / sqrt(2 pi), then times grad, in place in one fresh array
+        slope = -0.5 * h
+        slope *= h
+        xp_of(h).exp(slope, out=slope)
+        slope *= h
+        slope *= _INV_SQRT_2PI
+        slope += cdf
+        slope *= compute_in_fp32(grad)
+        return round_from_fp32(slope, grad.dtype)
+
+
 class _LinearGelu(Function):
     """``gelu(x @ W^T + b)``, exact GELU; private: reached through ``nn.TransformerEncoderLayer``'s feed-forward."""
 
@@ -84,20 +98,6 @@ class _LinearGelu(Function):
         return linear_backward(ctx, Tensor(_gelu_grad_array(grad.array, ctx.h, ctx.cdf)), x, weight)
 
 
-def _gelu_grad_array(grad, h, cdf):
-    """``grad * (Phi(h) + h phi(h))`` on arrays, in gelu's backward order; rounded once to grad's dtype."""
-    with numpy.errstate(all="ignore"):
-        # NOTE: cdf + h * exp(-0.5 * h * h) / sqrt(2 pi), then times grad, in place in one fresh array
-        slope = -0.5 * h
-        slope *= h
-        xp_of(h).exp(slope, out=slope)
-        slope *= h
-        slope *= _INV_SQRT_2PI
-        slope += cdf
-        slope *= compute_in_fp32(grad)
-        return round_from_fp32(slope, grad.dtype)
-
-
 def linear_gelu(input, weight, bias=None):  # noqa: A002 - PyTorch's argument names
     """``gelu(linear(input, weight, bias))`` (exact GELU) in one op: same values as the two ops.
 
@@ -107,3 +107,5 @@ def linear_gelu(input, weight, bias=None):  # noqa: A002 - PyTorch's argument na
         bias: an optional Tensor of shape ``(out_features,)``.
     """
     return _LinearGelu.apply(input, weight, *(() if bias is None else (bias,)))  # NOTE: no None input slot
+
+

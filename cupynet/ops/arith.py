@@ -31,6 +31,34 @@ def _grad_for(ctx, i, make_grad):
     return sum_to(make_grad(), ctx.shapes[i])
 
 
+def _zero_dim_follows(a, b):
+    """PyTorch's promotion for a 0-d float tensor meeting a dimensioned float tensor: the latter's dtype wins.
+
+    NOTE: NumPy 2 promotes ``float16[N] * float32[]`` to float32; PyTorch keeps float16
+    (0-d tensors do not take part in promotion within a category). The 0-d operand is
+    cast (differentiably), so its gradient still comes back in its own dtype.
+    """
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)) or a.dtype == b.dtype:
+        return a, b
+    if not (dtypes.is_floating(a.dtype) and dtypes.is_floating(b.dtype)):
+        return a, b
+    if a.ndim == 0 and b.ndim > 0:
+        return Cast.apply(a, dtype=b.dtype), b
+    if b.ndim == 0 and a.ndim > 0:
+        return a, Cast.apply(b, dtype=a.dtype)
+    return a, b
+
+
+def _binary(fn, a, b):
+    if type(b) in (float, int) and isinstance(a, Tensor):
+        return fn.apply(a, b)  # NOTE: the common tensor-with-a-number case needs no lifting or promotion
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        raise TypeError(f"{fn.name()}: expected at least one Tensor, got {type(a).__name__} and {type(b).__name__}")
+    like = a if isinstance(a, Tensor) else b
+    a, b = _zero_dim_follows(lift(a, like), lift(b, like))
+    return fn.apply(a, b)
+
+
 class Add(Function):
     """``a + b`` with broadcasting."""
 
@@ -48,65 +76,17 @@ class Add(Function):
         return ga, gb
 
 
-class Sub(Function):
-    """``a - b`` with broadcasting."""
+def add(input, other, alpha=1, *, out=None):  # noqa: A002 - PyTorch's argument name
+    """Elementwise ``input + alpha * other`` with broadcasting.
 
-    op_name = "sub"
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.shapes = (getattr(a, "shape", ()), getattr(b, "shape", ()))
-        return fix_float_dtype(data(a) - data(b), a, b)
-
-    @staticmethod
-    def backward(ctx, grad):
-        if _arrays_will_do(grad):
-            g = grad.array
-            return _array_grads(ctx, lambda: g, lambda: -g)
-        ga = sum_to(grad, ctx.shapes[0]) if ctx.needs_input_grad[0] else None
-        gb = sum_to(-grad, ctx.shapes[1]) if ctx.needs_input_grad[1] else None
-        return ga, gb
-
-
-class Mul(Function):
-    """``a * b`` with broadcasting."""
-
-    op_name = "mul"
-
-    @staticmethod
-    def forward(ctx, a, b):
-        _save_operands(ctx, a, b)
-        return fix_float_dtype(data(a) * data(b), a, b)
-
-    @staticmethod
-    def backward(ctx, grad):
-        a, b = _restore(ctx)
-        if _arrays_will_do(grad, a, b):
-            g, a, b = grad.array, data(a), data(b)
-            return _array_grads(ctx, lambda: g * b, lambda: g * a)
-        return _grad_for(ctx, 0, lambda: grad * b), _grad_for(ctx, 1, lambda: grad * a)
-
-
-class Div(Function):
-    """``a / b`` with broadcasting (true division: integers give float32)."""
-
-    op_name = "div"
-
-    @staticmethod
-    def forward(ctx, a, b):
-        _save_operands(ctx, a, b, both=True)
-        out = data(a) / data(b)
-        return fix_float_dtype(out, a, b)
-
-    @staticmethod
-    def backward(ctx, grad):
-        a, b = _restore(ctx)
-        if _arrays_will_do(grad, a, b):
-            g, a, b = grad.array, data(a), data(b)
-            return _array_grads(ctx, lambda: g / b, lambda: -g * a / (b * b))
-        ga = _grad_for(ctx, 0, lambda: grad / b)
-        gb = _grad_for(ctx, 1, lambda: -grad * a / (b * b))
-        return ga, gb
+    Args:
+        input: a Tensor or number.
+        other: a Tensor or number.
+        alpha: multiplier of ``other``.
+        out: an optional Tensor the result is written into (and returned), as PyTorch's ``out=``.
+    """
+    result = _binary(Add, input, other if alpha == 1 else other * alpha)
+    return result if out is None else write_out("add", result, out)
 
 
 def _arrays_will_do(grad, *operands) -> bool:
@@ -135,6 +115,39 @@ def _array_grads(ctx, *makers):
     return tuple(out)
 
 
+class Sub(Function):
+    """``a - b`` with broadcasting."""
+
+    op_name = "sub"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = (getattr(a, "shape", ()), getattr(b, "shape", ()))
+        return fix_float_dtype(data(a) - data(b), a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if _arrays_will_do(grad):
+            g = grad.array
+            return _array_grads(ctx, lambda: g, lambda: -g)
+        ga = sum_to(grad, ctx.shapes[0]) if ctx.needs_input_grad[0] else None
+        gb = sum_to(-grad, ctx.shapes[1]) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+def sub(input, other, alpha=1, *, out=None):  # noqa: A002
+    """Elementwise ``input - alpha * other`` with broadcasting.
+
+    Args:
+        input: a Tensor or number.
+        other: a Tensor or number.
+        alpha: multiplier of ``other``.
+        out: an optional Tensor the result is written into (and returned), as PyTorch's ``out=``.
+    """
+    result = _binary(Sub, input, other if alpha == 1 else other * alpha)
+    return result if out is None else write_out("sub", result, out)
+
+
 def _save_operands(ctx, a, b, both=False):
     """Save what backward needs: for a product only the *other* operand (d(ab)/da = b); Python numbers as is."""
     need = ctx.needs_input_grad
@@ -150,6 +163,76 @@ def _restore(ctx):
     return tuple(s if s is not None else v for s, v in zip(saved, ctx.scalars))
 
 
+class Mul(Function):
+    """``a * b`` with broadcasting."""
+
+    op_name = "mul"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        _save_operands(ctx, a, b)
+        return fix_float_dtype(data(a) * data(b), a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = _restore(ctx)
+        if _arrays_will_do(grad, a, b):
+            g, a, b = grad.array, data(a), data(b)
+            return _array_grads(ctx, lambda: g * b, lambda: g * a)
+        return _grad_for(ctx, 0, lambda: grad * b), _grad_for(ctx, 1, lambda: grad * a)
+
+
+def mul(input, other, *, out=None):  # noqa: A002
+    """Elementwise product with broadcasting.
+
+    ``out = input * other``.
+
+    Args:
+        input: a Tensor or number.
+        other: a Tensor or number.
+        out: an optional Tensor the result is written into (and returned), as PyTorch's ``out=``.
+    """
+    result = _binary(Mul, input, other)
+    return result if out is None else write_out("mul", result, out)
+
+
+class Div(Function):
+    """``a / b`` with broadcasting (true division: integers give float32)."""
+
+    op_name = "div"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        _save_operands(ctx, a, b, both=True)
+        out = data(a) / data(b)
+        return fix_float_dtype(out, a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = _restore(ctx)
+        if _arrays_will_do(grad, a, b):
+            g, a, b = grad.array, data(a), data(b)
+            return _array_grads(ctx, lambda: g / b, lambda: -g * a / (b * b))
+        ga = _grad_for(ctx, 0, lambda: grad / b)
+        gb = _grad_for(ctx, 1, lambda: -grad * a / (b * b))
+        return ga, gb
+
+
+def div(input, other, *, out=None):  # noqa: A002
+    """Elementwise true division with broadcasting.
+
+    ``out = input / other``; integers give float32. (The operator ``number / tensor`` is
+    ``reciprocal(tensor) * number`` instead, as PyTorch's ``Tensor.__rdiv__``; see ``Tensor.__rtruediv__``.)
+
+    Args:
+        input: a Tensor or number.
+        other: a Tensor or number.
+        out: an optional Tensor the result is written into (and returned), as PyTorch's ``out=``.
+    """
+    result = _binary(Div, input, other)
+    return result if out is None else write_out("div", result, out)
+
+
 class Neg(Function):
     """``-a``."""
 
@@ -162,6 +245,17 @@ class Neg(Function):
     @staticmethod
     def backward(ctx, grad):
         return -grad
+
+
+def neg(input):  # noqa: A002
+    """Elementwise negation.
+
+    ``out = -input``.
+
+    Args:
+        input: a Tensor.
+    """
+    return Neg.apply(input)
 
 
 class Pow(Function):
@@ -183,6 +277,27 @@ class Pow(Function):
         return ga, gb
 
 
+def pow(input, exponent, *, out=None):  # noqa: A001, A002 - PyTorch's names
+    """Elementwise ``input ** exponent``; either may be a number.
+
+    Args:
+        input: a Tensor or number.
+        exponent: a Tensor or number.
+        out: an optional Tensor the result is written into (and returned), as PyTorch's ``out=``.
+    """
+    result = _binary(Pow, input, exponent)
+    return result if out is None else write_out("pow", result, out)
+
+
+def _move(array, device):
+    device = backend.device(device)
+    if device.type == "cpu":
+        return backend.to_numpy(array)
+    cupy = device.xp
+    with cupy.cuda.Device(device.index):
+        return cupy.asarray(array)
+
+
 class ToDevice(Function):
     """Copy to another device; the gradient goes back to the source device."""
 
@@ -198,119 +313,14 @@ class ToDevice(Function):
         return ToDevice.apply(grad, device=ctx.source)
 
 
-def _move(array, device):
-    device = backend.device(device)
-    if device.type == "cpu":
-        return backend.to_numpy(array)
-    cupy = device.xp
-    with cupy.cuda.Device(device.index):
-        return cupy.asarray(array)
-
-
-def _binary(fn, a, b):
-    if type(b) in (float, int) and isinstance(a, Tensor):
-        return fn.apply(a, b)  # NOTE: the common tensor-with-a-number case needs no lifting or promotion
-    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
-        raise TypeError(f"{fn.name()}: expected at least one Tensor, got {type(a).__name__} and {type(b).__name__}")
-    like = a if isinstance(a, Tensor) else b
-    a, b = _zero_dim_follows(lift(a, like), lift(b, like))
-    return fn.apply(a, b)
-
-
-def _zero_dim_follows(a, b):
-    """PyTorch's promotion for a 0-d float tensor meeting a dimensioned float tensor: the latter's dtype wins.
-
-    NOTE: NumPy 2 promotes ``float16[N] * float32[]`` to float32; PyTorch keeps float16
-    (0-d tensors do not take part in promotion within a category). The 0-d operand is
-    cast (differentiably), so its gradient still comes back in its own dtype.
-    """
-    if not (isinstance(a, Tensor) and isinstance(b, Tensor)) or a.dtype == b.dtype:
-        return a, b
-    if not (dtypes.is_floating(a.dtype) and dtypes.is_floating(b.dtype)):
-        return a, b
-    if a.ndim == 0 and b.ndim > 0:
-        return Cast.apply(a, dtype=b.dtype), b
-    if b.ndim == 0 and a.ndim > 0:
-        return a, Cast.apply(b, dtype=a.dtype)
-    return a, b
-
-
-def add(input, other, alpha=1, *, out=None):  # noqa: A002 - PyTorch's argument name
-    """Elementwise ``input + alpha * other`` with broadcasting.
-
-    Args:
-        input: a Tensor or number.
-        other: a Tensor or number.
-        alpha: multiplier of ``other``.
-        out: an optional Tensor the result is written into (and returned), as PyTorch's ``out=``.
-    """
-    result = _binary(Add, input, other if alpha == 1 else other * alpha)
-    return result if out is None else write_out("add", result, out)
-
-
-def sub(input, other, alpha=1, *, out=None):  # noqa: A002
-    """Elementwise ``input - alpha * other`` with broadcasting.
-
-    Args:
-        input: a Tensor or number.
-        other: a Tensor or number.
-        alpha: multiplier of ``other``.
-        out: an optional Tensor the result is written into (and returned), as PyTorch's ``out=``.
-    """
-    result = _binary(Sub, input, other if alpha == 1 else other * alpha)
-    return result if out is None else write_out("sub", result, out)
-
-
-def mul(input, other, *, out=None):  # noqa: A002
-    """Elementwise product with broadcasting.
-
-    ``out = input * other``.
-
-    Args:
-        input: a Tensor or number.
-        other: a Tensor or number.
-        out: an optional Tensor the result is written into (and returned), as PyTorch's ``out=``.
-    """
-    result = _binary(Mul, input, other)
-    return result if out is None else write_out("mul", result, out)
-
-
-def div(input, other, *, out=None):  # noqa: A002
-    """Elementwise true division with broadcasting.
-
-    ``out = input / other``; integers give float32. (The operator ``number / tensor`` is
-    ``reciprocal(tensor) * number`` instead, as PyTorch's ``Tensor.__rdiv__``; see ``Tensor.__rtruediv__``.)
-
-    Args:
-        input: a Tensor or number.
-        other: a Tensor or number.
-        out: an optional Tensor the result is written into (and returned), as PyTorch's ``out=``.
-    """
-    result = _binary(Div, input, other)
-    return result if out is None else write_out("div", result, out)
-
-
-def neg(input):  # noqa: A002
-    """Elementwise negation.
-
-    ``out = -input``.
+def to_device(input, device):  # noqa: A002
+    """Differentiable copy to ``device``.
 
     Args:
         input: a Tensor.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or a Device.
     """
-    return Neg.apply(input)
-
-
-def pow(input, exponent, *, out=None):  # noqa: A001, A002 - PyTorch's names
-    """Elementwise ``input ** exponent``; either may be a number.
-
-    Args:
-        input: a Tensor or number.
-        exponent: a Tensor or number.
-        out: an optional Tensor the result is written into (and returned), as PyTorch's ``out=``.
-    """
-    result = _binary(Pow, input, exponent)
-    return result if out is None else write_out("pow", result, out)
+    return ToDevice.apply(input, device=backend.device(device))
 
 
 def cast(input, dtype):  # noqa: A002
@@ -323,14 +333,18 @@ def cast(input, dtype):  # noqa: A002
     return Cast.apply(input, dtype=dtypes.as_dtype(dtype))
 
 
-def to_device(input, device):  # noqa: A002
-    """Differentiable copy to ``device``.
+class Clone(Function):
+    """A C-contiguous copy."""
 
-    Args:
-        input: a Tensor.
-        device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or a Device.
-    """
-    return ToDevice.apply(input, device=backend.device(device))
+    op_name = "clone"
+
+    @staticmethod
+    def forward(ctx, a):
+        return a.array.copy(order="C")  # NOTE: not ascontiguousarray, which turns a 0-d array into shape (1,)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
 
 
 def clone(input):  # noqa: A002
@@ -349,20 +363,6 @@ def contiguous(input):  # noqa: A002
         input: a Tensor.
     """
     return input if input.array.flags.c_contiguous else Clone.apply(input)
-
-
-class Clone(Function):
-    """A C-contiguous copy."""
-
-    op_name = "clone"
-
-    @staticmethod
-    def forward(ctx, a):
-        return a.array.copy(order="C")  # NOTE: not ascontiguousarray, which turns a 0-d array into shape (1,)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad
 
 
 class _Extremum(Function):
@@ -419,6 +419,10 @@ class _Extremum(Function):
         return _grad_for(ctx, 0, lambda: grad * wa), _grad_for(ctx, 1, lambda: grad * (1 - wa))
 
 
+def _full_like_scalar(t, value):
+    return Tensor(xp_of(t).asarray(value, dtype=t.dtype))
+
+
 class Maximum(_Extremum):
     """Elementwise max of two tensors; the gradient goes to the larger (split evenly on ties)."""
 
@@ -431,6 +435,19 @@ class Maximum(_Extremum):
     @staticmethod
     def a_wins(a, b):
         return a > b
+
+
+def maximum(input, other):  # noqa: A002
+    """Elementwise maximum with broadcasting.
+
+    ``out = max(input, other)``; on a tie each input gets half the gradient.
+
+    Args:
+        input: a Tensor.
+        other: a Tensor or number.
+    """
+    other = other if isinstance(other, Tensor) else _full_like_scalar(input, other)
+    return _binary(Maximum, input, other)
 
 
 class Minimum(_Extremum):
@@ -447,19 +464,6 @@ class Minimum(_Extremum):
         return a < b
 
 
-def maximum(input, other):  # noqa: A002
-    """Elementwise maximum with broadcasting.
-
-    ``out = max(input, other)``; on a tie each input gets half the gradient.
-
-    Args:
-        input: a Tensor.
-        other: a Tensor or number.
-    """
-    other = other if isinstance(other, Tensor) else _full_like_scalar(input, other)
-    return _binary(Maximum, input, other)
-
-
 def minimum(input, other):  # noqa: A002
     """Elementwise minimum with broadcasting.
 
@@ -471,10 +475,6 @@ def minimum(input, other):  # noqa: A002
     """
     other = other if isinstance(other, Tensor) else _full_like_scalar(input, other)
     return _binary(Minimum, input, other)
-
-
-def _full_like_scalar(t, value):
-    return Tensor(xp_of(t).asarray(value, dtype=t.dtype))
 
 
 METHODS = {name: globals()[name] for name in __all__ if name not in ("cast", "to_device")}

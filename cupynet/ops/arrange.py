@@ -13,9 +13,9 @@ from .. import dtypes
 from ..tensor import Tensor
 from ._util import check_same_device, normalize_dim, xp_of
 from .arith import sub
+from .clamping import clamp
 from .indexing import IndexSelect, cat, check_index_tensor, flip, gather, stack
 from .shape import broadcast_to, permute, reshape
-from .unary import clamp
 
 __all__ = ["meshgrid", "cartesian_prod", "repeat_interleave", "take_along_dim", "diff", "rot90", "atleast_1d",
            "atleast_2d", "atleast_3d", "clamp_min", "clamp_max"]

@@ -58,58 +58,16 @@ def _safe_softmax_array(scores):
     return e, row_max, empty
 
 
-class ScaledDotProductAttention(Function):
-    """``softmax(q k^T * scale + mask) v`` with fp32 softmax (lower under autocast)."""
+def _swapped(a):
+    """``a`` with its last two axes swapped (a view)."""
+    return a.swapaxes(-1, -2)
 
-    op_name = "scaled_dot_product_attention"
-    amp_policy = "lower"
 
-    @staticmethod
-    def forward(ctx, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
-        xp, ctx.work = xp_of(q), dtypes.compute_dtype(q.dtype)
-        if attn_mask is not None:
-            ctx.mask_shape, ctx.mask_dtype = attn_mask.shape, attn_mask.dtype
-        ctx.scale = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
-        ctx.bias = _mask_bias(xp, attn_mask, is_causal, q.shape[-2], k.shape[-2], ctx.work)
-        scores = matmul_arrays(q.array, xp.swapaxes(k.array, -1, -2)).astype(ctx.work, copy=False)
-        scores *= ctx.scale  # NOTE: in place: the product (or its fp32 copy) is a fresh array
-        if ctx.bias is not None:
-            scores = scores + ctx.bias  # NOTE: not in place: a mask may broadcast the scores to more batch dims
-        probs, ctx.row_max, ctx.empty = _safe_softmax_array(scores)
-        ctx.probs, ctx.keep = probs, None  # NOTE: fp32 probabilities before dropout, for the array backward
-        if dropout_p > 0.0:
-            # NOTE: inverted dropout on the probabilities: kept entries are scaled by 1 / (1 - p)
-            u = generator_for(q.device).random(probs.shape, dtype=dtypes.float32)
-            ctx.keep = (u >= dropout_p).astype(ctx.work) / (1.0 - dropout_p)
-            probs = probs * ctx.keep
-        ctx.save_for_backward(q, k, v)
-        return matmul_arrays(probs.astype(v.dtype, copy=False), v.array)
-
-    @staticmethod
-    def backward(ctx, grad):
-        q, k, v = ctx.saved_tensors
-        if not STATE.grad_enabled:
-            return _backward_arrays(ctx, grad, q, k, v)
-        probs = _probs_ops(ctx, q, k)
-        kept = probs * Tensor(ctx.keep) if ctx.keep is not None else probs
-        gq = gk = gv = gm = None
-        need = ctx.needs_input_grad
-        if need[2]:
-            gv = sum_to(matmul(cast(kept, v.dtype).mT, grad), v.shape)
-        if need[0] or need[1] or (len(need) > 3 and need[3]):
-            d_probs = cast(matmul(grad, v.mT), ctx.work)
-            d_probs = d_probs * Tensor(ctx.keep) if ctx.keep is not None else d_probs
-            # NOTE: softmax backward in fp32: dS = P * (dP - sum(dP * P)); a float mask is added to the
-            # scores, so its gradient is dS itself; q and k see dS times the scale
-            d_bias = probs * (d_probs - sum_(d_probs * probs, dim=-1, keepdim=True))
-            if len(need) > 3 and need[3]:
-                gm = cast(sum_to(d_bias, ctx.mask_shape), ctx.mask_dtype)
-            d_scores = d_bias * ctx.scale
-            if need[0]:
-                gq = sum_to(matmul(cast(d_scores, q.dtype), k), q.shape)
-            if need[1]:
-                gk = sum_to(matmul(cast(d_scores, k.dtype).mT, q), k.shape)
-        return (gq, gk, gv, gm) if len(need) > 3 else (gq, gk, gv)
+def _summed(a, shape):
+    """The array ``a`` summed down to the broadcast source ``shape`` (``sum_to`` on arrays)."""
+    lead = a.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and a.shape[lead + i] != 1)
+    return a.sum(axis=axes, keepdims=True).reshape(shape) if axes else a
 
 
 def _backward_arrays(ctx, grad, q, k, v):
@@ -140,18 +98,6 @@ def _backward_arrays(ctx, grad, q, k, v):
             gk = _summed(matmul_arrays(_swapped(d_scores.astype(k.dtype)), q.array), k.shape)
     grads = (gq, gk, gv, gm) if len(need) > 3 else (gq, gk, gv)
     return tuple(None if a is None else Tensor(a) for a in grads)
-
-
-def _swapped(a):
-    """``a`` with its last two axes swapped (a view)."""
-    return a.swapaxes(-1, -2)
-
-
-def _summed(a, shape):
-    """The array ``a`` summed down to the broadcast source ``shape`` (``sum_to`` on arrays)."""
-    lead = a.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and a.shape[lead + i] != 1)
-    return a.sum(axis=axes, keepdims=True).reshape(shape) if axes else a
 
 
 def _probs_ops(ctx, q, k):
@@ -205,6 +151,60 @@ def _check_mask(attn_mask, is_causal, query, key):
     if shape is None or len(attn_mask.shape) > len(scores_shape):
         raise ValueError(f"{op}: attn_mask of shape {tuple(attn_mask.shape)} does not broadcast to the attention "
                          f"scores' shape {scores_shape} (..., L, S)")
+
+
+class ScaledDotProductAttention(Function):
+    """``softmax(q k^T * scale + mask) v`` with fp32 softmax (lower under autocast)."""
+
+    op_name = "scaled_dot_product_attention"
+    amp_policy = "lower"
+
+    @staticmethod
+    def forward(ctx, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+        xp, ctx.work = xp_of(q), dtypes.compute_dtype(q.dtype)
+        if attn_mask is not None:
+            ctx.mask_shape, ctx.mask_dtype = attn_mask.shape, attn_mask.dtype
+        ctx.scale = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
+        ctx.bias = _mask_bias(xp, attn_mask, is_causal, q.shape[-2], k.shape[-2], ctx.work)
+        scores = matmul_arrays(q.array, xp.swapaxes(k.array, -1, -2)).astype(ctx.work, copy=False)
+        scores *= ctx.scale  # NOTE: in place: the product (or its fp32 copy) is a fresh array
+        if ctx.bias is not None:
+            scores = scores + ctx.bias  # NOTE: not in place: a mask may broadcast the scores to more batch dims
+        probs, ctx.row_max, ctx.empty = _safe_softmax_array(scores)
+        ctx.probs, ctx.keep = probs, None  # NOTE: fp32 probabilities before dropout, for the array backward
+        if dropout_p > 0.0:
+            # NOTE: inverted dropout on the probabilities: kept entries are scaled by 1 / (1 - p)
+            u = generator_for(q.device).random(probs.shape, dtype=dtypes.float32)
+            ctx.keep = (u >= dropout_p).astype(ctx.work) / (1.0 - dropout_p)
+            probs = probs * ctx.keep
+        ctx.save_for_backward(q, k, v)
+        return matmul_arrays(probs.astype(v.dtype, copy=False), v.array)
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v = ctx.saved_tensors
+        if not STATE.grad_enabled:
+            return _backward_arrays(ctx, grad, q, k, v)
+        probs = _probs_ops(ctx, q, k)
+        kept = probs * Tensor(ctx.keep) if ctx.keep is not None else probs
+        gq = gk = gv = gm = None
+        need = ctx.needs_input_grad
+        if need[2]:
+            gv = sum_to(matmul(cast(kept, v.dtype).mT, grad), v.shape)
+        if need[0] or need[1] or (len(need) > 3 and need[3]):
+            d_probs = cast(matmul(grad, v.mT), ctx.work)
+            d_probs = d_probs * Tensor(ctx.keep) if ctx.keep is not None else d_probs
+            # NOTE: softmax backward in fp32: dS = P * (dP - sum(dP * P)); a float mask is added to the
+            # scores, so its gradient is dS itself; q and k see dS times the scale
+            d_bias = probs * (d_probs - sum_(d_probs * probs, dim=-1, keepdim=True))
+            if len(need) > 3 and need[3]:
+                gm = cast(sum_to(d_bias, ctx.mask_shape), ctx.mask_dtype)
+            d_scores = d_bias * ctx.scale
+            if need[0]:
+                gq = sum_to(matmul(cast(d_scores, q.dtype), k), q.shape)
+            if need[1]:
+                gk = sum_to(matmul(cast(d_scores, k.dtype).mT, q), k.shape)
+        return (gq, gk, gv, gm) if len(need) > 3 else (gq, gk, gv)
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,

@@ -30,48 +30,6 @@ def einsum_arrays(equation, *arrays):
     return out.astype(arrays[0].dtype, copy=False)
 
 
-class Einsum(Function):
-    """Einstein summation over an explicit equation (ellipses already expanded by ``einsum``)."""
-
-    op_name = "einsum"
-    amp_policy = "lower"
-
-    @staticmethod
-    def forward(ctx, *operands, terms=(), out_term="", sizes=None):
-        _same_dtype(ctx.fn.op_name, *operands)
-        ctx.save_for_backward(*operands)
-        ctx.terms, ctx.out_term, ctx.sizes = terms, out_term, sizes
-        xp = xp_of(*operands)
-        arrays = [xp.broadcast_to(t.array, tuple(sizes[c] for c in term)) for t, term in zip(operands, terms)]
-        return einsum_arrays(",".join(terms) + "->" + out_term, *arrays)
-
-    @staticmethod
-    def backward(ctx, grad):
-        operands = ctx.saved_tensors
-        return tuple(_einsum_grad(ctx, operands, i, grad) if ctx.needs_input_grad[i] else None
-                     for i in range(len(operands)))
-
-
-class Tensordot(Einsum):
-    """``tensordot``: contraction of chosen dimension pairs, run as an einsum (``promote`` under autocast)."""
-
-    op_name = "tensordot"
-    amp_policy = "promote"
-
-
-def _einsum_grad(ctx, operands, i, grad):
-    """Gradient of operand ``i``: an einsum of the output gradient with the other operands."""
-    others = [(grad, ctx.out_term)] + [(t, s) for j, (t, s) in enumerate(zip(operands, ctx.terms)) if j != i]
-    term, sizes = _split_repeats(ctx, i, grad, others)
-    seen = set("".join(s for _, s in others))
-    target = "".join(c for c in term if c in seen)
-    g = _einsum_apply([t for t, _ in others], [s for _, s in others], target, sizes)
-    if target != term:  # NOTE: a letter only operand i has was summed in forward: its gradient is broadcast
-        g = reshape(g, tuple(sizes[c] if c in seen else 1 for c in term))
-        g = broadcast_to(g, tuple(sizes[c] for c in term))
-    return sum_to(g, operands[i].shape)
-
-
 def _split_repeats(ctx, i, grad, others):
     """Operand ``i``'s letters with each repeat renamed, adding an identity matrix per repeat to ``others``.
 
@@ -100,6 +58,41 @@ def _einsum_apply(operands, terms, out_term, sizes):
                         sizes={c: sizes[c] for c in "".join(terms)})
 
 
+def _einsum_grad(ctx, operands, i, grad):
+    """Gradient of operand ``i``: an einsum of the output gradient with the other operands."""
+    others = [(grad, ctx.out_term)] + [(t, s) for j, (t, s) in enumerate(zip(operands, ctx.terms)) if j != i]
+    term, sizes = _split_repeats(ctx, i, grad, others)
+    seen = set("".join(s for _, s in others))
+    target = "".join(c for c in term if c in seen)
+    g = _einsum_apply([t for t, _ in others], [s for _, s in others], target, sizes)
+    if target != term:  # NOTE: a letter only operand i has was summed in forward: its gradient is broadcast
+        g = reshape(g, tuple(sizes[c] if c in seen else 1 for c in term))
+        g = broadcast_to(g, tuple(sizes[c] for c in term))
+    return sum_to(g, operands[i].shape)
+
+
+class Einsum(Function):
+    """Einstein summation over an explicit equation (ellipses already expanded by ``einsum``)."""
+
+    op_name = "einsum"
+    amp_policy = "lower"
+
+    @staticmethod
+    def forward(ctx, *operands, terms=(), out_term="", sizes=None):
+        _same_dtype(ctx.fn.op_name, *operands)
+        ctx.save_for_backward(*operands)
+        ctx.terms, ctx.out_term, ctx.sizes = terms, out_term, sizes
+        xp = xp_of(*operands)
+        arrays = [xp.broadcast_to(t.array, tuple(sizes[c] for c in term)) for t, term in zip(operands, terms)]
+        return einsum_arrays(",".join(terms) + "->" + out_term, *arrays)
+
+    @staticmethod
+    def backward(ctx, grad):
+        operands = ctx.saved_tensors
+        return tuple(_einsum_grad(ctx, operands, i, grad) if ctx.needs_input_grad[i] else None
+                     for i in range(len(operands)))
+
+
 def einsum(equation, *operands):
     """Einstein summation, e.g. ``einsum("bij,bjk->bik", a, b)``; ellipsis and implicit output are supported.
 
@@ -114,6 +107,13 @@ def einsum(equation, *operands):
         operands = tuple(operands[0])
     terms, out_term, sizes = parse_einsum(equation, [tuple(t.shape) for t in operands])
     return Einsum.apply(*operands, terms=tuple(terms), out_term=out_term, sizes=sizes)
+
+
+class Tensordot(Einsum):
+    """``tensordot``: contraction of chosen dimension pairs, run as an einsum (``promote`` under autocast)."""
+
+    op_name = "tensordot"
+    amp_policy = "promote"
 
 
 def tensordot(a, b, dims=2):

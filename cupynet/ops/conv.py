@@ -9,7 +9,7 @@ written with the other two, so gradients of any order come from the same three f
     conv_transpose(g, w)  backward: dg = conv(G, w),            dw = conv_weight(G, g)
     conv_weight(x, g)     backward: dx = conv_transpose(g, W),  dg = conv(x, W)
 
-Column layout (issue 15): on NumPy the im2col matrix is built *channels last*: row ``(n, *o)``
+Column layout (speed): on NumPy the im2col matrix is built *channels last*: row ``(n, *o)``
 holds the window as ``(*kernel, C/G)``, read from an ``(N, *padded, C)`` copy of the input through
 ``as_strided``, so the one copy that materializes the columns moves runs of ``kernel[-1] * C``
 elements instead of ``kernel[-1]``. The GEMM result is then ``(N, *out, O)``, copied once to
@@ -61,7 +61,7 @@ def channels_last(x):
 def _per_sample_columns(x, geoms, groups):
     """True when ``x``'s im2col runs per sample, by kernel tap: NumPy, and the taps' runs are the longer.
 
-    NOTE (issue 15): the one copy that builds the columns moves contiguous runs of ``kernel[-1] * C/G``
+    NOTE (speed): the one copy that builds the columns moves contiguous runs of ``kernel[-1] * C/G``
     elements channels last, or of ``out[-1]`` elements per sample and tap (stride 1 in the last
     dimension); the longer runs win. First layers (1-3 channels) go per sample: their columns build
     4-8x faster, and the per-sample GEMMs write NCHW directly (no output transpose, which costs more
@@ -203,6 +203,20 @@ def _add_bias(y, bias, dtype):
     return y.astype(dtype, copy=False)
 
 
+def _conv_unrounded(x, w, geoms, groups, fp32_out):
+    """im2col + GEMM: ``(y, cols)`` with ``y`` (N, O, *out) in fp32 for half inputs when ``fp32_out``."""
+    out = tuple(g.out for g in geoms)
+    if _per_sample_columns(x, geoms, groups):
+        cols = _sample_cols(x, geoms, groups)
+        wmat = w.reshape(groups, w.shape[0] // groups, cols.shape[2])          # (G, O/G, C/G * prod(kernel))
+        y = matmul_arrays(wmat, cols, fp32_out=fp32_out)                       # (N, G, O/G, prod(out)): NCHW
+        return y.reshape((x.shape[0], w.shape[0]) + out), cols
+    last = channels_last(x)
+    cols = _cols(x, geoms, groups, last)
+    y = _gemm(cols, _weight_matrix(w, groups, last), fp32_out=fp32_out)
+    return _from_out_matrix(y, x.shape[0], out), cols
+
+
 def conv_arrays(x, w, bias, geoms, groups, keep_cols=False):
     """``conv(x, w) + bias`` on arrays; with ``keep_cols``, also the im2col columns (for the weight gradient).
 
@@ -219,26 +233,12 @@ def conv_arrays(x, w, bias, geoms, groups, keep_cols=False):
     return (y, cols) if keep_cols else y
 
 
-def _conv_unrounded(x, w, geoms, groups, fp32_out):
-    """im2col + GEMM: ``(y, cols)`` with ``y`` (N, O, *out) in fp32 for half inputs when ``fp32_out``."""
-    out = tuple(g.out for g in geoms)
-    if _per_sample_columns(x, geoms, groups):
-        cols = _sample_cols(x, geoms, groups)
-        wmat = w.reshape(groups, w.shape[0] // groups, cols.shape[2])          # (G, O/G, C/G * prod(kernel))
-        y = matmul_arrays(wmat, cols, fp32_out=fp32_out)                       # (N, G, O/G, prod(out)): NCHW
-        return y.reshape((x.shape[0], w.shape[0]) + out), cols
-    last = channels_last(x)
-    cols = _cols(x, geoms, groups, last)
-    y = _gemm(cols, _weight_matrix(w, groups, last), fp32_out=fp32_out)
-    return _from_out_matrix(y, x.shape[0], out), cols
-
-
 def _transpose_by_tap(g, w, geoms, groups, rows=None):
     """The adjoint of channels-last im2col + GEMM, one small GEMM per kernel tap: (N, O, *out) -> (N, C, *size).
 
     For each tap, ``g``'s rows times that tap's ``(O/G, C/G)`` slice of the weight is a contiguous
     ``(N, *out, C/G)`` block, added into an ``(N, *padded, G, C/G)`` buffer at the positions the tap
-    reads. NOTE (issue 15): against one GEMM to ``(rows, kernel * C)`` columns and a col2im, the adds
+    reads. NOTE (speed): against one GEMM to ``(rows, kernel * C)`` columns and a col2im, the adds
     read contiguous blocks (runs of ``out[-1] * C`` elements, not ``C``), and no columns the size of
     ``kernel`` inputs are built; measured 2x faster for 3x3 kernels with 16-32 channels. The sums run
     in fp32 for half dtypes (the GEMMs return fp32) and are rounded once by the caller.
@@ -311,6 +311,12 @@ def conv_weight_arrays(x, g, geoms, groups, cols=None, rows=None):
 
 def _bias_grad(grad):
     return _sum(grad, dim=(0,) + tuple(range(2, grad.ndim)))
+
+
+def _apply(table, a, weight, bias, ctx, **extra):
+    cls = table[len(ctx.geoms)]
+    args = (a, weight) if bias is None else (a, weight, bias)
+    return cls.apply(*args, geoms=ctx.geoms, groups=ctx.groups, **extra)
 
 
 class Conv(Function):
@@ -389,52 +395,6 @@ class ConvWeight(Function):
         return gx, gg
 
 
-class Conv1d(Conv):
-    """1-D convolution."""
-
-    op_name = "conv1d"
-
-
-class Conv2d(Conv):
-    """2-D convolution."""
-
-    op_name = "conv2d"
-
-
-class Conv3d(Conv):
-    """3-D convolution."""
-
-    op_name = "conv3d"
-
-
-class ConvTranspose1d(ConvTranspose):
-    """1-D transposed convolution."""
-
-    op_name = "conv_transpose1d"
-
-
-class ConvTranspose2d(ConvTranspose):
-    """2-D transposed convolution."""
-
-    op_name = "conv_transpose2d"
-
-
-class ConvTranspose3d(ConvTranspose):
-    """3-D transposed convolution."""
-
-    op_name = "conv_transpose3d"
-
-
-CONV = {1: Conv1d, 2: Conv2d, 3: Conv3d}
-TRANSPOSE = {1: ConvTranspose1d, 2: ConvTranspose2d, 3: ConvTranspose3d}
-
-
-def _apply(table, a, weight, bias, ctx, **extra):
-    cls = table[len(ctx.geoms)]
-    args = (a, weight) if bias is None else (a, weight, bias)
-    return cls.apply(*args, geoms=ctx.geoms, groups=ctx.groups, **extra)
-
-
 def _run(table, nd, input, weight, bias, geoms, groups, unbatched):  # noqa: A002
     x = unsqueeze(input, 0) if unbatched else input
     args = (x, weight) if bias is None else (x, weight, bias)
@@ -447,10 +407,10 @@ def _conv(nd, input, weight, bias, stride, padding, dilation, groups):  # noqa: 
     return _run(CONV, nd, input, weight, bias, geoms, groups, unbatched)
 
 
-def _conv_transpose(nd, input, weight, bias, stride, padding, output_padding, groups, dilation):  # noqa: A002
-    geoms, unbatched = check_conv_transpose(f"conv_transpose{nd}d", nd, input, weight, bias, stride, padding,
-                                            output_padding, dilation, groups)
-    return _run(TRANSPOSE, nd, input, weight, bias, geoms, groups, unbatched)
+class Conv1d(Conv):
+    """1-D convolution."""
+
+    op_name = "conv1d"
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
@@ -468,6 +428,12 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(1, input, weight, bias, stride, padding, dilation, groups)
 
 
+class Conv2d(Conv):
+    """2-D convolution."""
+
+    op_name = "conv2d"
+
+
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
     """2-D convolution over (N, C_in, H, W) (or unbatched (C_in, H, W)): im2col + GEMM.
 
@@ -483,6 +449,12 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(2, input, weight, bias, stride, padding, dilation, groups)
 
 
+class Conv3d(Conv):
+    """3-D convolution."""
+
+    op_name = "conv3d"
+
+
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
     """3-D convolution over (N, C_in, D, H, W) (or unbatched).
 
@@ -496,6 +468,18 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         groups: split input and output channels into this many groups.
     """
     return _conv(3, input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv_transpose(nd, input, weight, bias, stride, padding, output_padding, groups, dilation):  # noqa: A002
+    geoms, unbatched = check_conv_transpose(f"conv_transpose{nd}d", nd, input, weight, bias, stride, padding,
+                                            output_padding, dilation, groups)
+    return _run(TRANSPOSE, nd, input, weight, bias, geoms, groups, unbatched)
+
+
+class ConvTranspose1d(ConvTranspose):
+    """1-D transposed convolution."""
+
+    op_name = "conv_transpose1d"
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,  # noqa: A002
@@ -515,6 +499,12 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return _conv_transpose(1, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
+class ConvTranspose2d(ConvTranspose):
+    """2-D transposed convolution."""
+
+    op_name = "conv_transpose2d"
+
+
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,  # noqa: A002
                      dilation=1):
     """2-D transposed convolution over (N, C_in, H, W): the gradient of conv2d with respect to its input.
@@ -532,6 +522,12 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return _conv_transpose(2, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
+class ConvTranspose3d(ConvTranspose):
+    """3-D transposed convolution."""
+
+    op_name = "conv_transpose3d"
+
+
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,  # noqa: A002
                      dilation=1):
     """3-D transposed convolution over (N, C_in, D, H, W).
@@ -547,6 +543,10 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
         dilation: int or triple.
     """
     return _conv_transpose(3, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+CONV = {1: Conv1d, 2: Conv2d, 3: Conv3d}
+TRANSPOSE = {1: ConvTranspose1d, 2: ConvTranspose2d, 3: ConvTranspose3d}
 
 
 METHODS = {}

@@ -26,16 +26,12 @@ CummaxResult = collections.namedtuple("cummax", ["values", "indices"])
 CumminResult = collections.namedtuple("cummin", ["values", "indices"])
 
 
-class CumMax(GetItem):
-    """The input read at the index of the running maximum along a dimension."""
-
-    op_name = "cummax"
-
-
-class CumMin(GetItem):
-    """The input read at the index of the running minimum along a dimension."""
-
-    op_name = "cummin"
+def _scan_cupy(xp, array, axis, ufunc):
+    # NOTE: CuPy's ufuncs have no accumulate; a Python loop over the scanned axis (n small kernels)
+    out = xp.moveaxis(array.copy(), axis, 0)
+    for i in range(1, out.shape[0]):
+        out[i] = ufunc(out[i - 1], out[i])
+    return xp.moveaxis(out, 0, axis)
 
 
 def _running_index(array, axis, better):
@@ -50,14 +46,6 @@ def _running_index(array, axis, better):
         _scan_cupy(xp, xp.where(wins, positions, 0), axis, xp.maximum)
 
 
-def _scan_cupy(xp, array, axis, ufunc):
-    # NOTE: CuPy's ufuncs have no accumulate; a Python loop over the scanned axis (n small kernels)
-    out = xp.moveaxis(array.copy(), axis, 0)
-    for i in range(1, out.shape[0]):
-        out[i] = ufunc(out[i - 1], out[i])
-    return xp.moveaxis(out, 0, axis)
-
-
 def _cum_extreme(op_name, cls, result, better, input, dim):  # noqa: A002
     if not isinstance(input, Tensor):
         raise TypeError(f"{op_name}: expected input to be a Tensor, got {type(input).__name__}")
@@ -69,6 +57,12 @@ def _cum_extreme(op_name, cls, result, better, input, dim):  # noqa: A002
     return result(reshape(values, input.shape), reshape(indices, input.shape))
 
 
+class CumMax(GetItem):
+    """The input read at the index of the running maximum along a dimension."""
+
+    op_name = "cummax"
+
+
 def cummax(input, dim):  # noqa: A002 - PyTorch's name
     """The running maximum along ``dim`` and the index where each was reached.
 
@@ -77,6 +71,12 @@ def cummax(input, dim):  # noqa: A002 - PyTorch's name
         dim: the dimension to scan.
     """
     return _cum_extreme("cummax", CumMax, CummaxResult, numpy.maximum, input, dim)
+
+
+class CumMin(GetItem):
+    """The input read at the index of the running minimum along a dimension."""
+
+    op_name = "cummin"
 
 
 def cummin(input, dim):  # noqa: A002

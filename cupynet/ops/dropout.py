@@ -31,6 +31,19 @@ def _scaled_mask(a, p, mask_shape):
     return keep.astype(compute_dtype) * (1.0 / (1.0 - p))
 
 
+def _check_args(op_name, input, p, training, inplace):  # noqa: A002
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op_name}: expected a Tensor as input, got {type(input).__name__}")
+    require_floating(op_name, input)
+    if isinstance(p, bool) or not isinstance(p, numbers.Real):
+        raise TypeError(f"{op_name}: p must be a number in [0, 1], got {p!r}")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{op_name}: dropout probability has to be between 0 and 1, but got p={p}")
+    for label, flag in (("training", training), ("inplace", inplace)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{op_name}: {label} must be a bool, got {flag!r}")
+
+
 class Dropout(Function):
     """``x * mask / (1 - p)`` with a fresh Bernoulli(1 - p) mask, broadcast from ``mask_shape``."""
 
@@ -45,19 +58,6 @@ class Dropout(Function):
     @staticmethod
     def backward(ctx, grad):
         return grad * ctx.scale
-
-
-def _check_args(op_name, input, p, training, inplace):  # noqa: A002
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{op_name}: expected a Tensor as input, got {type(input).__name__}")
-    require_floating(op_name, input)
-    if isinstance(p, bool) or not isinstance(p, numbers.Real):
-        raise TypeError(f"{op_name}: p must be a number in [0, 1], got {p!r}")
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"{op_name}: dropout probability has to be between 0 and 1, but got p={p}")
-    for label, flag in (("training", training), ("inplace", inplace)):
-        if not isinstance(flag, bool):
-            raise TypeError(f"{op_name}: {label} must be a bool, got {flag!r}")
 
 
 def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002 - PyTorch's argument names
@@ -77,6 +77,19 @@ def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002 - PyTorch
     return _maybe_inplace(input, inplace, lambda: Dropout.apply(input, p=float(p)))
 
 
+def _legacy_dropout2d(input, p, training, inplace):  # noqa: A002
+    """PyTorch's deprecated dropout2d of a 2-D or 5-D (or other) input: a warning, then one draw per (N, C)."""
+    if input.ndim < 2:
+        raise RuntimeError("dropout2d: Feature dropout requires at least 2 dimensions in the input")
+    warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will result in "
+                  "an error in a future release. To retain the behavior and silence this warning, please use "
+                  "dropout instead.", UserWarning, stacklevel=4)
+    if not training:
+        return input
+    mask_shape = input.shape[:2] + (1,) * (input.ndim - 2)  # NOTE: a 2-D (N, C) input drops single elements
+    return _maybe_inplace(input, inplace, lambda: Dropout.apply(input, p=float(p), mask_shape=mask_shape))
+
+
 def _channel_dropout(nd, input, p, training, inplace):  # noqa: A002
     op_name = f"dropout{nd}d"
     _check_args(op_name, input, p, training, inplace)
@@ -89,19 +102,6 @@ def _channel_dropout(nd, input, p, training, inplace):  # noqa: A002
     if not training:
         return input
     mask_shape = input.shape[:-nd] + (1,) * nd  # NOTE: one draw per (sample, channel), broadcast over space
-    return _maybe_inplace(input, inplace, lambda: Dropout.apply(input, p=float(p), mask_shape=mask_shape))
-
-
-def _legacy_dropout2d(input, p, training, inplace):  # noqa: A002
-    """PyTorch's deprecated dropout2d of a 2-D or 5-D (or other) input: a warning, then one draw per (N, C)."""
-    if input.ndim < 2:
-        raise RuntimeError("dropout2d: Feature dropout requires at least 2 dimensions in the input")
-    warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will result in "
-                  "an error in a future release. To retain the behavior and silence this warning, please use "
-                  "dropout instead.", UserWarning, stacklevel=4)
-    if not training:
-        return input
-    mask_shape = input.shape[:2] + (1,) * (input.ndim - 2)  # NOTE: a 2-D (N, C) input drops single elements
     return _maybe_inplace(input, inplace, lambda: Dropout.apply(input, p=float(p), mask_shape=mask_shape))
 
 

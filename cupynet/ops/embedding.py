@@ -29,6 +29,36 @@ from .shape import reshape, squeeze, unsqueeze
 __all__ = ["embedding", "one_hot", "embedding_bag"]
 
 
+def _renorm_rows_(weight, indices, max_norm, norm_type):
+    """Scale the looked-up rows whose ``norm_type``-norm exceeds ``max_norm`` down to it, in place (no graph)."""
+    xp = xp_of(weight)
+    rows = xp.unique(indices.reshape(-1))
+    picked = compute_in_fp32(weight.array[rows])
+    norms = (xp.abs(picked) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
+    factor = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+    weight.array[rows] = (picked * factor[:, None]).astype(weight.dtype)
+    weight._bump_version()
+
+
+def _check_embedding_args(input, weight, padding_idx, max_norm, sparse):  # noqa: A002
+    if not isinstance(input, Tensor) or input.dtype.kind not in "iu":
+        got = input.dtype if isinstance(input, Tensor) else type(input).__name__
+        raise TypeError(f"embedding: expected input to be an integer (int32/int64) Tensor of indices, got {got}")
+    if not isinstance(weight, Tensor) or weight.ndim != 2 or not dtypes.is_floating(weight.dtype):
+        got = f"shape {tuple(weight.shape)} {weight.dtype}" if isinstance(weight, Tensor) else type(weight).__name__
+        raise ValueError(f"embedding: weight must be a 2-D floating Tensor (num_embeddings, embedding_dim), got {got}")
+    num = weight.shape[0]
+    if padding_idx is not None and (not isinstance(padding_idx, numbers.Integral) or not -num <= padding_idx < num):
+        raise ValueError(f"embedding: padding_idx must be within num_embeddings ({num}), got {padding_idx!r}")
+    if max_norm is not None and (not isinstance(max_norm, numbers.Real) or max_norm <= 0):
+        raise ValueError(f"embedding: max_norm must be a positive number or None, got {max_norm!r}")
+    check_same_device("embedding", weight=weight, input=input)
+    if sparse:
+        raise NotImplementedError("embedding: sparse gradients are not supported (use sparse=False)")
+    host_check_range("embedding", input.array, 0, num - 1,
+                     lambda: f"index out of range: expected indices in [0, {num - 1}] for num_embeddings={num}")
+
+
 class Embedding(Function):
     """Pick rows of ``weight`` by integer indices (unlisted for autocast: runs in the weight's dtype)."""
 
@@ -44,6 +74,28 @@ class Embedding(Function):
     def backward(ctx, grad):
         return EmbeddingBackward.apply(grad, indices=ctx.indices, num_weights=ctx.num_weights,
                                        padding_idx=ctx.padding_idx, scale_grad_by_freq=ctx.scale_by_freq)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # noqa: A002 - PyTorch's names
+              scale_grad_by_freq=False, sparse=False):
+    """Look up rows of ``weight``: ``out[..., :] = weight[input[...], :]``.
+
+    Args:
+        input: an integer Tensor of indices in ``[0, num_embeddings)``.
+        weight: the ``(num_embeddings, embedding_dim)`` table.
+        padding_idx: a row that gets no gradient (negative counts from the end).
+        max_norm: rows looked up with a larger ``norm_type``-norm are renormalized to it in place.
+        norm_type: the p of the norm for ``max_norm``.
+        scale_grad_by_freq: divide each row's gradient by how often it occurs in ``input``.
+        sparse: sparse gradients; not supported (must be False).
+    """
+    _check_embedding_args(input, weight, padding_idx, max_norm, sparse)
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += weight.shape[0]
+    if max_norm is not None:
+        _renorm_rows_(weight, input.array, float(max_norm), float(norm_type))
+    return Embedding.apply(weight, indices=input.array.astype(numpy.int64, copy=False), padding_idx=padding_idx,
+                           scale_grad_by_freq=bool(scale_grad_by_freq))
 
 
 def _position_scale(xp, flat, num_weights, padding_idx, scale_grad_by_freq, dtype):
@@ -80,58 +132,6 @@ class EmbeddingBackward(Function):
         return rows * Tensor(scale.astype(rows.dtype))
 
 
-def _renorm_rows_(weight, indices, max_norm, norm_type):
-    """Scale the looked-up rows whose ``norm_type``-norm exceeds ``max_norm`` down to it, in place (no graph)."""
-    xp = xp_of(weight)
-    rows = xp.unique(indices.reshape(-1))
-    picked = compute_in_fp32(weight.array[rows])
-    norms = (xp.abs(picked) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
-    factor = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
-    weight.array[rows] = (picked * factor[:, None]).astype(weight.dtype)
-    weight._bump_version()
-
-
-def _check_embedding_args(input, weight, padding_idx, max_norm, sparse):  # noqa: A002
-    if not isinstance(input, Tensor) or input.dtype.kind not in "iu":
-        got = input.dtype if isinstance(input, Tensor) else type(input).__name__
-        raise TypeError(f"embedding: expected input to be an integer (int32/int64) Tensor of indices, got {got}")
-    if not isinstance(weight, Tensor) or weight.ndim != 2 or not dtypes.is_floating(weight.dtype):
-        got = f"shape {tuple(weight.shape)} {weight.dtype}" if isinstance(weight, Tensor) else type(weight).__name__
-        raise ValueError(f"embedding: weight must be a 2-D floating Tensor (num_embeddings, embedding_dim), got {got}")
-    num = weight.shape[0]
-    if padding_idx is not None and (not isinstance(padding_idx, numbers.Integral) or not -num <= padding_idx < num):
-        raise ValueError(f"embedding: padding_idx must be within num_embeddings ({num}), got {padding_idx!r}")
-    if max_norm is not None and (not isinstance(max_norm, numbers.Real) or max_norm <= 0):
-        raise ValueError(f"embedding: max_norm must be a positive number or None, got {max_norm!r}")
-    check_same_device("embedding", weight=weight, input=input)
-    if sparse:
-        raise NotImplementedError("embedding: sparse gradients are not supported (use sparse=False)")
-    host_check_range("embedding", input.array, 0, num - 1,
-                     lambda: f"index out of range: expected indices in [0, {num - 1}] for num_embeddings={num}")
-
-
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # noqa: A002 - PyTorch's names
-              scale_grad_by_freq=False, sparse=False):
-    """Look up rows of ``weight``: ``out[..., :] = weight[input[...], :]``.
-
-    Args:
-        input: an integer Tensor of indices in ``[0, num_embeddings)``.
-        weight: the ``(num_embeddings, embedding_dim)`` table.
-        padding_idx: a row that gets no gradient (negative counts from the end).
-        max_norm: rows looked up with a larger ``norm_type``-norm are renormalized to it in place.
-        norm_type: the p of the norm for ``max_norm``.
-        scale_grad_by_freq: divide each row's gradient by how often it occurs in ``input``.
-        sparse: sparse gradients; not supported (must be False).
-    """
-    _check_embedding_args(input, weight, padding_idx, max_norm, sparse)
-    if padding_idx is not None and padding_idx < 0:
-        padding_idx += weight.shape[0]
-    if max_norm is not None:
-        _renorm_rows_(weight, input.array, float(max_norm), float(norm_type))
-    return Embedding.apply(weight, indices=input.array.astype(numpy.int64, copy=False), padding_idx=padding_idx,
-                           scale_grad_by_freq=bool(scale_grad_by_freq))
-
-
 def one_hot(tensor, num_classes=-1):
     """One-hot encoding of integer class values: an int64 Tensor with a new last dim of ``num_classes``.
 
@@ -156,7 +156,7 @@ def one_hot(tensor, num_classes=-1):
     return Tensor((values[..., None] == xp.arange(num_classes)).astype(numpy.int64))
 
 
-# ---- issue 13: embedding_bag ----------------------------------------------------------------------------------
+# ---- embedding_bag -------------------------------------------------------------------------------------------
 _BAG_MODES = ("sum", "mean", "max")
 
 
@@ -180,6 +180,21 @@ def _bag_table(input, offsets, include_last_offset):  # noqa: A002
     return xp.where(valid, starts[:, None] + slot[None, :], 0), valid
 
 
+def _check_offsets(input, offsets, include_last_offset):  # noqa: A002
+    if not isinstance(offsets, Tensor) or offsets.ndim != 1 or offsets.dtype.kind not in "iu":
+        got = f"{offsets.ndim}-D {offsets.dtype}" if isinstance(offsets, Tensor) else type(offsets).__name__
+        raise ValueError(f"embedding_bag: offsets has to be a 1D integer Tensor when input is 1D, got {got}")
+    values = offsets.array
+    if include_last_offset and values.size == 0:
+        raise ValueError("embedding_bag: include_last_offset needs at least one offset (the end of the input)")
+    if values.size and int(values[0]) != 0:
+        raise ValueError(f"embedding_bag: offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to "
+                         f"start from position 0. However, got {int(values[0])}")
+    if values.size and (bool((values[1:] < values[:-1]).any()) or int(values[-1]) > input.shape[0]):
+        raise ValueError(f"embedding_bag: offsets must be non-decreasing and at most the input's length "
+                         f"({input.shape[0]}), got {values.tolist()}")
+
+
 def _check_bag_args(input, offsets, mode, per_sample_weights, include_last_offset):  # noqa: A002
     if mode not in _BAG_MODES:
         raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
@@ -201,19 +216,16 @@ def _check_bag_args(input, offsets, mode, per_sample_weights, include_last_offse
                              f"shape as the input ({tuple(input.shape)})")
 
 
-def _check_offsets(input, offsets, include_last_offset):  # noqa: A002
-    if not isinstance(offsets, Tensor) or offsets.ndim != 1 or offsets.dtype.kind not in "iu":
-        got = f"{offsets.ndim}-D {offsets.dtype}" if isinstance(offsets, Tensor) else type(offsets).__name__
-        raise ValueError(f"embedding_bag: offsets has to be a 1D integer Tensor when input is 1D, got {got}")
-    values = offsets.array
-    if include_last_offset and values.size == 0:
-        raise ValueError("embedding_bag: include_last_offset needs at least one offset (the end of the input)")
-    if values.size and int(values[0]) != 0:
-        raise ValueError(f"embedding_bag: offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to "
-                         f"start from position 0. However, got {int(values[0])}")
-    if values.size and (bool((values[1:] < values[:-1]).any()) or int(values[-1]) > input.shape[0]):
-        raise ValueError(f"embedding_bag: offsets must be non-decreasing and at most the input's length "
-                         f"({input.shape[0]}), got {values.tolist()}")
+def _bag_max(rows, valid, dtype):
+    """Per bag and feature, the largest looked-up value (its row gets the gradient); 0 for an empty bag."""
+    xp = xp_of(rows)
+    if rows.shape[1] == 0:
+        return reduce_sum(rows, dim=1)  # NOTE: zeros that are still part of the graph, as PyTorch's
+    lowest = xp.asarray(-xp.inf if dtypes.is_floating(dtype) else 0, dtype=dtype)
+    held = xp.where(valid[..., None], rows.array, lowest)
+    winner = Tensor(held.argmax(axis=1)[:, None, :])  # NOTE: the first of tied maxima, as a gather index
+    best = squeeze(gather(rows, 1, winner), 1)
+    return best * Tensor(valid.any(axis=1, keepdims=True).astype(dtype))
 
 
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,  # noqa: A002
@@ -268,18 +280,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     # NOTE: under autocast the sum runs in fp32 (its policy); embedding_bag is unlisted in PyTorch, so its
     # result keeps the weight's dtype: one rounding at the end
     return total if total.dtype == weight.dtype else cast(total, weight.dtype)
-
-
-def _bag_max(rows, valid, dtype):
-    """Per bag and feature, the largest looked-up value (its row gets the gradient); 0 for an empty bag."""
-    xp = xp_of(rows)
-    if rows.shape[1] == 0:
-        return reduce_sum(rows, dim=1)  # NOTE: zeros that are still part of the graph, as PyTorch's
-    lowest = xp.asarray(-xp.inf if dtypes.is_floating(dtype) else 0, dtype=dtype)
-    held = xp.where(valid[..., None], rows.array, lowest)
-    winner = Tensor(held.argmax(axis=1)[:, None, :])  # NOTE: the first of tied maxima, as a gather index
-    best = squeeze(gather(rows, 1, winner), 1)
-    return best * Tensor(valid.any(axis=1, keepdims=True).astype(dtype))
 
 
 METHODS = {}

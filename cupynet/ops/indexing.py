@@ -44,31 +44,11 @@ __all__ = [
 ]
 
 
-
 _BASIC = (slice, type(None), type(Ellipsis), bool, numbers.Integral)
 
 
-def normalize_index(op_name, x, index):
-    """The index as a tuple NumPy/CuPy index with: Tensors, lists and foreign arrays become arrays on x's device.
-
-    Args:
-        op_name: the op, for error messages.
-        x: the Tensor being indexed.
-        index: anything Python's ``x[...]`` accepts.
-    """
-    xp = backend.get_array_module(x.array)
-    items = index if isinstance(index, tuple) else (index,)
-    out = []
-    for item in items:
-        if isinstance(item, _BASIC) and not isinstance(item, Tensor):
-            out.append(item)
-            continue
-        array = _index_array(op_name, xp, x, item)
-        if array.dtype == dtypes.bool_ and array.ndim > 0:
-            out.extend(array.nonzero())  # NOTE: a host sync on the GPU: the result size depends on the data
-        else:
-            out.append(array)
-    return tuple(out)
+def _plain(item):
+    return [_plain(v) if isinstance(v, (list, tuple)) else (v.item() if isinstance(v, Tensor) else v) for v in item]
 
 
 def _index_array(op_name, xp, x, item):
@@ -92,8 +72,27 @@ def _index_array(op_name, xp, x, item):
     return array
 
 
-def _plain(item):
-    return [_plain(v) if isinstance(v, (list, tuple)) else (v.item() if isinstance(v, Tensor) else v) for v in item]
+def normalize_index(op_name, x, index):
+    """The index as a tuple NumPy/CuPy index with: Tensors, lists and foreign arrays become arrays on x's device.
+
+    Args:
+        op_name: the op, for error messages.
+        x: the Tensor being indexed.
+        index: anything Python's ``x[...]`` accepts.
+    """
+    xp = backend.get_array_module(x.array)
+    items = index if isinstance(index, tuple) else (index,)
+    out = []
+    for item in items:
+        if isinstance(item, _BASIC) and not isinstance(item, Tensor):
+            out.append(item)
+            continue
+        array = _index_array(op_name, xp, x, item)
+        if array.dtype == dtypes.bool_ and array.ndim > 0:
+            out.extend(array.nonzero())  # NOTE: a host sync on the GPU: the result size depends on the data
+        else:
+            out.append(array)
+    return tuple(out)
 
 
 def is_basic(index) -> bool:
@@ -261,7 +260,6 @@ def share_version(out, base, index):
     return mark_view(out, base, GetItem, {"index": index + (Ellipsis,)}, writable=False)
 
 
-
 # ---- reading at an index and its backward -------------------------------------------------------
 class GetItem(Function):
     """``a[index]`` for a normalised index; backward adds the gradient back at the same index."""
@@ -289,6 +287,31 @@ class GetItem(Function):
         out = backend.get_array_module(region).zeros(in_shape, dtype=bool)
         out[index] = region
         return out
+
+
+def getitem(input, index):  # noqa: A002 - PyTorch's argument name
+    """``input[index]``: basic slicing, None/Ellipsis, negative steps, integer/bool arrays and Tensors.
+
+    Args:
+        input: a Tensor.
+        index: an int, slice, None, Ellipsis, list, array, Tensor, or a tuple of them.
+    """
+    index = normalize_index("getitem", input, index)
+    if not is_basic(index):
+        return GetItem.apply(input, index=index)
+    if not any(item is Ellipsis for item in index):
+        index += (Ellipsis,)  # NOTE: x[0] of a vector is then a 0-d view, as in PyTorch, not a NumPy scalar copy
+    return mark_view(GetItem.apply(input, index=index), input, GetItem, {"index": index})
+
+
+def _value_array(op_name, t, value):
+    if isinstance(value, numbers.Number):
+        return value
+    if isinstance(value, Tensor):
+        if type(value.array) is not type(t.array):
+            raise RuntimeError(f"{op_name}: value is on {value.device} but the tensor is on {t.device}")
+        return value.array.astype(t.dtype, copy=False)
+    return lift(value, like=t).array.astype(t.dtype, copy=False)
 
 
 class IndexPut(Function):
@@ -341,10 +364,34 @@ class IndexAddZeros(Function):
         return GetItem.apply(grad, index=ctx.index)
 
 
+def _check_index_device(op_name, t, index):
+    if type(index.array) is not type(t.array):
+        raise RuntimeError(f"{op_name}: expected index on the same device as input ({t.device}), "
+                           f"got index on {index.device}")
+
+
 class IndexSelect(GetItem):
     """``a`` at the positions ``index`` along one dimension."""
 
     op_name = "index_select"
+
+
+def index_select(input, dim, index):  # noqa: A002
+    """The entries of ``input`` at positions ``index`` along ``dim``.
+
+    Args:
+        input: a Tensor.
+        dim: the dimension to select along.
+        index: a 1-D (or 0-D) integer Tensor.
+    """
+    check_index_tensor("index_select", index, (0, 1))
+    _check_index_device("index_select", input, index)
+    d = normalize_dim("index_select", dim, input.ndim)
+    if input.ndim == 0:  # NOTE: as PyTorch: a 0-d input takes one index (which must be 0) and stays 0-d
+        if index.numel() != 1:
+            raise IndexError(f"index_select(): Index to scalar can have only 1 value, got {index.numel()} value(s)")
+        return reshape(IndexSelect.apply(reshape(input, (1,)), index=(index.array.reshape(-1),)), ())
+    return IndexSelect.apply(input, index=(slice(None),) * d + (index.array.reshape(-1),))
 
 
 class Gather(GetItem):
@@ -353,25 +400,20 @@ class Gather(GetItem):
     op_name = "gather"
 
 
-def _check_index_device(op_name, t, index):
-    if type(index.array) is not type(t.array):
-        raise RuntimeError(f"{op_name}: expected index on the same device as input ({t.device}), "
-                           f"got index on {index.device}")
-
-
-def getitem(input, index):  # noqa: A002 - PyTorch's argument name
-    """``input[index]``: basic slicing, None/Ellipsis, negative steps, integer/bool arrays and Tensors.
+def gather(input, dim, index, *, sparse_grad=False):  # noqa: A002
+    """Values along ``dim`` at ``index``: ``out[i][j] = input[index[i][j]][j]`` for dim 0.
 
     Args:
         input: a Tensor.
-        index: an int, slice, None, Ellipsis, list, array, Tensor, or a tuple of them.
+        dim: the dimension to gather along.
+        index: an integer Tensor with input's number of dimensions, no larger outside ``dim``.
+        sparse_grad: accepted for PyTorch compatibility; the gradient is always dense.
     """
-    index = normalize_index("getitem", input, index)
-    if not is_basic(index):
-        return GetItem.apply(input, index=index)
-    if not any(item is Ellipsis for item in index):
-        index += (Ellipsis,)  # NOTE: x[0] of a vector is then a 0-d view, as in PyTorch, not a NumPy scalar copy
-    return mark_view(GetItem.apply(input, index=index), input, GetItem, {"index": index})
+    check_index_tensor("gather", index)
+    _check_index_device("gather", input, index)
+    d = normalize_dim("gather", dim, input.ndim)
+    check_gather_shapes("gather", d, index, ("input", input, False))
+    return Gather.apply(input, index=along_dim_index(xp_of(input), index.array, d))
 
 
 def setitem_(input, index, value):  # noqa: A002
@@ -407,51 +449,13 @@ def put(op_name, array, index, source):
         raise IndexError(f"{op_name}: {error} (indexing a tensor of shape {tuple(array.shape)})") from None
 
 
-def _value_array(op_name, t, value):
-    if isinstance(value, numbers.Number):
-        return value
-    if isinstance(value, Tensor):
-        if type(value.array) is not type(t.array):
-            raise RuntimeError(f"{op_name}: value is on {value.device} but the tensor is on {t.device}")
-        return value.array.astype(t.dtype, copy=False)
-    return lift(value, like=t).array.astype(t.dtype, copy=False)
-
-
-def index_select(input, dim, index):  # noqa: A002
-    """The entries of ``input`` at positions ``index`` along ``dim``.
-
-    Args:
-        input: a Tensor.
-        dim: the dimension to select along.
-        index: a 1-D (or 0-D) integer Tensor.
-    """
-    check_index_tensor("index_select", index, (0, 1))
-    _check_index_device("index_select", input, index)
-    d = normalize_dim("index_select", dim, input.ndim)
-    if input.ndim == 0:  # NOTE: as PyTorch: a 0-d input takes one index (which must be 0) and stays 0-d
-        if index.numel() != 1:
-            raise IndexError(f"index_select(): Index to scalar can have only 1 value, got {index.numel()} value(s)")
-        return reshape(IndexSelect.apply(reshape(input, (1,)), index=(index.array.reshape(-1),)), ())
-    return IndexSelect.apply(input, index=(slice(None),) * d + (index.array.reshape(-1),))
-
-
-def gather(input, dim, index, *, sparse_grad=False):  # noqa: A002
-    """Values along ``dim`` at ``index``: ``out[i][j] = input[index[i][j]][j]`` for dim 0.
-
-    Args:
-        input: a Tensor.
-        dim: the dimension to gather along.
-        index: an integer Tensor with input's number of dimensions, no larger outside ``dim``.
-        sparse_grad: accepted for PyTorch compatibility; the gradient is always dense.
-    """
-    check_index_tensor("gather", index)
-    _check_index_device("gather", input, index)
-    d = normalize_dim("gather", dim, input.ndim)
-    check_gather_shapes("gather", d, index, ("input", input, False))
-    return Gather.apply(input, index=along_dim_index(xp_of(input), index.array, d))
-
-
 # ---- scattering ------------------------------------------------------------------------------------
+def _check_same_dtype_unless_autocast(op_name, a, b):
+    from ..autograd.state import STATE  # noqa: PLC0415
+    if a.dtype != b.dtype and not STATE.autocast:
+        raise RuntimeError(f"{op_name}: Expected self.dtype to be equal to src.dtype, got {a.dtype} and {b.dtype}")
+
+
 class ScatterAdd(Function):
     """``input`` with ``src`` added at ``index`` along a dimension (repeats accumulate); promote under autocast."""
 
@@ -493,42 +497,7 @@ def scatter_add(input, dim, index, src):  # noqa: A002
     return ScatterAdd.apply(input, src, index=along_dim_index(xp_of(input), index.array, d), src_view=src_view)
 
 
-def _check_same_dtype_unless_autocast(op_name, a, b):
-    from ..autograd.state import STATE  # noqa: PLC0415
-    if a.dtype != b.dtype and not STATE.autocast:
-        raise RuntimeError(f"{op_name}: Expected self.dtype to be equal to src.dtype, got {a.dtype} and {b.dtype}")
-
-
 # ---- where and masked_fill ------------------------------------------------------------------------
-class Where(Function):
-    """``input`` where ``condition`` holds, else ``other`` (either may be a Python number)."""
-
-    op_name = "where"
-
-    @staticmethod
-    def forward(ctx, condition, a, b, dtype=None):
-        ctx.save_for_backward(condition)
-        ctx.shapes = (getattr(a, "shape", ()), getattr(b, "shape", ()))
-        return xp_of(condition).where(condition.array, data(a), data(b)).astype(dtype, copy=False)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (condition,) = ctx.saved_tensors
-        # NOTE: where(cond, grad, 0) rather than grad * cond, so an inf/NaN gradient
-        # of the branch not taken does not leak into the other as NaN.
-        ga = sum_to(Where.apply(condition, grad, 0, dtype=grad.dtype), ctx.shapes[0]) \
-            if ctx.needs_input_grad[1] else None
-        gb = sum_to(Where.apply(condition, 0, grad, dtype=grad.dtype), ctx.shapes[1]) \
-            if ctx.needs_input_grad[2] else None
-        return None, ga, gb
-
-
-class MaskedFill(Where):
-    """``value`` where ``mask`` holds, else ``input`` (a Where whose output keeps input's dtype)."""
-
-    op_name = "masked_fill"
-
-
 def _check_condition(op_name, condition, what="condition"):
     if not isinstance(condition, Tensor):
         raise TypeError(f"{op_name}: expected {what} to be a bool Tensor, got {type(condition).__name__}")
@@ -559,6 +528,29 @@ def _promote(values):
     return out
 
 
+class Where(Function):
+    """``input`` where ``condition`` holds, else ``other`` (either may be a Python number)."""
+
+    op_name = "where"
+
+    @staticmethod
+    def forward(ctx, condition, a, b, dtype=None):
+        ctx.save_for_backward(condition)
+        ctx.shapes = (getattr(a, "shape", ()), getattr(b, "shape", ()))
+        return xp_of(condition).where(condition.array, data(a), data(b)).astype(dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (condition,) = ctx.saved_tensors
+        # NOTE: where(cond, grad, 0) rather than grad * cond, so an inf/NaN gradient
+        # of the branch not taken does not leak into the other as NaN.
+        ga = sum_to(Where.apply(condition, grad, 0, dtype=grad.dtype), ctx.shapes[0]) \
+            if ctx.needs_input_grad[1] else None
+        gb = sum_to(Where.apply(condition, 0, grad, dtype=grad.dtype), ctx.shapes[1]) \
+            if ctx.needs_input_grad[2] else None
+        return None, ga, gb
+
+
 def where(condition, input=None, other=None):  # noqa: A002
     """Elementwise ``input if condition else other``; with only ``condition``, the indices where it holds.
 
@@ -586,6 +578,12 @@ def _check_fill_value(op_name, value):
                                f"{value.ndim} dimension(s)")
     elif not isinstance(value, numbers.Number):
         raise TypeError(f"{op_name}: expected value to be a number or a 0-d Tensor, got {type(value).__name__}")
+
+
+class MaskedFill(Where):
+    """``value`` where ``mask`` holds, else ``input`` (a Where whose output keeps input's dtype)."""
+
+    op_name = "masked_fill"
 
 
 def masked_fill(input, mask, value):  # noqa: A002
@@ -622,7 +620,6 @@ def masked_fill_(input, mask, value):  # noqa: A002
                           lambda: xp.copyto(input.array, source, casting="unsafe", where=mask.array))
 
 
-
 class Cat(Function):
     """Concatenation along an existing dimension; promote under autocast."""
 
@@ -639,57 +636,6 @@ class Cat(Function):
     def backward(ctx, grad):
         parts = Split.apply(grad, sizes=ctx.sizes, dim=ctx.dim)
         return tuple(p if need else None for p, need in zip(parts, ctx.needs_input_grad))
-
-
-class Stack(Function):
-    """Join equal-shaped tensors along a new dimension; promote under autocast."""
-
-    op_name = "stack"
-    amp_policy = "promote"
-
-    @staticmethod
-    def forward(ctx, *tensors, dim=0):
-        ctx.dim = dim
-        dtype = dtypes.result_type(*(t.dtype for t in tensors))
-        return xp_of(*tensors).stack([t.array.astype(dtype, copy=False) for t in tensors], axis=dim)
-
-    @staticmethod
-    def backward(ctx, grad):
-        parts = Unbind.apply(grad, dim=ctx.dim)
-        return tuple(p if need else None for p, need in zip(parts, ctx.needs_input_grad))
-
-
-class Split(Function):
-    """Consecutive pieces of ``sizes`` along ``dim`` (views); backward concatenates the gradients."""
-
-    op_name = "split"
-
-    @staticmethod
-    def forward(ctx, a, sizes=(), dim=0):
-        ctx.dim, start, pieces = dim, 0, []
-        for size in sizes:
-            pieces.append(a.array[(slice(None),) * dim + (slice(start, start + size),)])
-            start += size
-        return tuple(pieces)
-
-    @staticmethod
-    def backward(ctx, *grads):
-        return Cat.apply(*grads, dim=ctx.dim)
-
-
-class Unbind(Function):
-    """Every slice along ``dim`` with that dimension removed (views); backward stacks the gradients."""
-
-    op_name = "unbind"
-
-    @staticmethod
-    def forward(ctx, a, dim=0):
-        ctx.dim = dim
-        return tuple(a.array[(slice(None),) * dim + (i,)] for i in range(a.shape[dim]))
-
-    @staticmethod
-    def backward(ctx, *grads):
-        return Stack.apply(*grads, dim=ctx.dim)
 
 
 def cat(tensors, dim=0, *, out=None):
@@ -718,6 +664,24 @@ def cat(tensors, dim=0, *, out=None):
 
 
 concat = cat
+
+
+class Stack(Function):
+    """Join equal-shaped tensors along a new dimension; promote under autocast."""
+
+    op_name = "stack"
+    amp_policy = "promote"
+
+    @staticmethod
+    def forward(ctx, *tensors, dim=0):
+        ctx.dim = dim
+        dtype = dtypes.result_type(*(t.dtype for t in tensors))
+        return xp_of(*tensors).stack([t.array.astype(dtype, copy=False) for t in tensors], axis=dim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        parts = Unbind.apply(grad, dim=ctx.dim)
+        return tuple(p if need else None for p, need in zip(parts, ctx.needs_input_grad))
 
 
 def stack(tensors, dim=0, *, out=None):
@@ -749,6 +713,24 @@ def _split_sizes(n, split_size_or_sections, dim):
     return sizes
 
 
+class Split(Function):
+    """Consecutive pieces of ``sizes`` along ``dim`` (views); backward concatenates the gradients."""
+
+    op_name = "split"
+
+    @staticmethod
+    def forward(ctx, a, sizes=(), dim=0):
+        ctx.dim, start, pieces = dim, 0, []
+        for size in sizes:
+            pieces.append(a.array[(slice(None),) * dim + (slice(start, start + size),)])
+            start += size
+        return tuple(pieces)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return Cat.apply(*grads, dim=ctx.dim)
+
+
 def split(tensor, split_size_or_sections, dim=0):
     """Split into pieces of ``split_size`` (the last may be smaller) or of the listed sizes (views).
 
@@ -762,6 +744,32 @@ def split(tensor, split_size_or_sections, dim=0):
     starts = [sum(sizes[:k]) for k in range(len(sizes))]
     return tuple(share_version(p, tensor, (slice(None),) * d + (slice(start, start + size),))
                  for p, start, size in zip(Split.apply(tensor, sizes=sizes, dim=d), starts, sizes))
+
+
+class Unbind(Function):
+    """Every slice along ``dim`` with that dimension removed (views); backward stacks the gradients."""
+
+    op_name = "unbind"
+
+    @staticmethod
+    def forward(ctx, a, dim=0):
+        ctx.dim = dim
+        return tuple(a.array[(slice(None),) * dim + (i,)] for i in range(a.shape[dim]))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return Stack.apply(*grads, dim=ctx.dim)
+
+
+def unbind(input, dim=0):  # noqa: A002
+    """All slices along ``dim``, with that dimension removed (views).
+
+    Args:
+        input: a Tensor.
+        dim: the dimension to remove.
+    """
+    d = normalize_dim("unbind", dim, input.ndim)
+    return tuple(share_version(p, input, (slice(None),) * d + (i,)) for i, p in enumerate(Unbind.apply(input, dim=d)))
 
 
 def chunk(input, chunks, dim=0):  # noqa: A002
@@ -778,16 +786,13 @@ def chunk(input, chunks, dim=0):  # noqa: A002
     return split(input, max(-(-input.shape[d] // chunks), 1), d)
 
 
-def unbind(input, dim=0):  # noqa: A002
-    """All slices along ``dim``, with that dimension removed (views).
-
-    Args:
-        input: a Tensor.
-        dim: the dimension to remove.
-    """
-    d = normalize_dim("unbind", dim, input.ndim)
-    return tuple(share_version(p, input, (slice(None),) * d + (i,)) for i, p in enumerate(Unbind.apply(input, dim=d)))
-
+def _triangle(cls, input, diagonal):
+    if input.ndim < 2:
+        raise RuntimeError(f"{cls.op_name}: input tensor must have at least 2 dimensions, got shape "
+                           f"{tuple(input.shape)}")
+    if not isinstance(diagonal, int):
+        raise TypeError(f"{cls.op_name}: expected diagonal to be an int, got {type(diagonal).__name__}")
+    return cls.apply(input, diagonal=diagonal)
 
 
 class Tril(Function):
@@ -805,21 +810,6 @@ class Tril(Function):
         return cls.apply(grad, diagonal=ctx.diagonal)
 
 
-class Triu(Tril):
-    """Upper triangle of the last two dimensions (the rest set to zero)."""
-
-    op_name = "triu"
-
-
-def _triangle(cls, input, diagonal):
-    if input.ndim < 2:
-        raise RuntimeError(f"{cls.op_name}: input tensor must have at least 2 dimensions, got shape "
-                           f"{tuple(input.shape)}")
-    if not isinstance(diagonal, int):
-        raise TypeError(f"{cls.op_name}: expected diagonal to be an int, got {type(diagonal).__name__}")
-    return cls.apply(input, diagonal=diagonal)
-
-
 def tril(input, diagonal=0):  # noqa: A002
     """Keep the lower triangle (on and below ``diagonal``) of the last two dimensions.
 
@@ -830,6 +820,12 @@ def tril(input, diagonal=0):  # noqa: A002
     return _triangle(Tril, input, diagonal)
 
 
+class Triu(Tril):
+    """Upper triangle of the last two dimensions (the rest set to zero)."""
+
+    op_name = "triu"
+
+
 def triu(input, diagonal=0):  # noqa: A002
     """Keep the upper triangle (on and above ``diagonal``) of the last two dimensions.
 
@@ -838,6 +834,13 @@ def triu(input, diagonal=0):  # noqa: A002
         diagonal: 0 is the main diagonal, positive above it, negative below.
     """
     return _triangle(Triu, input, diagonal)
+
+
+def _repeat_counts(op_name, sizes):
+    sizes = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+    if any(not isinstance(s, int) or s < 0 for s in sizes):
+        raise RuntimeError(f"{op_name}: repeat counts must be non-negative ints, got {tuple(sizes)}")
+    return tuple(sizes)
 
 
 class Repeat(Function):
@@ -859,19 +862,6 @@ class Repeat(Function):
         return reshape(summed, ctx.in_shape)
 
 
-class Tile(Repeat):
-    """``repeat`` with missing leading repeat counts taken as 1."""
-
-    op_name = "tile"
-
-
-def _repeat_counts(op_name, sizes):
-    sizes = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
-    if any(not isinstance(s, int) or s < 0 for s in sizes):
-        raise RuntimeError(f"{op_name}: repeat counts must be non-negative ints, got {tuple(sizes)}")
-    return tuple(sizes)
-
-
 def repeat(input, *sizes):  # noqa: A002
     """Tile ``input`` ``sizes[i]`` times along each dimension (``Tensor.repeat``).
 
@@ -884,6 +874,12 @@ def repeat(input, *sizes):  # noqa: A002
         raise RuntimeError(f"repeat: Number of dimensions of repeat dims ({len(sizes)}) can not be smaller than "
                            f"number of dimensions of tensor ({input.ndim}, shape {tuple(input.shape)})")
     return Repeat.apply(input, repeats=sizes)
+
+
+class Tile(Repeat):
+    """``repeat`` with missing leading repeat counts taken as 1."""
+
+    op_name = "tile"
 
 
 def tile(input, dims):  # noqa: A002

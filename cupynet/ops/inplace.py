@@ -37,8 +37,8 @@ from ..random import resolve_generator
 from ..tensor import Tensor, live_views, remember_view, view_info, view_root
 from ._util import data, xp_of, zero_where_not
 from .arith import _move, add, cast, div, mul, sub
+from .clamping import clamp
 from .shape import BroadcastTo, squeezed_shape, sum_to, unsqueezed_shape
-from .unary import clamp
 
 __all__ = ["add_", "sub_", "mul_", "div_", "zero_", "fill_", "copy_", "clamp_", "clip_", "normal_", "uniform_",
            "unsqueeze_", "squeeze_"]

@@ -40,6 +40,19 @@ __all__ = ["matmul", "linear", "mm", "bmm", "mv", "addmm", "addmv", "addr", "bad
            "outer"]
 
 
+def _strided_batch(a, b):
+    """True when ``a @ b`` is a stack ``fused.batched_matmul_half`` takes: equal batch dims, or ``a`` 2-D."""
+    return a.ndim >= 2 and b.ndim > 2 and (a.ndim == 2 or a.shape[:-2] == b.shape[:-2])
+
+
+def _rows(shape):
+    """The number of rows of ``shape`` seen as a matrix ``(rows, shape[-1])``.
+
+    NOTE: explicit, never -1 in a reshape: NumPy cannot infer a dimension when the array is empty.
+    """
+    return math.prod(shape[:-1])
+
+
 def matmul_arrays(a, b, fp32_out=False):
     """``a @ b`` on raw arrays with fp32 accumulation for half dtypes (see the module note).
 
@@ -66,11 +79,6 @@ def matmul_arrays(a, b, fp32_out=False):
     else:
         out = xp.matmul(a, b)
     return out.astype(dtypes.float32) if (low and fp32_out) else out
-
-
-def _strided_batch(a, b):
-    """True when ``a @ b`` is a stack ``fused.batched_matmul_half`` takes: equal batch dims, or ``a`` 2-D."""
-    return a.ndim >= 2 and b.ndim > 2 and (a.ndim == 2 or a.shape[:-2] == b.shape[:-2])
 
 
 class Matmul(Function):
@@ -106,6 +114,18 @@ class Matmul(Function):
         return ga, gb
 
 
+def matmul(input, other, *, out=None):  # noqa: A002
+    """Matrix product with broadcasting batch dimensions (``input @ other``).
+
+    Args:
+        input: a Tensor with at least 1 dimension.
+        other: a Tensor with at least 1 dimension.
+        out: an optional Tensor the result is written into (and returned), as PyTorch's ``out=``.
+    """
+    result = Matmul.apply(input, other)
+    return result if out is None else write_out("matmul", result, out)
+
+
 class Linear(Function):
     """``x @ W^T + b`` over any leading dimensions, as one 2-D GEMM on ``x`` viewed as ``(-1, in_features)``."""
 
@@ -126,6 +146,17 @@ class Linear(Function):
         return linear_backward(ctx, grad, x, weight)
 
 
+def linear(input, weight, bias=None):  # noqa: A002
+    """``y = input @ weight^T + bias`` over any leading dimensions (one 2-D GEMM).
+
+    Args:
+        input: a Tensor of shape ``(*, in_features)``.
+        weight: a Tensor of shape ``(out_features, in_features)``.
+        bias: an optional Tensor of shape ``(out_features,)`` or ``()`` (one value added to every output).
+    """
+    return Linear.apply(input, weight, bias) if bias is not None else Linear.apply(input, weight)
+
+
 def linear_array(x, weight, bias=None):
     """``x @ weight.T + bias`` on raw arrays: one 2-D GEMM, the bias added before the one rounding.
 
@@ -141,36 +172,6 @@ def linear_array(x, weight, bias=None):
         y += bias  # NOTE: y is a fresh array; a half bias widens exactly
         y = y.astype(x.dtype, copy=False)
     return y.reshape(x.shape[:-1] + (weight.shape[0],))
-
-
-def _rows(shape):
-    """The number of rows of ``shape`` seen as a matrix ``(rows, shape[-1])``.
-
-    NOTE: explicit, never -1 in a reshape: NumPy cannot infer a dimension when the array is empty.
-    """
-    return math.prod(shape[:-1])
-
-
-def linear_backward(ctx, grad, x, weight):
-    """The gradients of ``linear`` that ``ctx.needs_input_grad`` asks for (on raw arrays when no graph is recorded).
-
-    Args:
-        ctx: the node (its ``needs_input_grad`` says which of input, weight, bias need a gradient).
-        grad: the gradient of the output (a Tensor).
-        x: the input Tensor.
-        weight: the weight Tensor.
-    """
-    if not STATE.grad_enabled:
-        return _linear_backward_arrays(ctx, grad, x, weight)
-    out_features, in_features = weight.shape
-    gx = matmul(grad, weight) if ctx.needs_input_grad[0] else None
-    gw = gb = None
-    if ctx.needs_input_grad[1]:
-        rows = _rows(x.shape)
-        gw = matmul(reshape(grad, (rows, out_features)).mT, reshape(x, (rows, in_features)))
-    if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2]:
-        gb = sum_to(grad, getattr(ctx, "bias_shape", (out_features,)))
-    return gx, gw, gb
 
 
 def _linear_backward_arrays(ctx, grad, x, weight):
@@ -198,6 +199,28 @@ def _linear_backward_arrays(ctx, grad, x, weight):
             # NOTE: row after row, as with dtype=acc: the widened copy sums to the same bits
             total = column_sum(g, axis=0, dtype=None if g is not g2 else acc)
         gb = Tensor(total.astype(g2.dtype, copy=False))
+    return gx, gw, gb
+
+
+def linear_backward(ctx, grad, x, weight):
+    """The gradients of ``linear`` that ``ctx.needs_input_grad`` asks for (on raw arrays when no graph is recorded).
+
+    Args:
+        ctx: the node (its ``needs_input_grad`` says which of input, weight, bias need a gradient).
+        grad: the gradient of the output (a Tensor).
+        x: the input Tensor.
+        weight: the weight Tensor.
+    """
+    if not STATE.grad_enabled:
+        return _linear_backward_arrays(ctx, grad, x, weight)
+    out_features, in_features = weight.shape
+    gx = matmul(grad, weight) if ctx.needs_input_grad[0] else None
+    gw = gb = None
+    if ctx.needs_input_grad[1]:
+        rows = _rows(x.shape)
+        gw = matmul(reshape(grad, (rows, out_features)).mT, reshape(x, (rows, in_features)))
+    if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2]:
+        gb = sum_to(grad, getattr(ctx, "bias_shape", (out_features,)))
     return gx, gw, gb
 
 
@@ -256,10 +279,31 @@ class _AddProduct(Function):
         return g_in, ga, gb
 
 
+def _add_product(cls, input, a, b, beta, alpha, shape):  # noqa: A002
+    _require_broadcastable(cls.op_name, input, shape)
+    return cls.apply(input, a, b, beta=beta, alpha=alpha)
+
+
 class Addmm(_AddProduct):
     """``beta * input + alpha * (mat1 @ mat2)``."""
 
     op_name = "addmm"
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
+    """``beta * input + alpha * (mat1 @ mat2)``.
+
+    Args:
+        input: a Tensor broadcastable to ``(n, p)``.
+        mat1: a ``(n, m)`` Tensor.
+        mat2: a ``(m, p)`` Tensor.
+        beta: multiplier of ``input`` (0 ignores it, NaN included).
+        alpha: multiplier of the product.
+    """
+    _require_ndim("addmm", "mat1", mat1, 2)
+    _require_ndim("addmm", "mat2", mat2, 2)
+    _require_inner("addmm", mat1, mat2, mat1.shape[1], mat2.shape[0])
+    return _add_product(Addmm, input, mat1, mat2, beta, alpha, (mat1.shape[0], mat2.shape[1]))
 
 
 class Baddbmm(_AddProduct):
@@ -267,6 +311,20 @@ class Baddbmm(_AddProduct):
 
     op_name = "baddbmm"
     arg_names = ("input", "batch1", "batch2")
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    """``beta * input + alpha * bmm(batch1, batch2)``.
+
+    Args:
+        input: a Tensor broadcastable to ``(b, n, p)``.
+        batch1: a ``(b, n, m)`` Tensor.
+        batch2: a ``(b, m, p)`` Tensor.
+        beta: multiplier of ``input``.
+        alpha: multiplier of the product.
+    """
+    shape = _batch_shapes("baddbmm", batch1, batch2)
+    return _add_product(Baddbmm, input, batch1, batch2, beta, alpha, shape)
 
 
 class Addmv(_AddProduct):
@@ -284,6 +342,40 @@ class Addmv(_AddProduct):
         return product.reshape(product.shape[:1])
 
 
+def addmv(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002
+    """``beta * input + alpha * (mat @ vec)``.
+
+    Args:
+        input: a Tensor broadcastable to ``(n,)``.
+        mat: a ``(n, m)`` Tensor.
+        vec: a ``(m,)`` Tensor.
+        beta: multiplier of ``input``.
+        alpha: multiplier of the product.
+    """
+    _require_ndim("addmv", "mat", mat, 2)
+    _require_ndim("addmv", "vec", vec, 1)
+    _require_inner("addmv", mat, vec, mat.shape[1], vec.shape[0])
+    return _add_product(Addmv, input, mat, vec, beta, alpha, (mat.shape[0],))
+
+
+def _promote_for_addr(input, vec1, vec2, beta, alpha):  # noqa: A002
+    """The three operands cast (differentiably) to their promoted dtype, as PyTorch's ``addr`` does.
+
+    NOTE: unlike the matrix products, PyTorch's ``addr`` is elementwise math on the
+    expanded operands, so mixed dtypes promote (float32 with float64 gives float64,
+    ints with floats give the float) instead of raising; each gradient comes back in
+    its operand's own dtype through the cast. As in PyTorch, an integer result refuses
+    a floating ``beta`` or ``alpha``.
+    """
+    target = dtypes.result_type(input.dtype, vec1.dtype, vec2.dtype)
+    if target.kind in "iu":
+        for name, value in (("beta", beta), ("alpha", alpha)):
+            if isinstance(value, (float, numpy.floating)):
+                raise RuntimeError(f"addr: For integral input tensors, argument {name} must not be a floating "
+                                   f"point number.")
+    return tuple(t if t.dtype == target else Cast.apply(t, dtype=target) for t in (input, vec1, vec2))
+
+
 class Addr(_AddProduct):
     """``beta * input + alpha * outer(vec1, vec2)``."""
 
@@ -293,6 +385,22 @@ class Addr(_AddProduct):
     @staticmethod
     def lift(a, b):
         return a.reshape((a.shape[0], 1)), b.reshape((1, b.shape[0]))
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
+    """``beta * input + alpha * outer(vec1, vec2)``.
+
+    Args:
+        input: a Tensor broadcastable to ``(n, m)``.
+        vec1: a ``(n,)`` Tensor.
+        vec2: a ``(m,)`` Tensor.
+        beta: multiplier of ``input``.
+        alpha: multiplier of the outer product.
+    """
+    _require_ndim("addr", "vec1", vec1, 1)
+    _require_ndim("addr", "vec2", vec2, 1)
+    input, vec1, vec2 = _promote_for_addr(input, vec1, vec2, beta, alpha)  # noqa: A001
+    return _add_product(Addr, input, vec1, vec2, beta, alpha, (vec1.shape[0], vec2.shape[0]))
 
 
 class Addbmm(_AddProduct):
@@ -308,6 +416,20 @@ class Addbmm(_AddProduct):
     @staticmethod
     def expand(grad, product_shape):
         return broadcast_to(unsqueeze(grad, 0), product_shape)
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    """``beta * input + alpha * sum over b of batch1[b] @ batch2[b]``.
+
+    Args:
+        input: a Tensor broadcastable to ``(n, p)``.
+        batch1: a ``(b, n, m)`` Tensor.
+        batch2: a ``(b, m, p)`` Tensor.
+        beta: multiplier of ``input``.
+        alpha: multiplier of the summed product.
+    """
+    shape = _batch_shapes("addbmm", batch1, batch2)
+    return _add_product(Addbmm, input, batch1, batch2, beta, alpha, shape[1:])
 
 
 class Dot(Function):
@@ -328,33 +450,30 @@ class Dot(Function):
         return (grad * b if ctx.needs_input_grad[0] else None), (grad * a if ctx.needs_input_grad[1] else None)
 
 
+def dot(input, tensor):  # noqa: A002
+    """Inner product of two 1-D tensors (fp32 accumulation for half inputs).
+
+    Args:
+        input: a 1-D Tensor.
+        tensor: a 1-D Tensor of the same length.
+    """
+    return Dot.apply(input, tensor)
+
+
 class Vdot(Dot):
     """``dot`` of the conjugate of the first vector (the same as ``dot`` for real tensors)."""
 
     op_name = "vdot"
 
 
-def matmul(input, other, *, out=None):  # noqa: A002
-    """Matrix product with broadcasting batch dimensions (``input @ other``).
+def vdot(input, other):  # noqa: A002
+    """``dot`` with the first argument conjugated (identical to ``dot`` for the real dtypes cupynet has).
 
     Args:
-        input: a Tensor with at least 1 dimension.
-        other: a Tensor with at least 1 dimension.
-        out: an optional Tensor the result is written into (and returned), as PyTorch's ``out=``.
+        input: a 1-D Tensor.
+        other: a 1-D Tensor of the same length.
     """
-    result = Matmul.apply(input, other)
-    return result if out is None else write_out("matmul", result, out)
-
-
-def linear(input, weight, bias=None):  # noqa: A002
-    """``y = input @ weight^T + bias`` over any leading dimensions (one 2-D GEMM).
-
-    Args:
-        input: a Tensor of shape ``(*, in_features)``.
-        weight: a Tensor of shape ``(out_features, in_features)``.
-        bias: an optional Tensor of shape ``(out_features,)`` or ``()`` (one value added to every output).
-    """
-    return Linear.apply(input, weight, bias) if bias is not None else Linear.apply(input, weight)
+    return Vdot.apply(input, other)
 
 
 def mm(input, mat2, *, out=None):  # noqa: A002
@@ -397,125 +516,6 @@ def mv(input, vec):  # noqa: A002
     _require_ndim("mv", "input", input, 2)
     _require_ndim("mv", "vec", vec, 1)
     return Matmul.apply(input, vec, op_name="mv")
-
-
-def _add_product(cls, input, a, b, beta, alpha, shape):  # noqa: A002
-    _require_broadcastable(cls.op_name, input, shape)
-    return cls.apply(input, a, b, beta=beta, alpha=alpha)
-
-
-def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
-    """``beta * input + alpha * (mat1 @ mat2)``.
-
-    Args:
-        input: a Tensor broadcastable to ``(n, p)``.
-        mat1: a ``(n, m)`` Tensor.
-        mat2: a ``(m, p)`` Tensor.
-        beta: multiplier of ``input`` (0 ignores it, NaN included).
-        alpha: multiplier of the product.
-    """
-    _require_ndim("addmm", "mat1", mat1, 2)
-    _require_ndim("addmm", "mat2", mat2, 2)
-    _require_inner("addmm", mat1, mat2, mat1.shape[1], mat2.shape[0])
-    return _add_product(Addmm, input, mat1, mat2, beta, alpha, (mat1.shape[0], mat2.shape[1]))
-
-
-def addmv(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002
-    """``beta * input + alpha * (mat @ vec)``.
-
-    Args:
-        input: a Tensor broadcastable to ``(n,)``.
-        mat: a ``(n, m)`` Tensor.
-        vec: a ``(m,)`` Tensor.
-        beta: multiplier of ``input``.
-        alpha: multiplier of the product.
-    """
-    _require_ndim("addmv", "mat", mat, 2)
-    _require_ndim("addmv", "vec", vec, 1)
-    _require_inner("addmv", mat, vec, mat.shape[1], vec.shape[0])
-    return _add_product(Addmv, input, mat, vec, beta, alpha, (mat.shape[0],))
-
-
-def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
-    """``beta * input + alpha * outer(vec1, vec2)``.
-
-    Args:
-        input: a Tensor broadcastable to ``(n, m)``.
-        vec1: a ``(n,)`` Tensor.
-        vec2: a ``(m,)`` Tensor.
-        beta: multiplier of ``input``.
-        alpha: multiplier of the outer product.
-    """
-    _require_ndim("addr", "vec1", vec1, 1)
-    _require_ndim("addr", "vec2", vec2, 1)
-    input, vec1, vec2 = _promote_for_addr(input, vec1, vec2, beta, alpha)  # noqa: A001
-    return _add_product(Addr, input, vec1, vec2, beta, alpha, (vec1.shape[0], vec2.shape[0]))
-
-
-def _promote_for_addr(input, vec1, vec2, beta, alpha):  # noqa: A002
-    """The three operands cast (differentiably) to their promoted dtype, as PyTorch's ``addr`` does.
-
-    NOTE: unlike the matrix products, PyTorch's ``addr`` is elementwise math on the
-    expanded operands, so mixed dtypes promote (float32 with float64 gives float64,
-    ints with floats give the float) instead of raising; each gradient comes back in
-    its operand's own dtype through the cast. As in PyTorch, an integer result refuses
-    a floating ``beta`` or ``alpha``.
-    """
-    target = dtypes.result_type(input.dtype, vec1.dtype, vec2.dtype)
-    if target.kind in "iu":
-        for name, value in (("beta", beta), ("alpha", alpha)):
-            if isinstance(value, (float, numpy.floating)):
-                raise RuntimeError(f"addr: For integral input tensors, argument {name} must not be a floating "
-                                   f"point number.")
-    return tuple(t if t.dtype == target else Cast.apply(t, dtype=target) for t in (input, vec1, vec2))
-
-
-def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
-    """``beta * input + alpha * bmm(batch1, batch2)``.
-
-    Args:
-        input: a Tensor broadcastable to ``(b, n, p)``.
-        batch1: a ``(b, n, m)`` Tensor.
-        batch2: a ``(b, m, p)`` Tensor.
-        beta: multiplier of ``input``.
-        alpha: multiplier of the product.
-    """
-    shape = _batch_shapes("baddbmm", batch1, batch2)
-    return _add_product(Baddbmm, input, batch1, batch2, beta, alpha, shape)
-
-
-def addbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
-    """``beta * input + alpha * sum over b of batch1[b] @ batch2[b]``.
-
-    Args:
-        input: a Tensor broadcastable to ``(n, p)``.
-        batch1: a ``(b, n, m)`` Tensor.
-        batch2: a ``(b, m, p)`` Tensor.
-        beta: multiplier of ``input``.
-        alpha: multiplier of the summed product.
-    """
-    shape = _batch_shapes("addbmm", batch1, batch2)
-    return _add_product(Addbmm, input, batch1, batch2, beta, alpha, shape[1:])
-
-
-def dot(input, tensor):  # noqa: A002
-    """Inner product of two 1-D tensors (fp32 accumulation for half inputs).
-
-    Args:
-        input: a 1-D Tensor.
-        tensor: a 1-D Tensor of the same length.
-    """
-    return Dot.apply(input, tensor)
-
-
-def vdot(input, other):  # noqa: A002
-    """``dot`` with the first argument conjugated (identical to ``dot`` for the real dtypes cupynet has).
-
-    Args:
-        input: a 1-D Tensor.
-        other: a 1-D Tensor of the same length.
-    """
-    return Vdot.apply(input, other)
 
 
 def outer(input, vec2):  # noqa: A002

@@ -32,23 +32,17 @@ def _diagonal_index(rows, cols, offset, xp):
     return k + max(-offset, 0), k + max(offset, 0)
 
 
-class Diagonal(GetItem):
-    """The diagonal of the last two dimensions (moved there first), as the last dimension."""
-
-    op_name = "diagonal"
-
-
-class DiagEmbed(IndexAddZeros):
-    """Zeros with the last dimension of the input written on a diagonal of two new last dimensions."""
-
-    op_name = "diag_embed"
-
-
 def _two_dims(op_name, ndim, dim1, dim2):
     d1, d2 = normalize_dim(op_name, dim1, ndim), normalize_dim(op_name, dim2, ndim)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     return d1, d2
+
+
+class Diagonal(GetItem):
+    """The diagonal of the last two dimensions (moved there first), as the last dimension."""
+
+    op_name = "diagonal"
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):  # noqa: A002 - PyTorch's names
@@ -67,7 +61,10 @@ def diagonal(input, offset=0, dim1=0, dim2=1):  # noqa: A002 - PyTorch's names
     return Diagonal.apply(moved, index=(Ellipsis, rows, cols))
 
 
-_read_diagonal = diagonal  # NOTE: diag's argument is named ``diagonal`` (PyTorch's name) and hides the function
+class DiagEmbed(IndexAddZeros):
+    """Zeros with the last dimension of the input written on a diagonal of two new last dimensions."""
+
+    op_name = "diag_embed"
 
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):  # noqa: A002
@@ -89,6 +86,9 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):  # noqa: A002
     for d in range(input.ndim + 1):
         order[d] = input.ndim - 1 if d == d1 else input.ndim if d == d2 else next(free)
     return permute(out, *order)
+
+
+_read_diagonal = diagonal  # NOTE: diag's argument is named ``diagonal`` (PyTorch's name) and hides the function
 
 
 def diag(input, diagonal=0):  # noqa: A002
@@ -156,6 +156,14 @@ def kron(input, other):  # noqa: A002
     return reshape(mul(a, b), tuple(x * y for x, y in zip(a.shape[::2], b.shape[1::2])))
 
 
+def _cross_on(op_name, input, other, d, shown):  # noqa: A002
+    if input.shape[d] != 3 or other.shape[d] != 3:
+        raise RuntimeError(f"{op_name}: inputs dimension {shown} must have length 3. Got {input.shape[d]} and "
+                           f"{other.shape[d]}")
+    out = Cross.apply(movedim(input, d, -1), movedim(other, d, -1))
+    return movedim(out, -1, d)
+
+
 class Cross(Function):
     """The 3-vector cross product along the last dimension."""
 
@@ -174,14 +182,6 @@ class Cross(Function):
         ga = sum_to(Cross.apply(b, grad), a.shape) if ctx.needs_input_grad[0] else None
         gb = sum_to(Cross.apply(grad, a), b.shape) if ctx.needs_input_grad[1] else None
         return ga, gb
-
-
-def _cross_on(op_name, input, other, d, shown):  # noqa: A002
-    if input.shape[d] != 3 or other.shape[d] != 3:
-        raise RuntimeError(f"{op_name}: inputs dimension {shown} must have length 3. Got {input.shape[d]} and "
-                           f"{other.shape[d]}")
-    out = Cross.apply(movedim(input, d, -1), movedim(other, d, -1))
-    return movedim(out, -1, d)
 
 
 def cross(input, other, dim=None):  # noqa: A002
@@ -219,6 +219,36 @@ def linalg_cross(input, other, *, dim=-1):  # noqa: A002
     return _cross_on("linalg.cross", input, other, normalize_dim("linalg.cross", dim, n), dim)
 
 
+def _max_or_zero(mag):
+    """``mag.max(-1)``, and 0 where the last dimension is empty (PyTorch's inf-norm of no features).
+
+    NOTE: CuPy's ``max`` takes no ``initial=`` and refuses a reduction over an
+    empty axis, so the empty case is told apart by shape (known on the host: no sync).
+
+    Args:
+        mag: the absolute differences, (..., P, R, M).
+    """
+    if mag.shape[-1] == 0:
+        return xp_of(mag).zeros(mag.shape[:-1], dtype=mag.dtype)
+    return mag.max(-1)
+
+
+def _dist_grad(diff, dist, p):
+    """d dist / d diff for the p-norm (0 where the distance is 0, as PyTorch)."""
+    zero = dist == 0
+    if p == 0:
+        return diff * 0
+    if p == 1:
+        return diff.sign()
+    if p == numpy.inf:
+        hit = (diff.abs() == dist).to(diff.dtype)
+        return diff.sign() * hit / sum_(hit, -1, keepdim=True)
+    safe = masked_fill(dist, zero, 1.0)
+    if p == 2:
+        return masked_fill(diff / safe, zero, 0.0)
+    return masked_fill(diff.sign() * diff.abs() ** (p - 1) / safe ** (p - 1), zero, 0.0)
+
+
 class Cdist(Function):
     """Pairwise p-norm distances between the rows of two batches of matrices."""
 
@@ -249,36 +279,6 @@ class Cdist(Function):
         g1 = sum_to(sum_(g, -2), x1.shape) if ctx.needs_input_grad[0] else None
         g2 = sum_to(-sum_(g, -3), x2.shape) if ctx.needs_input_grad[1] else None
         return g1, g2
-
-
-def _max_or_zero(mag):
-    """``mag.max(-1)``, and 0 where the last dimension is empty (PyTorch's inf-norm of no features).
-
-    NOTE: CuPy's ``max`` takes no ``initial=`` and refuses a reduction over an
-    empty axis, so the empty case is told apart by shape (known on the host: no sync).
-
-    Args:
-        mag: the absolute differences, (..., P, R, M).
-    """
-    if mag.shape[-1] == 0:
-        return xp_of(mag).zeros(mag.shape[:-1], dtype=mag.dtype)
-    return mag.max(-1)
-
-
-def _dist_grad(diff, dist, p):
-    """d dist / d diff for the p-norm (0 where the distance is 0, as PyTorch)."""
-    zero = dist == 0
-    if p == 0:
-        return diff * 0
-    if p == 1:
-        return diff.sign()
-    if p == numpy.inf:
-        hit = (diff.abs() == dist).to(diff.dtype)
-        return diff.sign() * hit / sum_(hit, -1, keepdim=True)
-    safe = masked_fill(dist, zero, 1.0)
-    if p == 2:
-        return masked_fill(diff / safe, zero, 0.0)
-    return masked_fill(diff.sign() * diff.abs() ** (p - 1) / safe ** (p - 1), zero, 0.0)
 
 
 def cdist(x1, x2, p=2.0, compute_mode=None):

@@ -68,7 +68,7 @@ def _channel_sums_apply(a, axes):
 def _channel_sums(a, b=None):
     """Per-channel sums of ``a`` (of ``a * b`` when given) over every dim but 1, as an (1, C, 1, ...) array.
 
-    NOTE (issue 15): as a matrix-vector product with ones (``a``) and an ``einsum`` (``a * b``, no
+    NOTE (speed): as a matrix-vector product with ones (``a``) and an ``einsum`` (``a * b``, no
     product array): 2-2.5x faster than NumPy's reduction over the non-contiguous axes (0, 2, 3).
     NOTE (numerics): both sum each (sample, channel) plane first, in the array's dtype (fp32/fp64) in
     BLAS's or einsum's vectorised order, then the N plane sums; so no running sum is longer than one
@@ -229,6 +229,22 @@ def _channel_param_shape(x):
 # ----------------------------------------------------------------------------- layer / group / instance norm
 
 
+def _check_param(op, name, t, shape, x):
+    if t is None:
+        return
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{op}: {name} must be a Tensor or None, got {type(t).__name__}")
+    require_floating(op, t, name)
+    if tuple(t.shape) != tuple(shape):
+        raise RuntimeError(f"{op}: expected {name} of shape {tuple(shape)} for input of shape {tuple(x.shape)}, "
+                           f"got {tuple(t.shape)}")
+
+
+def _check_eps(op, eps):
+    if not isinstance(eps, (int, float)) or isinstance(eps, bool) or eps < 0:
+        raise ValueError(f"{op}: eps must be a non-negative number, got {eps!r}")
+
+
 class LayerNorm(Function):
     """Normalize over the trailing ``ndim_norm`` dimensions, then scale and shift (fp32 under autocast)."""
 
@@ -282,6 +298,27 @@ class LayerNorm(Function):
         return gx, gw, gb
 
 
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: A002 - PyTorch's names
+    """Layer normalization: ``(x - mean) / sqrt(var + eps) * weight + bias`` over the trailing dims.
+
+    Args:
+        input: a floating Tensor whose trailing dims equal ``normalized_shape``.
+        normalized_shape: an int or tuple, the shape of the normalized trailing dims.
+        weight: optional scale of shape ``normalized_shape``.
+        bias: optional shift of shape ``normalized_shape``.
+        eps: added to the variance for stability.
+    """
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    require_floating("layer_norm", input)
+    if not shape or tuple(input.shape[input.ndim - len(shape):]) != shape or len(shape) > input.ndim:
+        raise RuntimeError(f"layer_norm: normalized_shape {shape} must match the trailing dimensions of the "
+                           f"input, got input of shape {tuple(input.shape)}")
+    _check_param("layer_norm", "weight", weight, shape, input)
+    _check_param("layer_norm", "bias", bias, shape, input)
+    _check_eps("layer_norm", eps)
+    return LayerNorm.apply(input, weight, bias, ndim_norm=len(shape), eps=float(eps))
+
+
 class GroupNorm(Function):
     """Normalize each of ``num_groups`` channel groups of each sample; per-channel affine (fp32 under autocast)."""
 
@@ -303,50 +340,6 @@ class GroupNorm(Function):
     def backward(ctx, grad):
         x, weight = ctx.saved_tensors
         return _norm_backward(ctx, grad, x, weight, ctx.stat_shape, (2,), ctx.param_shape)
-
-
-class InstanceNorm(GroupNorm):
-    """Group norm with one group per channel; unlisted for autocast (runs in the input dtype, fp32 math)."""
-
-    op_name = "instance_norm"
-    amp_policy = None
-
-
-def _check_param(op, name, t, shape, x):
-    if t is None:
-        return
-    if not isinstance(t, Tensor):
-        raise TypeError(f"{op}: {name} must be a Tensor or None, got {type(t).__name__}")
-    require_floating(op, t, name)
-    if tuple(t.shape) != tuple(shape):
-        raise RuntimeError(f"{op}: expected {name} of shape {tuple(shape)} for input of shape {tuple(x.shape)}, "
-                           f"got {tuple(t.shape)}")
-
-
-def _check_eps(op, eps):
-    if not isinstance(eps, (int, float)) or isinstance(eps, bool) or eps < 0:
-        raise ValueError(f"{op}: eps must be a non-negative number, got {eps!r}")
-
-
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: A002 - PyTorch's names
-    """Layer normalization: ``(x - mean) / sqrt(var + eps) * weight + bias`` over the trailing dims.
-
-    Args:
-        input: a floating Tensor whose trailing dims equal ``normalized_shape``.
-        normalized_shape: an int or tuple, the shape of the normalized trailing dims.
-        weight: optional scale of shape ``normalized_shape``.
-        bias: optional shift of shape ``normalized_shape``.
-        eps: added to the variance for stability.
-    """
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    require_floating("layer_norm", input)
-    if not shape or tuple(input.shape[input.ndim - len(shape):]) != shape or len(shape) > input.ndim:
-        raise RuntimeError(f"layer_norm: normalized_shape {shape} must match the trailing dimensions of the "
-                           f"input, got input of shape {tuple(input.shape)}")
-    _check_param("layer_norm", "weight", weight, shape, input)
-    _check_param("layer_norm", "bias", bias, shape, input)
-    _check_eps("layer_norm", eps)
-    return LayerNorm.apply(input, weight, bias, ndim_norm=len(shape), eps=float(eps))
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A002
@@ -372,7 +365,36 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A0
     return GroupNorm.apply(input, weight, bias, num_groups=num_groups, eps=float(eps))
 
 
-# ----------------------------------------------------------------------------- batch norm
+def _check_running(op, running_mean, running_var, channels, training):
+    if (running_mean is None) != (running_var is None):
+        raise ValueError(f"{op}: running_mean and running_var must both be Tensors or both be None")
+    if running_mean is None and not training:
+        raise ValueError(f"{op}: running_mean and running_var must be defined in evaluation mode "
+                         "(training=False)")
+    for name, t in (("running_mean", running_mean), ("running_var", running_var)):
+        if t is not None and (not isinstance(t, Tensor) or tuple(t.shape) != (channels,)
+                              or not dtypes.is_floating(t.dtype)):
+            got = f"shape {tuple(t.shape)} {t.dtype}" if isinstance(t, Tensor) else type(t).__name__
+            raise RuntimeError(f"{op}: expected {name} to be a floating Tensor of shape ({channels},), got {got}")
+
+
+def _check_batch_args(op, input, weight, bias, momentum, eps, training):
+    require_floating(op, input)
+    if input.ndim < 2:
+        raise ValueError(f"{op}: expected an input of shape (N, C, *), got {tuple(input.shape)}")
+    _check_param(op, "weight", weight, (input.shape[1],), input)
+    _check_param(op, "bias", bias, (input.shape[1],), input)
+    _check_eps(op, eps)
+    if isinstance(momentum, Tensor):
+        if momentum.ndim != 0 or not dtypes.is_floating(momentum.dtype):
+            raise ValueError(f"{op}: a Tensor momentum must be a 0-d floating Tensor, got shape "
+                             f"{tuple(momentum.shape)} {momentum.dtype}")
+    elif not isinstance(momentum, (int, float)) or isinstance(momentum, bool) or not 0.0 <= momentum <= 1.0:
+        raise ValueError(f"{op}: momentum must be a number in [0, 1], got {momentum!r} (the BatchNorm layer "
+                         "passes 1 / num_batches_tracked for a cumulative average)")
+    if training and input.array.size // max(input.shape[1], 1) == 1:
+        raise ValueError(f"{op}: Expected more than 1 value per channel when training, got input size "
+                         f"{tuple(input.shape)}")
 
 
 def _unbiased(var, count):
@@ -401,6 +423,53 @@ def _update_running_stats(running_mean, running_var, batch_mean, unbiased, momen
         new = old * (1.0 - m) + stat.reshape(buf.shape).astype(old.dtype) * m
         buf.array[...] = new.astype(buf.dtype, copy=False)
         buf._bump_version()
+
+
+def _instance_running_update(input, running_mean, running_var, momentum, eps):
+    """Average the per-instance statistics over the batch into the running buffers (as PyTorch does)."""
+    n, c = input.shape[:2]
+    _, mu, var = _standardize_array(compute_in_fp32(input.array).reshape(n, c, -1), (2,), eps)
+    count = input.array.size // max(n * c, 1)
+    _update_running_stats(running_mean, running_var, mu.mean(axis=0), _unbiased(var, count).mean(axis=0), momentum)
+
+
+class InstanceNorm(GroupNorm):
+    """Group norm with one group per channel; unlisted for autocast (runs in the input dtype, fp32 math)."""
+
+    op_name = "instance_norm"
+    amp_policy = None
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,  # noqa: A002
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Instance normalization: statistics per sample and channel over the spatial dims.
+
+    Args:
+        input: a floating Tensor of shape ``(N, C, *)``.
+        running_mean: optional ``(C,)`` buffer, updated in place with batch-averaged instance means.
+        running_var: optional ``(C,)`` buffer, updated in place with batch-averaged instance variances.
+        weight: optional per-channel scale of shape ``(C,)``.
+        bias: optional per-channel shift of shape ``(C,)``.
+        use_input_stats: normalize with the instance statistics (False: with the running ones).
+        momentum: weight of the new statistic in the running average.
+        eps: added to the variance for stability.
+    """
+    _check_batch_args("instance_norm", input, weight, bias, momentum, eps, use_input_stats)
+    _check_running("instance_norm", running_mean, running_var, input.shape[1], use_input_stats)
+    check_same_device("instance_norm", input=input, running_mean=running_mean, running_var=running_var)
+    if not use_input_stats:
+        return BatchNorm.apply(input, weight, bias, running_mean=running_mean, running_var=running_var,
+                               training=False, momentum=float(momentum), eps=float(eps))
+    if running_mean is not None:
+        _instance_running_update(input, running_mean, running_var, float(momentum), float(eps))
+    return InstanceNorm.apply(input, weight, bias, num_groups=input.shape[1], eps=float(eps))
+
+
+# ----------------------------------------------------------------------------- batch norm
+
+
+def _momentum(momentum):
+    return momentum if isinstance(momentum, Tensor) else float(momentum)
 
 
 class BatchNorm(Function):
@@ -445,42 +514,6 @@ class BatchNorm(Function):
         gx = _back_to(gf * scale, x.dtype) if ctx.needs_input_grad[0] else None
         gw, gb = _param_grads(ctx, gf, (xf - Tensor(ctx.mean)) * rstd, weight, ctx.param_shape)
         return gx, gw, gb
-
-
-def _check_running(op, running_mean, running_var, channels, training):
-    if (running_mean is None) != (running_var is None):
-        raise ValueError(f"{op}: running_mean and running_var must both be Tensors or both be None")
-    if running_mean is None and not training:
-        raise ValueError(f"{op}: running_mean and running_var must be defined in evaluation mode "
-                         "(training=False)")
-    for name, t in (("running_mean", running_mean), ("running_var", running_var)):
-        if t is not None and (not isinstance(t, Tensor) or tuple(t.shape) != (channels,)
-                              or not dtypes.is_floating(t.dtype)):
-            got = f"shape {tuple(t.shape)} {t.dtype}" if isinstance(t, Tensor) else type(t).__name__
-            raise RuntimeError(f"{op}: expected {name} to be a floating Tensor of shape ({channels},), got {got}")
-
-
-def _check_batch_args(op, input, weight, bias, momentum, eps, training):
-    require_floating(op, input)
-    if input.ndim < 2:
-        raise ValueError(f"{op}: expected an input of shape (N, C, *), got {tuple(input.shape)}")
-    _check_param(op, "weight", weight, (input.shape[1],), input)
-    _check_param(op, "bias", bias, (input.shape[1],), input)
-    _check_eps(op, eps)
-    if isinstance(momentum, Tensor):
-        if momentum.ndim != 0 or not dtypes.is_floating(momentum.dtype):
-            raise ValueError(f"{op}: a Tensor momentum must be a 0-d floating Tensor, got shape "
-                             f"{tuple(momentum.shape)} {momentum.dtype}")
-    elif not isinstance(momentum, (int, float)) or isinstance(momentum, bool) or not 0.0 <= momentum <= 1.0:
-        raise ValueError(f"{op}: momentum must be a number in [0, 1], got {momentum!r} (the BatchNorm layer "
-                         "passes 1 / num_batches_tracked for a cumulative average)")
-    if training and input.array.size // max(input.shape[1], 1) == 1:
-        raise ValueError(f"{op}: Expected more than 1 value per channel when training, got input size "
-                         f"{tuple(input.shape)}")
-
-
-def _momentum(momentum):
-    return momentum if isinstance(momentum, Tensor) else float(momentum)
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,  # noqa: A002
@@ -566,39 +599,6 @@ def sync_batch_norm(input, running_mean, running_var, weight, bias, momentum, ep
     # NOTE: the all-reduced count stays on the device (no host read)
     _update_running_stats(running_mean, running_var, mu.array, _unbiased(var.array, n.array), _momentum(momentum))
     return cast(out, input.dtype)
-
-
-def _instance_running_update(input, running_mean, running_var, momentum, eps):
-    """Average the per-instance statistics over the batch into the running buffers (as PyTorch does)."""
-    n, c = input.shape[:2]
-    _, mu, var = _standardize_array(compute_in_fp32(input.array).reshape(n, c, -1), (2,), eps)
-    count = input.array.size // max(n * c, 1)
-    _update_running_stats(running_mean, running_var, mu.mean(axis=0), _unbiased(var, count).mean(axis=0), momentum)
-
-
-def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,  # noqa: A002
-                  use_input_stats=True, momentum=0.1, eps=1e-5):
-    """Instance normalization: statistics per sample and channel over the spatial dims.
-
-    Args:
-        input: a floating Tensor of shape ``(N, C, *)``.
-        running_mean: optional ``(C,)`` buffer, updated in place with batch-averaged instance means.
-        running_var: optional ``(C,)`` buffer, updated in place with batch-averaged instance variances.
-        weight: optional per-channel scale of shape ``(C,)``.
-        bias: optional per-channel shift of shape ``(C,)``.
-        use_input_stats: normalize with the instance statistics (False: with the running ones).
-        momentum: weight of the new statistic in the running average.
-        eps: added to the variance for stability.
-    """
-    _check_batch_args("instance_norm", input, weight, bias, momentum, eps, use_input_stats)
-    _check_running("instance_norm", running_mean, running_var, input.shape[1], use_input_stats)
-    check_same_device("instance_norm", input=input, running_mean=running_mean, running_var=running_var)
-    if not use_input_stats:
-        return BatchNorm.apply(input, weight, bias, running_mean=running_mean, running_var=running_var,
-                               training=False, momentum=float(momentum), eps=float(eps))
-    if running_mean is not None:
-        _instance_running_update(input, running_mean, running_var, float(momentum), float(eps))
-    return InstanceNorm.apply(input, weight, bias, num_groups=input.shape[1], eps=float(eps))
 
 
 # ----------------------------------------------------------------------------- rms norm and normalize

@@ -42,7 +42,6 @@ __all__ = [
 ]
 
 
-
 def _axes(op_name, dim, ndim):
     if dim is None:
         return tuple(range(ndim))
@@ -92,6 +91,12 @@ def _reduced_shape(shape, axes):
     return tuple(s for i, s in enumerate(shape) if i not in axes)
 
 
+def _out_dtype(a, dtype):
+    if dtype is not None:
+        return dtype
+    return a.dtype if dtypes.is_floating(a.dtype) else dtypes.int64
+
+
 class Sum(Function):
     """Sum over ``axes``."""
 
@@ -108,6 +113,19 @@ class Sum(Function):
         return broadcast_to(_keep(grad, ctx.in_shape, ctx.axes, ctx.keepdim), ctx.in_shape)
 
 
+def sum(input, dim=None, keepdim=False, dtype=None):  # noqa: A001, A002 - PyTorch's names
+    """Sum of the elements over ``dim`` (all when None).
+
+    Args:
+        input: a Tensor.
+        dim: a dimension, a tuple of them, or None.
+        keepdim: keep reduced dimensions with size 1.
+        dtype: the result dtype (integers and bools sum to int64 by default).
+    """
+    return Sum.apply(input, axes=_axes("sum", dim, input.ndim), keepdim=keepdim,
+                     dtype=dtypes.as_dtype(dtype) if dtype is not None else None)
+
+
 class Mean(Function):
     """Mean over ``axes``."""
 
@@ -122,19 +140,6 @@ class Mean(Function):
     @staticmethod
     def backward(ctx, grad):
         return broadcast_to(_keep(grad, ctx.in_shape, ctx.axes, ctx.keepdim) / ctx.count, ctx.in_shape)
-
-
-def sum(input, dim=None, keepdim=False, dtype=None):  # noqa: A001, A002 - PyTorch's names
-    """Sum of the elements over ``dim`` (all when None).
-
-    Args:
-        input: a Tensor.
-        dim: a dimension, a tuple of them, or None.
-        keepdim: keep reduced dimensions with size 1.
-        dtype: the result dtype (integers and bools sum to int64 by default).
-    """
-    return Sum.apply(input, axes=_axes("sum", dim, input.ndim), keepdim=keepdim,
-                     dtype=dtypes.as_dtype(dtype) if dtype is not None else None)
 
 
 def mean(input, dim=None, keepdim=False, dtype=None):  # noqa: A002
@@ -163,6 +168,27 @@ def _variance(array, axes, correction, keepdim):
         return (centered * centered).sum(axis=axes, keepdims=keepdim) / divisor
 
 
+def _correction(op_name, unbiased, correction):
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{op_name}: pass either unbiased or correction, not both (got unbiased={unbiased}, "
+                        f"correction={correction})")
+    if correction is not None:
+        if isinstance(correction, bool) or not isinstance(correction, (int, float)) or correction < 0:
+            raise TypeError(f"{op_name}: correction must be a non-negative number, got {correction!r}")
+        return correction
+    if unbiased is not None and not isinstance(unbiased, bool):
+        raise TypeError(f"{op_name}: unbiased must be a bool, got {unbiased!r}")
+    return 1 if unbiased is None else int(unbiased)
+
+
+def _moment(cls, input, dim, unbiased, keepdim, correction):  # noqa: A002
+    if isinstance(dim, bool):  # NOTE: PyTorch's overload var(input, unbiased)
+        dim, unbiased = None, dim
+    require_floating(cls.op_name, input)
+    c = _correction(cls.op_name, unbiased, correction)
+    return cls.apply(input, axes=_axes(cls.op_name, dim, input.ndim), correction=c, keepdim=keepdim)
+
+
 class Var(Function):
     """Variance over ``axes`` with ``correction`` (1: Bessel's unbiased estimate)."""
 
@@ -181,6 +207,19 @@ class Var(Function):
         centered = a - mean(a, dim=ctx.axes, keepdim=True)
         scale = 2.0 / ctx.divisor if ctx.divisor else float("inf")
         return _keep(grad, a.shape, ctx.axes, ctx.keepdim) * centered * scale
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    """Variance ``sum((x - mean)^2) / (N - correction)`` over ``dim`` (all when None).
+
+    Args:
+        input: a floating Tensor.
+        dim: a dimension, a tuple of them, or None.
+        unbiased: True (default) divides by N - 1, False by N; exclusive with ``correction``.
+        keepdim: keep reduced dimensions with size 1.
+        correction: the number subtracted from N (default 1).
+    """
+    return _moment(Var, input, dim, unbiased, keepdim, correction)
 
 
 class Std(Function):
@@ -211,40 +250,6 @@ class Std(Function):
         return where(zero, 0.0, g * centered / (where(zero, 1.0, out) * ctx.divisor))
 
 
-def _correction(op_name, unbiased, correction):
-    if unbiased is not None and correction is not None:
-        raise TypeError(f"{op_name}: pass either unbiased or correction, not both (got unbiased={unbiased}, "
-                        f"correction={correction})")
-    if correction is not None:
-        if isinstance(correction, bool) or not isinstance(correction, (int, float)) or correction < 0:
-            raise TypeError(f"{op_name}: correction must be a non-negative number, got {correction!r}")
-        return correction
-    if unbiased is not None and not isinstance(unbiased, bool):
-        raise TypeError(f"{op_name}: unbiased must be a bool, got {unbiased!r}")
-    return 1 if unbiased is None else int(unbiased)
-
-
-def _moment(cls, input, dim, unbiased, keepdim, correction):  # noqa: A002
-    if isinstance(dim, bool):  # NOTE: PyTorch's overload var(input, unbiased)
-        dim, unbiased = None, dim
-    require_floating(cls.op_name, input)
-    c = _correction(cls.op_name, unbiased, correction)
-    return cls.apply(input, axes=_axes(cls.op_name, dim, input.ndim), correction=c, keepdim=keepdim)
-
-
-def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
-    """Variance ``sum((x - mean)^2) / (N - correction)`` over ``dim`` (all when None).
-
-    Args:
-        input: a floating Tensor.
-        dim: a dimension, a tuple of them, or None.
-        unbiased: True (default) divides by N - 1, False by N; exclusive with ``correction``.
-        keepdim: keep reduced dimensions with size 1.
-        correction: the number subtracted from N (default 1).
-    """
-    return _moment(Var, input, dim, unbiased, keepdim, correction)
-
-
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
     """Standard deviation ``sqrt(var)`` over ``dim`` (all when None).
 
@@ -255,6 +260,13 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # n
 
 
 # ---- max / min ---------------------------------------------------------------------------------------
+def _amax_like(cls, input, dim, keepdim):  # noqa: A002
+    axes = _axes(cls.op_name, None if dim in ((), []) else dim, input.ndim)
+    if input.numel() == 0:
+        _check_reduced_nonempty(cls.op_name, input, axes)
+    return cls.apply(input, axes=axes, keepdim=keepdim)
+
+
 class Amax(Function):
     """Largest value over ``axes``; the gradient is split evenly among tied maxima."""
 
@@ -276,11 +288,48 @@ class Amax(Function):
         return _keep(grad, a.shape, ctx.axes, ctx.keepdim) * Tensor(share.astype(grad.dtype))
 
 
+def amax(input, dim=(), keepdim=False):  # noqa: A002
+    """The largest values over ``dim`` (all dims when empty); the gradient is split evenly among ties.
+
+    Args:
+        input: a Tensor.
+        dim: a dimension or tuple of them; () or None for all.
+        keepdim: keep reduced dimensions with size 1.
+    """
+    return _amax_like(Amax, input, dim, keepdim)
+
+
 class Amin(Amax):
     """Smallest value over ``axes``; the gradient is split evenly among tied minima."""
 
     op_name = "amin"
     reduce_name = "min"
+
+
+def amin(input, dim=(), keepdim=False):  # noqa: A002
+    """The smallest values over ``dim`` (all dims when empty); the gradient is split evenly among ties.
+
+    Args:
+        input, dim, keepdim: as in ``amax``.
+    """
+    return _amax_like(Amin, input, dim, keepdim)
+
+
+def _extreme(dim_cls, all_cls, input, dim, keepdim):  # noqa: A002
+    name = dim_cls.op_name
+    if isinstance(dim, Tensor):
+        return getattr(arith, dim_cls.elementwise)(input, dim)
+    if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                               "Specify the reduction dim with the 'dim' argument.")
+        return all_cls.apply(input, axes=tuple(range(input.ndim)), keepdim=False)
+    d = normalize_dim(name, dim, input.ndim)
+    if input.ndim == 0:
+        zero = Tensor(xp_of(input).zeros((), dtype=dtypes.int64))
+        return _RETURN_TYPES[name](all_cls.apply(input, axes=(), keepdim=False), zero)
+    _check_reduced_nonempty(name, input, (d,))
+    return _RETURN_TYPES[name](*dim_cls.apply(input, dim=d, keepdim=keepdim))
 
 
 class MaxDim(Function):
@@ -306,34 +355,6 @@ class MaxDim(Function):
         return IndexAddZeros.apply(g, index=ctx.index, shape=ctx.in_shape)
 
 
-class MinDim(MaxDim):
-    """Smallest value along one dimension and its index; the gradient goes to that index."""
-
-    op_name = "min"
-    arg_name = "argmin"
-    elementwise = "minimum"
-
-
-_RETURN_TYPES = {name: collections.namedtuple(name, ("values", "indices")) for name in ("max", "min")}
-
-
-def _extreme(dim_cls, all_cls, input, dim, keepdim):  # noqa: A002
-    name = dim_cls.op_name
-    if isinstance(dim, Tensor):
-        return getattr(arith, dim_cls.elementwise)(input, dim)
-    if dim is None:
-        if input.numel() == 0:
-            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
-                               "Specify the reduction dim with the 'dim' argument.")
-        return all_cls.apply(input, axes=tuple(range(input.ndim)), keepdim=False)
-    d = normalize_dim(name, dim, input.ndim)
-    if input.ndim == 0:
-        zero = Tensor(xp_of(input).zeros((), dtype=dtypes.int64))
-        return _RETURN_TYPES[name](all_cls.apply(input, axes=(), keepdim=False), zero)
-    _check_reduced_nonempty(name, input, (d,))
-    return _RETURN_TYPES[name](*dim_cls.apply(input, dim=d, keepdim=keepdim))
-
-
 def max(input, dim=None, keepdim=False):  # noqa: A001, A002 - PyTorch's names
     """The largest value (no dim), ``(values, indices)`` along ``dim``, or ``maximum(input, other)``.
 
@@ -346,6 +367,14 @@ def max(input, dim=None, keepdim=False):  # noqa: A001, A002 - PyTorch's names
     return _extreme(MaxDim, Amax, input, dim, keepdim)
 
 
+class MinDim(MaxDim):
+    """Smallest value along one dimension and its index; the gradient goes to that index."""
+
+    op_name = "min"
+    arg_name = "argmin"
+    elementwise = "minimum"
+
+
 def min(input, dim=None, keepdim=False):  # noqa: A001, A002
     """The smallest value (no dim), ``(values, indices)`` along ``dim``, or ``minimum(input, other)``.
 
@@ -355,31 +384,7 @@ def min(input, dim=None, keepdim=False):  # noqa: A001, A002
     return _extreme(MinDim, Amin, input, dim, keepdim)
 
 
-def _amax_like(cls, input, dim, keepdim):  # noqa: A002
-    axes = _axes(cls.op_name, None if dim in ((), []) else dim, input.ndim)
-    if input.numel() == 0:
-        _check_reduced_nonempty(cls.op_name, input, axes)
-    return cls.apply(input, axes=axes, keepdim=keepdim)
-
-
-def amax(input, dim=(), keepdim=False):  # noqa: A002
-    """The largest values over ``dim`` (all dims when empty); the gradient is split evenly among ties.
-
-    Args:
-        input: a Tensor.
-        dim: a dimension or tuple of them; () or None for all.
-        keepdim: keep reduced dimensions with size 1.
-    """
-    return _amax_like(Amax, input, dim, keepdim)
-
-
-def amin(input, dim=(), keepdim=False):  # noqa: A002
-    """The smallest values over ``dim`` (all dims when empty); the gradient is split evenly among ties.
-
-    Args:
-        input, dim, keepdim: as in ``amax``.
-    """
-    return _amax_like(Amin, input, dim, keepdim)
+_RETURN_TYPES = {name: collections.namedtuple(name, ("values", "indices")) for name in ("max", "min")}
 
 
 def _arg_extreme(name, input, dim, keepdim):  # noqa: A002
@@ -489,18 +494,23 @@ def any(input, dim=None, keepdim=False):  # noqa: A001, A002
     return _logical("any", input, dim, keepdim)
 
 
-
-def _out_dtype(a, dtype):
-    if dtype is not None:
-        return dtype
-    return a.dtype if dtypes.is_floating(a.dtype) else dtypes.int64
-
-
 def _narrow(t, dim, start, stop):
     return getitem(t, (slice(None),) * dim + (slice(start, stop),))
 
 
 # ---- cumulative sum and product ----------------------------------------------------------------------
+def _dtype_arg(dtype):
+    return dtypes.as_dtype(dtype) if dtype is not None else None
+
+
+def _cumulative(cls, input, dim, dtype):  # noqa: A002
+    normalize_dim(cls.op_name, dim, input.ndim)  # NOTE: a 0-d tensor takes dim 0 or -1 only, as in PyTorch
+    if input.ndim == 0:
+        input = reshape(input, (1,))
+        return reshape(cls.apply(input, dim=0, dtype=_dtype_arg(dtype)), ())
+    return cls.apply(input, dim=normalize_dim(cls.op_name, dim, input.ndim), dtype=_dtype_arg(dtype))
+
+
 class CumSum(Function):
     """Running sum along ``dim`` (from the end when ``reverse``); fp32 under autocast."""
 
@@ -522,26 +532,15 @@ class CumSum(Function):
         return CumSum.apply(grad, dim=ctx.dim, reverse=not ctx.reverse)
 
 
-class CumProd(Function):
-    """Running product along ``dim``; fp32 under autocast; exact gradients with zeros."""
+def cumsum(input, dim, *, dtype=None):  # noqa: A002 - PyTorch's name
+    """Running sum along ``dim``; integer and bool inputs give int64.
 
-    op_name = "cumprod"
-    amp_policy = "fp32"
-    save_outputs = True
-
-    @staticmethod
-    def forward(ctx, a, dim=0, dtype=None):
-        ctx.save_for_backward(a)
-        ctx.dim, out_dtype = dim, _out_dtype(a, dtype)
-        x = a.array.astype(dtypes.compute_dtype(out_dtype), copy=False)
-        return xp_of(a).cumprod(x, axis=dim).astype(out_dtype, copy=False)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (a,) = ctx.saved_tensors
-        if is_grad_enabled():  # NOTE: create_graph: the differentiable O(n^2) form (PyTorch does the same)
-            return _cumprod_grad_differentiable(a, grad, ctx.dim)
-        return Tensor(_cumprod_grad_array(a.array, ctx.output(0).array, grad.array, ctx.dim))
+    Args:
+        input: a Tensor.
+        dim: the dimension to accumulate along.
+        dtype: the result dtype (the input is cast to it first).
+    """
+    return _cumulative(CumSum, input, dim, dtype)
 
 
 def _cumprod_grad_array(x, y, g, dim):
@@ -582,27 +581,26 @@ def _cumprod_grad_differentiable(x, g, dim):
     return stack(pieces, dim)
 
 
-def _cumulative(cls, input, dim, dtype):  # noqa: A002
-    normalize_dim(cls.op_name, dim, input.ndim)  # NOTE: a 0-d tensor takes dim 0 or -1 only, as in PyTorch
-    if input.ndim == 0:
-        input = reshape(input, (1,))
-        return reshape(cls.apply(input, dim=0, dtype=_dtype_arg(dtype)), ())
-    return cls.apply(input, dim=normalize_dim(cls.op_name, dim, input.ndim), dtype=_dtype_arg(dtype))
+class CumProd(Function):
+    """Running product along ``dim``; fp32 under autocast; exact gradients with zeros."""
 
+    op_name = "cumprod"
+    amp_policy = "fp32"
+    save_outputs = True
 
-def _dtype_arg(dtype):
-    return dtypes.as_dtype(dtype) if dtype is not None else None
+    @staticmethod
+    def forward(ctx, a, dim=0, dtype=None):
+        ctx.save_for_backward(a)
+        ctx.dim, out_dtype = dim, _out_dtype(a, dtype)
+        x = a.array.astype(dtypes.compute_dtype(out_dtype), copy=False)
+        return xp_of(a).cumprod(x, axis=dim).astype(out_dtype, copy=False)
 
-
-def cumsum(input, dim, *, dtype=None):  # noqa: A002 - PyTorch's name
-    """Running sum along ``dim``; integer and bool inputs give int64.
-
-    Args:
-        input: a Tensor.
-        dim: the dimension to accumulate along.
-        dtype: the result dtype (the input is cast to it first).
-    """
-    return _cumulative(CumSum, input, dim, dtype)
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        if is_grad_enabled():  # NOTE: create_graph: the differentiable O(n^2) form (PyTorch does the same)
+            return _cumprod_grad_differentiable(a, grad, ctx.dim)
+        return Tensor(_cumprod_grad_array(a.array, ctx.output(0).array, grad.array, ctx.dim))
 
 
 def cumprod(input, dim, *, dtype=None):  # noqa: A002
@@ -617,6 +615,16 @@ def cumprod(input, dim, *, dtype=None):  # noqa: A002
 
 
 # ---- product -----------------------------------------------------------------------------------------
+def _exclusive_cumprod(t, dim):
+    """``[1, x0, x0*x1, ...]``: the running product of the elements strictly before each position."""
+    shape = tuple(1 if i == dim else s for i, s in enumerate(t.shape))
+    ones = Tensor(xp_of(t).ones(shape, dtype=t.dtype))
+    n = t.shape[dim]
+    if n == 1:
+        return ones
+    return cat([ones, CumProd.apply(_narrow(t, dim, 0, n - 1), dim=dim)], dim)
+
+
 class Prod(Function):
     """Product along one dimension; fp32 under autocast; exact gradients with zeros."""
 
@@ -642,16 +650,6 @@ class Prod(Function):
         return g * before * after
 
 
-def _exclusive_cumprod(t, dim):
-    """``[1, x0, x0*x1, ...]``: the running product of the elements strictly before each position."""
-    shape = tuple(1 if i == dim else s for i, s in enumerate(t.shape))
-    ones = Tensor(xp_of(t).ones(shape, dtype=t.dtype))
-    n = t.shape[dim]
-    if n == 1:
-        return ones
-    return cat([ones, CumProd.apply(_narrow(t, dim, 0, n - 1), dim=dim)], dim)
-
-
 def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     """Product of the elements (all when dim is None, else along one ``dim``); int inputs give int64.
 
@@ -675,50 +673,6 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
 
 
 # ---- vector norms ------------------------------------------------------------------------------------
-class Norm(Function):
-    """Vector p-norm over ``axes`` (any real p, inf and -inf, as PyTorch); fp32 under autocast."""
-
-    op_name = "norm"
-    amp_policy = "fp32"
-    save_outputs = True
-
-    @staticmethod
-    def forward(ctx, a, ord=2.0, axes=(), keepdim=False):  # noqa: A002 - PyTorch's name
-        ctx.save_for_backward(a)
-        ctx.ord, ctx.axes, ctx.keepdim = ord, axes, keepdim
-        return _norm_array(a.array, ord, axes, keepdim).astype(a.dtype, copy=False)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (a,) = ctx.saved_tensors
-        if ctx.ord == 0:
-            return None  # NOTE: counting nonzeros is piecewise constant: no gradient
-        g = _keep(grad, a.shape, ctx.axes, ctx.keepdim)
-        sign = Tensor(xp_of(a).sign(a.array))
-        if ctx.ord == 1:
-            return g * sign
-        out = _keep(ctx.output(0), a.shape, ctx.axes, ctx.keepdim)
-        if math.isinf(ctx.ord):
-            hit = (xp_of(a).abs(a.array) == out.array).astype(dtypes.float32)
-            share = hit / hit.sum(axis=ctx.axes, keepdims=True)  # NOTE: ties share it, as PyTorch
-            return g * sign * Tensor(share.astype(grad.dtype))
-        # NOTE: a zero norm means x is all zeros there; dividing by 1 instead gives the 0 gradient PyTorch gives
-        safe = out + Tensor((out.array == 0).astype(out.dtype))
-        if ctx.ord == 2:
-            return g * a / safe
-        # NOTE: for p < 1, |x|^(p-1) is infinite at x == 0; PyTorch's gradient is 0 there (sign is 0),
-        # and 0 wherever the norm is 0 (a negative p with a zero element): |x| + [x == 0] keeps it finite
-        zero = Tensor((a.array == 0).astype(a.dtype))
-        nonzero_norm = Tensor((out.array != 0).astype(out.dtype))
-        return g * sign * (a * sign + zero) ** (ctx.ord - 1) / safe ** (ctx.ord - 1) * nonzero_norm
-
-
-class VectorNorm(Norm):
-    """``linalg.vector_norm``: the vector p-norm over ``dim`` (all elements by default); fp32 under autocast."""
-
-    op_name = "linalg_vector_norm"
-
-
 def _norm_array(array, ord, axes, keepdim):  # noqa: A002
     xp = xp_of(array)
     x = xp.abs(compute_in_fp32(array))
@@ -761,6 +715,44 @@ def _vector_norm(cls, input, ord, dim, keepdim, dtype):  # noqa: A002
     return cls.apply(input, ord=ord, axes=axes, keepdim=keepdim)
 
 
+class Norm(Function):
+    """Vector p-norm over ``axes`` (any real p, inf and -inf, as PyTorch); fp32 under autocast."""
+
+    op_name = "norm"
+    amp_policy = "fp32"
+    save_outputs = True
+
+    @staticmethod
+    def forward(ctx, a, ord=2.0, axes=(), keepdim=False):  # noqa: A002 - PyTorch's name
+        ctx.save_for_backward(a)
+        ctx.ord, ctx.axes, ctx.keepdim = ord, axes, keepdim
+        return _norm_array(a.array, ord, axes, keepdim).astype(a.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        if ctx.ord == 0:
+            return None  # NOTE: counting nonzeros is piecewise constant: no gradient
+        g = _keep(grad, a.shape, ctx.axes, ctx.keepdim)
+        sign = Tensor(xp_of(a).sign(a.array))
+        if ctx.ord == 1:
+            return g * sign
+        out = _keep(ctx.output(0), a.shape, ctx.axes, ctx.keepdim)
+        if math.isinf(ctx.ord):
+            hit = (xp_of(a).abs(a.array) == out.array).astype(dtypes.float32)
+            share = hit / hit.sum(axis=ctx.axes, keepdims=True)  # NOTE: ties share it, as PyTorch
+            return g * sign * Tensor(share.astype(grad.dtype))
+        # NOTE: a zero norm means x is all zeros there; dividing by 1 instead gives the 0 gradient PyTorch gives
+        safe = out + Tensor((out.array == 0).astype(out.dtype))
+        if ctx.ord == 2:
+            return g * a / safe
+        # NOTE: for p < 1, |x|^(p-1) is infinite at x == 0; PyTorch's gradient is 0 there (sign is 0),
+        # and 0 wherever the norm is 0 (a negative p with a zero element): |x| + [x == 0] keeps it finite
+        zero = Tensor((a.array == 0).astype(a.dtype))
+        nonzero_norm = Tensor((out.array != 0).astype(out.dtype))
+        return g * sign * (a * sign + zero) ** (ctx.ord - 1) / safe ** (ctx.ord - 1) * nonzero_norm
+
+
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):  # noqa: A002
     """The vector p-norm of ``input`` over ``dim`` (all elements when None), as ``torch.norm``.
 
@@ -772,6 +764,12 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):  # noqa: A002
         dtype: cast the input to this dtype first.
     """
     return _vector_norm(Norm, input, _norm_order("norm", p), dim, keepdim, dtype)
+
+
+class VectorNorm(Norm):
+    """``linalg.vector_norm``: the vector p-norm over ``dim`` (all elements by default); fp32 under autocast."""
+
+    op_name = "linalg_vector_norm"
 
 
 def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002

@@ -100,6 +100,29 @@ class _Sample(Function):
         return grads if len(grads) > 1 else grads[0]
 
 
+def _as_parameter(value, like):
+    """A Tensor from a number (on ``like``'s device, in its dtype) or the Tensor itself."""
+    if isinstance(value, Tensor):
+        return value
+    return Tensor(xp_of(like).asarray(value, dtype=like.dtype))
+
+
+def _normal_of_numbers(mean, std, size, generator, dtype, device, requires_grad):
+    _check_real("normal", "mean", mean)
+    _check_real("normal", "std", std)
+    if size is None:
+        raise TypeError("normal: with a number mean and std, size must be given (e.g. normal(0.0, 1.0, (2, 3)))")
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    holder = creation.empty(*((size,) if isinstance(size, int) else tuple(size)), dtype=dtype, device=device)
+    if not dtypes.is_floating(holder.dtype):
+        raise TypeError(f"normal: expected a floating point dtype, got {holder.dtype}")
+    gen = resolve_generator(generator, holder.device, "normal")
+    wide = _wide(holder.dtype)
+    values = _on_device(holder.device, lambda: gen.standard_normal(tuple(holder.shape), dtype=wide) * std + mean)
+    return Tensor(values.astype(holder.dtype, copy=False), requires_grad=requires_grad)
+
+
 class Normal(_Sample):
     """``mean + std * N(0, 1)``, ``mean`` and ``std`` broadcast together; zero gradients."""
 
@@ -109,35 +132,6 @@ class Normal(_Sample):
     def draw(gen, xp, arrays, wide, shape=()):
         mean, std = arrays
         return mean + std * gen.standard_normal(shape, dtype=wide)
-
-
-class Bernoulli(_Sample):
-    """1 with probability ``p`` (elementwise), else 0; zero gradient."""
-
-    op_name = "bernoulli"
-
-    @staticmethod
-    def draw(gen, xp, arrays, wide):
-        (p,) = arrays
-        return gen.random(p.shape, dtype=wide) < p
-
-
-class Poisson(_Sample):
-    """Counts drawn from Poisson(rate) (elementwise), as floats; zero gradient."""
-
-    op_name = "poisson"
-
-    @staticmethod
-    def draw(gen, xp, arrays, wide):
-        (rate,) = arrays
-        return gen.poisson(rate)
-
-
-def _as_parameter(value, like):
-    """A Tensor from a number (on ``like``'s device, in its dtype) or the Tensor itself."""
-    if isinstance(value, Tensor):
-        return value
-    return Tensor(xp_of(like).asarray(value, dtype=like.dtype))
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, device=None,  # noqa: A002
@@ -189,20 +183,21 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
     return Normal.apply(mean_t, std_t, gen=gen, out_dtype=out_dtype, shape=shape)
 
 
-def _normal_of_numbers(mean, std, size, generator, dtype, device, requires_grad):
-    _check_real("normal", "mean", mean)
-    _check_real("normal", "std", std)
-    if size is None:
-        raise TypeError("normal: with a number mean and std, size must be given (e.g. normal(0.0, 1.0, (2, 3)))")
-    if std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    holder = creation.empty(*((size,) if isinstance(size, int) else tuple(size)), dtype=dtype, device=device)
-    if not dtypes.is_floating(holder.dtype):
-        raise TypeError(f"normal: expected a floating point dtype, got {holder.dtype}")
-    gen = resolve_generator(generator, holder.device, "normal")
-    wide = _wide(holder.dtype)
-    values = _on_device(holder.device, lambda: gen.standard_normal(tuple(holder.shape), dtype=wide) * std + mean)
-    return Tensor(values.astype(holder.dtype, copy=False), requires_grad=requires_grad)
+def _check_probability(fn, p):
+    _check_real(fn, "p", p)
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"{fn}_ expects p to be in [0, 1], but got p={p}")
+
+
+class Bernoulli(_Sample):
+    """1 with probability ``p`` (elementwise), else 0; zero gradient."""
+
+    op_name = "bernoulli"
+
+    @staticmethod
+    def draw(gen, xp, arrays, wide):
+        (p,) = arrays
+        return gen.random(p.shape, dtype=wide) < p
 
 
 def bernoulli(input, p=None, *, generator=None, out=None):  # noqa: A002 - PyTorch's names
@@ -227,6 +222,17 @@ def bernoulli(input, p=None, *, generator=None, out=None):  # noqa: A002 - PyTor
         raise RuntimeError("bernoulli: Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
     gen = resolve_generator(generator, input.device, "bernoulli")
     return Bernoulli.apply(input, gen=gen, out_dtype=input.dtype)
+
+
+class Poisson(_Sample):
+    """Counts drawn from Poisson(rate) (elementwise), as floats; zero gradient."""
+
+    op_name = "poisson"
+
+    @staticmethod
+    def draw(gen, xp, arrays, wide):
+        (rate,) = arrays
+        return gen.poisson(rate)
 
 
 def poisson(input, generator=None):  # noqa: A002 - PyTorch's names
@@ -266,12 +272,6 @@ def _fill(name, input, draw, generator, floating=True):  # noqa: A002
     def compute():
         return _on_device(input.device, lambda: draw(gen, xp_of(input), _wide(input.dtype)))
     return write_in_place(name, input, None, lambda old: Copy.apply(old, Tensor(compute())), _assign(input, compute))
-
-
-def _check_probability(fn, p):
-    _check_real(fn, "p", p)
-    if not 0 <= p <= 1:
-        raise RuntimeError(f"{fn}_ expects p to be in [0, 1], but got p={p}")
 
 
 def bernoulli_(input, p=0.5, *, generator=None):  # noqa: A002 - PyTorch's names

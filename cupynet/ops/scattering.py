@@ -64,6 +64,28 @@ def _src_grad(ctx, grad):
     return out
 
 
+def _check_bounds(op_name, index, size, dim):
+    """PyTorch's error for an index outside [-size, size) (negative indices are refused too, as PyTorch)."""
+    if index.size and xp_of(index) is numpy:  # NOTE: on the GPU an out-of-range index is not checked (a sync)
+        bad = (index < 0) | (index >= size)
+        if bad.any():
+            value = int(index.reshape(-1)[int(bad.reshape(-1).argmax())])
+            raise RuntimeError(f"{op_name}(): index {value} is out of bounds for dimension {dim} with size {size}")
+
+
+def _scatter_args(op_name, input, dim, index, src):  # noqa: A002
+    check_index_tensor(op_name, index)
+    _check_index_device(op_name, input, index)
+    d = normalize_dim(op_name, dim, input.ndim)
+    others = [("input", input, False)] + ([("src", src, True)] if isinstance(src, Tensor) else [])
+    check_gather_shapes(op_name, d, index, *others)
+    if isinstance(src, Tensor) and src.dtype != input.dtype:
+        raise RuntimeError(f"{op_name}(): Expected self.dtype to be equal to src.dtype (got {input.dtype} and "
+                           f"{src.dtype})")
+    _check_bounds(op_name, index.array, input.shape[d] if input.ndim else 1, d)
+    return along_dim_index(xp_of(input), index.array, d), tuple(slice(0, s) for s in index.shape)
+
+
 class Scatter(Function):
     """``input`` with ``src`` (or a number) written at ``index`` along a dimension."""
 
@@ -83,28 +105,6 @@ class Scatter(Function):
         grad_a = masked_fill(grad, ctx.mask, 0.0) if ctx.needs_input_grad[0] else None
         grad_src = _src_grad(ctx, grad) if ctx.src_shape is not None and ctx.needs_input_grad[1] else None
         return grad_a, grad_src
-
-
-def _scatter_args(op_name, input, dim, index, src):  # noqa: A002
-    check_index_tensor(op_name, index)
-    _check_index_device(op_name, input, index)
-    d = normalize_dim(op_name, dim, input.ndim)
-    others = [("input", input, False)] + ([("src", src, True)] if isinstance(src, Tensor) else [])
-    check_gather_shapes(op_name, d, index, *others)
-    if isinstance(src, Tensor) and src.dtype != input.dtype:
-        raise RuntimeError(f"{op_name}(): Expected self.dtype to be equal to src.dtype (got {input.dtype} and "
-                           f"{src.dtype})")
-    _check_bounds(op_name, index.array, input.shape[d] if input.ndim else 1, d)
-    return along_dim_index(xp_of(input), index.array, d), tuple(slice(0, s) for s in index.shape)
-
-
-def _check_bounds(op_name, index, size, dim):
-    """PyTorch's error for an index outside [-size, size) (negative indices are refused too, as PyTorch)."""
-    if index.size and xp_of(index) is numpy:  # NOTE: on the GPU an out-of-range index is not checked (a sync)
-        bad = (index < 0) | (index >= size)
-        if bad.any():
-            value = int(index.reshape(-1)[int(bad.reshape(-1).argmax())])
-            raise RuntimeError(f"{op_name}(): index {value} is out of bounds for dimension {dim} with size {size}")
 
 
 def scatter(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A002 - PyTorch's names
@@ -188,6 +188,26 @@ class ScatterReduce(Function):
         return (grad_a if ctx.needs_input_grad[0] else None), (grad_src if ctx.needs_input_grad[1] else None)
 
 
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noqa: A002
+    """A copy of ``input`` with ``src`` combined at ``index`` along ``dim`` by ``reduce``.
+
+    Args:
+        input: a Tensor.
+        dim: the dimension to scatter along.
+        index: an int64 Tensor with input's number of dimensions.
+        src: the values (input's dtype).
+        reduce: "sum", "prod", "mean", "amax" or "amin".
+        include_self: whether input's own values at the written positions take part.
+    """
+    if reduce not in _REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    if not isinstance(src, Tensor):
+        raise TypeError(f"scatter_reduce(): expected src to be a Tensor, got {type(src).__name__}")
+    index_tuple, src_view = _scatter_args("scatter_reduce", input, dim, index, src)
+    return ScatterReduce.apply(input, src, index=index_tuple, src_view=src_view, reduce=reduce,
+                               include_self=include_self)
+
+
 def _sum_grads(ctx, grad, a, src, out):
     return grad, _src_grad(ctx, grad)
 
@@ -195,6 +215,12 @@ def _sum_grads(ctx, grad, a, src, out):
 def _mean_grads(ctx, grad, a, src, out):
     scaled = grad / ctx.counts.to(grad.dtype)
     return scaled, _src_grad(ctx, scaled)
+
+
+def _add_at(ctx, values, shape):
+    """Zeros of ``shape`` with ``values`` (src-shaped) added at the scattered positions."""
+    picked = GetItem.apply(values, index=ctx.src_view)
+    return IndexAddZeros.apply(picked, index=ctx.index, shape=shape)
 
 
 def _extreme_grads(ctx, grad, a, src, out):
@@ -207,12 +233,6 @@ def _extreme_grads(ctx, grad, a, src, out):
     ties = hit_a + _add_at(ctx, hit_src, a.shape)
     share = grad / ties
     return share * hit_a, _src_grad(ctx, share) * hit_src
-
-
-def _add_at(ctx, values, shape):
-    """Zeros of ``shape`` with ``values`` (src-shaped) added at the scattered positions."""
-    picked = GetItem.apply(values, index=ctx.src_view)
-    return IndexAddZeros.apply(picked, index=ctx.index, shape=shape)
 
 
 def _prod_grads(ctx, grad, a, src, out):
@@ -235,26 +255,6 @@ def _prod_grads(ctx, grad, a, src, out):
 
 _REDUCE_GRADS = {"sum": _sum_grads, "mean": _mean_grads, "amax": _extreme_grads, "amin": _extreme_grads,
                  "prod": _prod_grads}
-
-
-def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noqa: A002
-    """A copy of ``input`` with ``src`` combined at ``index`` along ``dim`` by ``reduce``.
-
-    Args:
-        input: a Tensor.
-        dim: the dimension to scatter along.
-        index: an int64 Tensor with input's number of dimensions.
-        src: the values (input's dtype).
-        reduce: "sum", "prod", "mean", "amax" or "amin".
-        include_self: whether input's own values at the written positions take part.
-    """
-    if reduce not in _REDUCTIONS:
-        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
-    if not isinstance(src, Tensor):
-        raise TypeError(f"scatter_reduce(): expected src to be a Tensor, got {type(src).__name__}")
-    index_tuple, src_view = _scatter_args("scatter_reduce", input, dim, index, src)
-    return ScatterReduce.apply(input, src, index=index_tuple, src_view=src_view, reduce=reduce,
-                               include_self=include_self)
 
 
 # ---- index_add / index_copy / index_fill ---------------------------------------------------------------
@@ -282,6 +282,10 @@ def _index_args(op_name, input, dim, index, source=None):  # noqa: A002
     return (slice(None),) * d + (positions,)
 
 
+def _as_source_shape(t, input, index):  # noqa: A002
+    return t.reshape(input.array[index].shape) if t.ndim == 0 else t
+
+
 class IndexAdd(Function):
     """``input`` with ``alpha * source`` added at ``index`` along a dimension (repeats accumulate)."""
 
@@ -300,10 +304,6 @@ class IndexAdd(Function):
             grad_source = GetItem.apply(grad, index=ctx.index)
             grad_source = grad_source if ctx.alpha == 1 else grad_source * ctx.alpha
         return grad, grad_source
-
-
-def _as_source_shape(t, input, index):  # noqa: A002
-    return t.reshape(input.array[index].shape) if t.ndim == 0 else t
 
 
 def index_add(input, dim, index, source, *, alpha=1):  # noqa: A002
@@ -340,12 +340,6 @@ class IndexCopy(Function):
         return grad_a, grad_source
 
 
-class IndexFill(IndexCopy):
-    """``input`` with a number written at ``index`` along a dimension."""
-
-    op_name = "index_fill"
-
-
 def index_copy(input, dim, index, source):  # noqa: A002
     """A copy of ``input`` with the slices of ``source`` written at positions ``index`` along ``dim``.
 
@@ -357,6 +351,12 @@ def index_copy(input, dim, index, source):  # noqa: A002
     """
     index_tuple = _index_args("index_copy", input, dim, index, source)
     return IndexCopy.apply(input, _as_source_shape(source, input, index_tuple), index=index_tuple)
+
+
+class IndexFill(IndexCopy):
+    """``input`` with a number written at ``index`` along a dimension."""
+
+    op_name = "index_fill"
 
 
 def index_fill(input, dim, index, value):  # noqa: A002

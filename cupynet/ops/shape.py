@@ -50,6 +50,12 @@ class _ShapeChange(Function):
         return ctx.fn.inverse(grad, ctx.in_shape)
 
 
+def _same_memory(view, array):
+    """True when ``view`` (a NumPy/CuPy result) reads ``array``'s memory rather than a copy of it."""
+    base = view.base
+    return base is not None and (base is array or base is array.base)
+
+
 class Reshape(_ShapeChange):
     """Same values, new shape."""
 
@@ -68,6 +74,37 @@ class Reshape(_ShapeChange):
             shape: the view's shape (the op's option).
         """
         return region.reshape(in_shape)
+
+
+def reshape(input, *shape):  # noqa: A002 - PyTorch's name
+    """Same data in a new shape (one dimension may be -1).
+
+    Args:
+        input: a Tensor.
+        *shape: the new shape, as ints or one tuple.
+    """
+    shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    shape = _resolve_shape("reshape", input.array.size, shape)
+    if shape == input.shape:
+        return input
+    out = Reshape.apply(input, shape=shape)
+    return mark_view(out, input, Reshape, {"shape": shape}) if _same_memory(out.array, input.array) else out
+
+
+view = reshape
+
+
+def _inverse(dims):
+    """The permutation that undoes ``dims``."""
+    inverse = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inverse[d] = i
+    return tuple(inverse)
+
+
+def _permuted(input, dims):
+    """``Permute.apply`` recorded as a view of ``input`` (a permutation never copies)."""
+    return mark_view(Permute.apply(input, dims=dims), input, Permute, {"dims": dims})
 
 
 class Permute(Function):
@@ -96,72 +133,6 @@ class Permute(Function):
         return region.transpose(_inverse(dims))
 
 
-def _inverse(dims):
-    """The permutation that undoes ``dims``."""
-    inverse = [0] * len(dims)
-    for i, d in enumerate(dims):
-        inverse[d] = i
-    return tuple(inverse)
-
-
-class BroadcastTo(_ShapeChange):
-    """Broadcast to a larger shape (a view); backward sums back."""
-
-    op_name = "broadcast_to"
-
-    change = staticmethod(lambda array, shape: xp_of(array).broadcast_to(array, shape))
-    inverse = staticmethod(lambda grad, shape: sum_to(grad, shape))
-
-
-class SumTo(_ShapeChange):
-    """Sum over the dimensions that broadcasting added or stretched, giving ``shape``."""
-
-    op_name = "sum_to"
-
-    change = staticmethod(lambda array, shape: _sum_to_array(array, shape))
-    inverse = staticmethod(lambda grad, shape: broadcast_to(grad, shape))
-
-
-def _sum_to_array(array, shape):
-    lead = array.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and array.shape[lead + i] != 1)
-    if not axes:
-        return array.reshape(shape)
-    # NOTE: half-precision gradients are summed in fp32 and rounded once
-    acc_dtype = "float32" if array.dtype.itemsize < 4 and array.dtype.kind in "fV" else None
-    out = array.sum(axis=axes, keepdims=True, dtype=acc_dtype)
-    return out.astype(array.dtype, copy=False).reshape(shape)
-
-
-def reshape(input, *shape):  # noqa: A002 - PyTorch's name
-    """Same data in a new shape (one dimension may be -1).
-
-    Args:
-        input: a Tensor.
-        *shape: the new shape, as ints or one tuple.
-    """
-    shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-    shape = _resolve_shape("reshape", input.array.size, shape)
-    if shape == input.shape:
-        return input
-    out = Reshape.apply(input, shape=shape)
-    return mark_view(out, input, Reshape, {"shape": shape}) if _same_memory(out.array, input.array) else out
-
-
-def _same_memory(view, array):
-    """True when ``view`` (a NumPy/CuPy result) reads ``array``'s memory rather than a copy of it."""
-    base = view.base
-    return base is not None and (base is array or base is array.base)
-
-
-def _permuted(input, dims):
-    """``Permute.apply`` recorded as a view of ``input`` (a permutation never copies)."""
-    return mark_view(Permute.apply(input, dims=dims), input, Permute, {"dims": dims})
-
-
-view = reshape
-
-
 def permute(input, *dims):  # noqa: A002
     """Reorder the dimensions.
 
@@ -175,6 +146,64 @@ def permute(input, *dims):  # noqa: A002
         raise RuntimeError(f"permute: dims {dims} is not a permutation of the {input.ndim} dimensions of "
                            f"a tensor of shape {tuple(input.shape)}")
     return _permuted(input, dims)
+
+
+class BroadcastTo(_ShapeChange):
+    """Broadcast to a larger shape (a view); backward sums back."""
+
+    op_name = "broadcast_to"
+
+    change = staticmethod(lambda array, shape: xp_of(array).broadcast_to(array, shape))
+    inverse = staticmethod(lambda grad, shape: sum_to(grad, shape))
+
+
+def broadcast_to(input, shape):  # noqa: A002
+    """Broadcast to ``shape`` following NumPy's rules.
+
+    Args:
+        input: a Tensor.
+        shape: the target shape.
+    """
+    shape = tuple(shape)
+    if shape == input.shape:
+        return input
+    try:
+        xp_of(input).broadcast_shapes(input.shape, shape)
+    except ValueError:
+        raise RuntimeError(f"broadcast_to: cannot broadcast a tensor of shape {tuple(input.shape)} to "
+                           f"{shape}") from None
+    return mark_view(BroadcastTo.apply(input, shape=shape), input, BroadcastTo, {"shape": shape})
+
+
+def _sum_to_array(array, shape):
+    lead = array.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and array.shape[lead + i] != 1)
+    if not axes:
+        return array.reshape(shape)
+    # NOTE: half-precision gradients are summed in fp32 and rounded once
+    acc_dtype = "float32" if array.dtype.itemsize < 4 and array.dtype.kind in "fV" else None
+    out = array.sum(axis=axes, keepdims=True, dtype=acc_dtype)
+    return out.astype(array.dtype, copy=False).reshape(shape)
+
+
+class SumTo(_ShapeChange):
+    """Sum over the dimensions that broadcasting added or stretched, giving ``shape``."""
+
+    op_name = "sum_to"
+
+    change = staticmethod(lambda array, shape: _sum_to_array(array, shape))
+    inverse = staticmethod(lambda grad, shape: broadcast_to(grad, shape))
+
+
+def sum_to(input, shape):  # noqa: A002
+    """Sum a broadcast tensor back down to ``shape`` (the backward of broadcasting).
+
+    Args:
+        input: a Tensor.
+        shape: the shape it was broadcast from.
+    """
+    shape = tuple(shape)
+    return input if tuple(input.shape) == shape else SumTo.apply(input, shape=shape)
 
 
 def transpose(input, dim0, dim1):  # noqa: A002
@@ -242,24 +271,6 @@ def movedim(input, source, destination):  # noqa: A002
     return _permuted(input, tuple(dims))
 
 
-def broadcast_to(input, shape):  # noqa: A002
-    """Broadcast to ``shape`` following NumPy's rules.
-
-    Args:
-        input: a Tensor.
-        shape: the target shape.
-    """
-    shape = tuple(shape)
-    if shape == input.shape:
-        return input
-    try:
-        xp_of(input).broadcast_shapes(input.shape, shape)
-    except ValueError:
-        raise RuntimeError(f"broadcast_to: cannot broadcast a tensor of shape {tuple(input.shape)} to "
-                           f"{shape}") from None
-    return mark_view(BroadcastTo.apply(input, shape=shape), input, BroadcastTo, {"shape": shape})
-
-
 def expand(input, *sizes):  # noqa: A002
     """Broadcast to ``sizes``; -1 keeps a dimension's size.
 
@@ -284,17 +295,6 @@ def expand_as(input, other):  # noqa: A002
         other: a Tensor with the target shape.
     """
     return broadcast_to(input, other.shape)
-
-
-def sum_to(input, shape):  # noqa: A002
-    """Sum a broadcast tensor back down to ``shape`` (the backward of broadcasting).
-
-    Args:
-        input: a Tensor.
-        shape: the shape it was broadcast from.
-    """
-    shape = tuple(shape)
-    return input if tuple(input.shape) == shape else SumTo.apply(input, shape=shape)
 
 
 def squeezed_shape(op_name, shape, dim):

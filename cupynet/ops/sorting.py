@@ -35,12 +35,6 @@ KthvalueResult = collections.namedtuple("kthvalue", ["values", "indices"])
 MedianResult = collections.namedtuple("median", ["values", "indices"])
 
 
-class Sort(GetItem):
-    """The input read at sorted positions along a dimension (values of sort/topk/kthvalue/median)."""
-
-    op_name = "sort"
-
-
 def _require_tensor(op_name, value, what="input"):
     if not isinstance(value, Tensor):
         raise TypeError(f"{op_name}: expected {what} to be a Tensor, got {type(value).__name__}")
@@ -72,6 +66,12 @@ def _back_to_0d(input, result, cls):  # noqa: A002
     if input.ndim != 0:
         return cls(*result)
     return cls(*(reshape(t, ()) for t in result))
+
+
+class Sort(GetItem):
+    """The input read at sorted positions along a dimension (values of sort/topk/kthvalue/median)."""
+
+    op_name = "sort"
 
 
 def sort(input, dim=-1, descending=False, stable=False):  # noqa: A002

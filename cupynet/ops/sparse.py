@@ -1,5 +1,5 @@
 """Sparse COO tensors, stored dense: ``torch.sparse_coo_tensor``, ``torch.spmm``, ``Tensor.to_sparse`` /
-``to_dense`` (issue 13: pytorch/examples gcn and gat build their graph with them).
+``to_dense`` (the gcn and gat examples of PyTorch build their graphs with them).
 
 cupynet has no sparse layout. A COO tensor is built as the dense tensor it stands for (repeated
 indices add up, as ``coalesce`` would sum them), so every op that takes a sparse tensor in PyTorch
@@ -21,15 +21,6 @@ from .indexing import IndexAddZeros
 from .linalg import Matmul
 
 __all__ = ["sparse_coo_tensor", "spmm"]
-
-
-class SparseCooTensor(IndexAddZeros):
-    """The dense tensor of COO ``indices``/``values``: zeros with each value added at its index (repeats add).
-
-    Gradient: ``values`` gets the output gradient read at the indices.
-    """
-
-    op_name = "sparse_coo_tensor"
 
 
 def _host_indices(indices):
@@ -69,6 +60,15 @@ def _coo_size(index, values, size):
         raise RuntimeError(f"sparse_coo_tensor: values of shape {tuple(values.shape)} do not fit size {size}: "
                            f"expected values of shape (nnz, {', '.join(map(str, size[sparse_dim:]))})")
     return size
+
+
+class SparseCooTensor(IndexAddZeros):
+    """The dense tensor of COO ``indices``/``values``: zeros with each value added at its index (repeats add).
+
+    Gradient: ``values`` gets the output gradient read at the indices.
+    """
+
+    op_name = "sparse_coo_tensor"
 
 
 def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, requires_grad=False,

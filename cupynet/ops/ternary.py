@@ -26,6 +26,13 @@ def _out_dtype(*values):
     return dtypes.result_type(*(v.dtype for v in values if isinstance(v, Tensor)))
 
 
+def _check_float_same(op_name, named):
+    first_name, first = named[0]
+    for name, t in named[1:]:
+        if isinstance(t, Tensor) and t.dtype != first.dtype:
+            raise RuntimeError(f"{op_name}: expected dtype {first.dtype} for `{name}` but got dtype {t.dtype}")
+
+
 class Lerp(Function):
     """``start + weight * (end - start)``: linear interpolation."""
 
@@ -46,13 +53,6 @@ class Lerp(Function):
         start, end, weight_t = ctx.saved_tensors
         w = weight_t if weight_t is not None else ctx.weight
         return _grads(ctx, grad * (1 - w), grad * w, grad * (end - start) if weight_t is not None else None)
-
-
-def _check_float_same(op_name, named):
-    first_name, first = named[0]
-    for name, t in named[1:]:
-        if isinstance(t, Tensor) and t.dtype != first.dtype:
-            raise RuntimeError(f"{op_name}: expected dtype {first.dtype} for `{name}` but got dtype {t.dtype}")
 
 
 def lerp(input, end, weight):  # noqa: A002 - PyTorch's names
@@ -94,6 +94,12 @@ class _AddCombined(Function):
         return (x + value * cls.combine(y, z)).astype(_out_dtype(a, t1, t2), copy=False)
 
 
+def _check_three(op_name, input, tensor1, tensor2):  # noqa: A002
+    for name, t in (("input", input), ("tensor1", tensor1), ("tensor2", tensor2)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op_name}: expected {name} to be a Tensor, got {type(t).__name__}")
+
+
 class Addcmul(_AddCombined):
     """``input + value * tensor1 * tensor2``."""
 
@@ -107,25 +113,6 @@ class Addcmul(_AddCombined):
         return _grads(ctx, grad, grad * t2 * v, grad * t1 * v)
 
 
-class Addcdiv(_AddCombined):
-    """``input + value * tensor1 / tensor2``."""
-
-    op_name = "addcdiv"
-    combine = staticmethod(lambda y, z: y / z)
-
-    @staticmethod
-    def backward(ctx, grad):
-        t1, t2 = ctx.saved_tensors
-        v = ctx.value
-        return _grads(ctx, grad, grad * v / t2, -grad * v * t1 / (t2 * t2))
-
-
-def _check_three(op_name, input, tensor1, tensor2):  # noqa: A002
-    for name, t in (("input", input), ("tensor1", tensor1), ("tensor2", tensor2)):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{op_name}: expected {name} to be a Tensor, got {type(t).__name__}")
-
-
 def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
     """``input + value * tensor1 * tensor2``, broadcast.
 
@@ -137,6 +124,19 @@ def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
     """
     _check_three("addcmul", input, tensor1, tensor2)
     return Addcmul.apply(input, tensor1, tensor2, value=value)
+
+
+class Addcdiv(_AddCombined):
+    """``input + value * tensor1 / tensor2``."""
+
+    op_name = "addcdiv"
+    combine = staticmethod(lambda y, z: y / z)
+
+    @staticmethod
+    def backward(ctx, grad):
+        t1, t2 = ctx.saved_tensors
+        v = ctx.value
+        return _grads(ctx, grad, grad * v / t2, -grad * v * t1 / (t2 * t2))
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
