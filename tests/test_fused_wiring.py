@@ -245,8 +245,8 @@ def test_layer_norm_on_numpy_keeps_its_array_path(monkeypatch):
 
 
 def _linear_act(pair):
-    from cupynet.ops._linear_gelu import linear_gelu
-    from cupynet.ops._linear_relu import linear_relu
+    from cupynet.ops.linear_gelu import linear_gelu
+    from cupynet.ops.linear_relu import linear_relu
     return {"relu": linear_relu, "gelu": linear_gelu}[pair]
 
 

@@ -5,7 +5,7 @@ import pytest
 
 import cupynet as cn
 from cupynet import amp, nn
-from cupynet.ops._linear_relu import linear_relu
+from cupynet.ops.linear_relu import linear_relu
 
 
 def _model(seed=0, dtype=None):

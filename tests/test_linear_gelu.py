@@ -1,4 +1,4 @@
-"""The fused ``gelu(linear(x))`` op of transformer feed-forward blocks (ops/_linear_gelu.py), against the two ops."""
+"""The fused ``gelu(linear(x))`` op of transformer feed-forward blocks (ops/linear_gelu.py), against the two ops."""
 
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ import pytest
 import cupynet as cn
 from cupynet import nn
 from cupynet.nn import functional as F
-from cupynet.ops._linear_gelu import _LinearGelu, linear_gelu
+from cupynet.ops.linear_gelu import LinearGelu, linear_gelu
 
 
 def _leaves(dtype, bias_shape=(6,), seed=0):
@@ -46,7 +46,7 @@ def test_bfloat16_autocast_forward_equal_and_gradients_within_half_precision_rou
         with cn.amp.autocast("cpu", dtype=cn.bfloat16):
             results.append(_run(fn, _leaves(cn.float32), seed))
     (out_f, grads_f), (out_p, grads_p) = results
-    assert out_f.dtype == cn.bfloat16 and _LinearGelu.amp_policy == "lower"
+    assert out_f.dtype == cn.bfloat16 and LinearGelu.amp_policy == "lower"
     np.testing.assert_array_equal(out_f.detach().numpy().astype(np.float32), out_p.detach().numpy().astype(np.float32))
     tol = 8 * 2.0**-8
     for a, b in zip(grads_f, grads_p):
@@ -99,12 +99,12 @@ def test_transformer_layer_fuses_gelu_only_for_its_own_plain_parts(norm_first):
     calls = []
     fused = layer(x)
     assert fused.grad_fn is not None
-    original = _LinearGelu.forward
+    original = LinearGelu.forward
 
     def spy(ctx, *args, **kw):
         calls.append(1)
         return original(ctx, *args, **kw)
-    _LinearGelu.forward = staticmethod(spy)
+    LinearGelu.forward = staticmethod(spy)
     try:
         layer(x)
         assert calls == [1]
@@ -117,4 +117,4 @@ def test_transformer_layer_fuses_gelu_only_for_its_own_plain_parts(norm_first):
         layer(x)
         assert calls == [1]
     finally:
-        _LinearGelu.forward = staticmethod(original)
+        LinearGelu.forward = staticmethod(original)

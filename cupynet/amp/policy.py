@@ -201,6 +201,10 @@ DOCUMENTED_DEVIATIONS = {
                       "generic transposed-convolution op of that name",
     "normalize": "one op in cupynet; in PyTorch F.normalize is composite and its norm runs in fp32 under "
                  "autocast, so the effect is the same",
+    "linear_gelu": "Linear then GELU fused into one op (a transformer layer's feed-forward); lower, as linear, "
+                   "whose output GELU then takes in the half dtype, as unfused",
+    "linear_relu": "Linear then ReLU fused into one op (what nn.Sequential runs for the pair); lower, as linear: "
+                   "relu of a half tensor stays half, as unfused",
 }
 
 

@@ -32,7 +32,7 @@ class Sequential(Module):
     """Modules applied one after another; ``Sequential(a, b)(x) == b(a(x))``.
 
     NOTE (speed): a ``Linear`` directly followed by a ``ReLU`` runs as one fused
-    op with the same values and gradients, bit for bit (``ops/_linear_relu.py``),
+    op with the same values and gradients, bit for bit (``ops/linear_relu.py``),
     unless either module has hooks or is a subclass. ``Sequential.fuse = False``
     turns this off (e.g. to see the two ops separately in ``amp.trace()``).
 

@@ -137,7 +137,7 @@ class Linear(Module):
         Args:
             input: a Tensor of shape (*, in_features).
         """
-        from ..ops._linear_relu import linear_relu  # noqa: PLC0415 - ops import nn-free modules only
+        from ..ops.linear_relu import linear_relu  # noqa: PLC0415 - ops import nn-free modules only
         return linear_relu(input, *self._checked_params(input))
 
     def _checked_params(self, input):  # noqa: A002

@@ -52,7 +52,7 @@ def _dropped(module, x):
 
 
 def _linear_then_activation(layer, x):
-    """``layer.activation(layer.linear1(x))``; one fused op (``ops._linear_gelu``) for the "gelu" activation.
+    """``layer.activation(layer.linear1(x))``; one fused op (``ops.linear_gelu``) for the "gelu" activation.
 
     NOTE: fused only when both parts are what the layer built: a plain hook-free ``Linear`` and the
     "gelu" string's activation; the fused op gives the same values (docs/differences.md).
@@ -64,7 +64,7 @@ def _linear_then_activation(layer, x):
     linear1 = layer.linear1
     if (layer.activation is _gelu and type(linear1) is Linear and not linear1._forward_hooks
             and not linear1._forward_pre_hooks):
-        from ..ops._linear_gelu import linear_gelu  # noqa: PLC0415 - a private fused op, as Linear's relu pair
+        from ..ops.linear_gelu import linear_gelu  # noqa: PLC0415 - the fused op, as Linear + ReLU's
         return linear_gelu(x, *linear1._checked_params(x))
     return layer.activation(linear1(x))
 

@@ -17,7 +17,8 @@ FAMILIES = ("shape", "arith", "compare", "inplace", "reduce", "unary", "trigonom
             "activation", "smooth_activation", "softmax_family", "indexing", "linalg", "contraction", "conv", "pool",
             "norm", "loss.classification", "loss.likelihood", "loss.regression", "loss.margin", "loss.distance",
             "attention", "embedding", "dropout", "resample", "sorting", "scattering", "ternary", "matrix",
-            "cumulative", "arrange", "selection", "decomposition", "sampling", "grid", "sparse")
+            "cumulative", "arrange", "selection", "decomposition", "sampling", "grid", "sparse", "linear_relu",
+            "linear_gelu")
 
 TENSOR_METHODS = {}
 _modules = []

@@ -24,10 +24,11 @@ from ._util import xp_of, zero_where_not
 from .linalg import linear_array, linear_backward
 
 __all__ = ["linear_relu"]
+METHODS: dict = {}  # NOTE: no Tensor method: nn.Sequential picks the op
 
 
-class _LinearRelu(Function):
-    """``max(x @ W^T + b, 0)``; private (no public op of its own): reached through ``nn.Sequential``."""
+class LinearRelu(Function):
+    """``max(x @ W^T + b, 0)`` as one op: what ``nn.Sequential`` runs for ``Linear`` then ``ReLU``."""
 
     op_name, amp_policy, save_outputs = "linear_relu", "lower", True
 
@@ -63,4 +64,4 @@ def linear_relu(input, weight, bias=None):  # noqa: A002 - PyTorch's argument na
         weight: a Tensor of shape ``(out_features, in_features)``.
         bias: an optional Tensor of shape ``(out_features,)``.
     """
-    return _LinearRelu.apply(input, weight, bias) if bias is not None else _LinearRelu.apply(input, weight)
+    return LinearRelu.apply(input, weight, bias) if bias is not None else LinearRelu.apply(input, weight)

@@ -33,6 +33,7 @@ from .linalg import linear, linear_array, linear_backward
 from .unary import erf, exp
 
 __all__ = ["linear_gelu"]
+METHODS: dict = {}  # NOTE: no Tensor method: the transformer layer picks the op
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -57,8 +58,8 @@ def _gelu_grad_array(grad, h, cdf):
         return round_from_fp32(slope, grad.dtype)
 
 
-class _LinearGelu(Function):
-    """``gelu(x @ W^T + b)``, exact GELU; private: reached through ``nn.TransformerEncoderLayer``'s feed-forward."""
+class LinearGelu(Function):
+    """``gelu(x @ W^T + b)``, exact GELU, as one op: what a transformer layer's feed-forward runs for "gelu"."""
 
     op_name, amp_policy = "linear_gelu", "lower"
 
@@ -106,6 +107,6 @@ def linear_gelu(input, weight, bias=None):  # noqa: A002 - PyTorch's argument na
         weight: a Tensor of shape ``(out_features, in_features)``.
         bias: an optional Tensor of shape ``(out_features,)``.
     """
-    return _LinearGelu.apply(input, weight, *(() if bias is None else (bias,)))  # NOTE: no None input slot
+    return LinearGelu.apply(input, weight, *(() if bias is None else (bias,)))  # NOTE: no None input slot
 
 
