@@ -1,7 +1,7 @@
 """Regenerate the module map and the reading order of docs/architecture.md from the modules' docstrings.
 
 The cupynet package is read as files, never imported: each ``.py`` file under ``cupynet/`` (subpackages
-included, ``__pycache__`` skipped) gives one line, its dotted name, its line count and the summary of its
+included, ``__pycache__`` skipped) gives one line, its dotted name and the summary of its
 module docstring (the docstring's first paragraph, on one line). A module without a docstring stops the
 generator, naming the module. The reading order is the list ``READING_ORDER`` below, each file with its
 current line count and summary, so the list stays true when files grow, move or are renamed.
@@ -128,22 +128,22 @@ def walk(package_dir: pathlib.Path = PACKAGE) -> list[ModuleEntry]:
 
 
 def render_map(entries: list[ModuleEntry]) -> str:
-    """The module map: one heading per package, one line per module (name, lines, docstring summary).
+    """The module map: one heading per package, one line per module (name and docstring summary).
+
+    NOTE: no line counts here (only in the reading order): an edit to any module would otherwise make the
+    committed map stale; the map changes when a module is added, moved, renamed or re-described.
 
     Args:
         entries: the modules, as ``walk`` returns them.
     """
-    total = sum(e.lines for e in entries)
-    out = [f"{len(entries)} modules, {count(total)}. Each line: the dotted name, the file's line count and "
-           "the first paragraph of its module docstring."]
+    out = [f"{len(entries)} modules. Each line: the dotted name and the first paragraph of its module docstring."]
     packages: dict[str, list[ModuleEntry]] = {}
     for entry in entries:
         packages.setdefault(entry.package, []).append(entry)
     for package, members in packages.items():
-        lines = sum(e.lines for e in members)
         folder = "" if members[0].name == package else ", a folder without `__init__.py`, not a package"
-        out += ["", f"### `{package}` ({len(members)} modules, {count(lines)}{folder})", ""]
-        out += [f"- `{e.name}` ({count(e.lines)}): {e.summary}" for e in members]
+        out += ["", f"### `{package}` ({len(members)} modules{folder})", ""]
+        out += [f"- `{e.name}`: {e.summary}" for e in members]
     return "\n".join(out)
 
 

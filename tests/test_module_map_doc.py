@@ -62,7 +62,7 @@ def test_every_module_is_named_in_the_map():
     for path in package_files(PACKAGE):
         parts = path.relative_to(ROOT).with_suffix("").parts
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        if f"- `{name}` (" not in mapped:
+        if f"- `{name}`:" not in mapped:
             missing.append(name)
     assert not missing, f"docs/architecture.md's module map does not name {missing}; regenerate it: {REGENERATE}"
 
@@ -93,16 +93,16 @@ def test_summary_is_the_first_paragraph_on_one_line():
     assert gen.summary("First sentence,\n  wrapped.\n\nMore detail.") == "First sentence, wrapped."
 
 
-def test_map_groups_by_package_and_counts_lines(tiny):
+def test_map_groups_by_package(tiny):
     package_dir, doc = tiny
     text = gen.generate(doc, package_dir, ORDER)
     mapped = section(text, gen.MAP_BEGIN, gen.MAP_END)
-    assert "3 modules, 7 lines." in mapped
-    assert "### `pkg` (2 modules, 6 lines)" in mapped
-    assert "- `pkg` (1 line): The tiny package." in mapped
-    assert "- `pkg.core` (5 lines): The core: wrapped over two lines." in mapped
+    assert "3 modules." in mapped
+    assert "### `pkg` (2 modules)" in mapped
+    assert "- `pkg`: The tiny package." in mapped
+    assert "- `pkg.core`: The core: wrapped over two lines." in mapped
     assert "### `pkg.sub` (1 module" in mapped
-    assert mapped.index("- `pkg` (") < mapped.index("- `pkg.core` (") < mapped.index("- `pkg.sub` (")
+    assert mapped.index("- `pkg`:") < mapped.index("- `pkg.core`:") < mapped.index("- `pkg.sub`:")
     assert "Prose." in text and text.startswith("# Title\n")
     assert gen.generate(text, package_dir, ORDER) == text
 
@@ -112,10 +112,10 @@ def test_a_new_renamed_or_redocumented_module_changes_the_map(tiny):
     before = gen.generate(doc, package_dir, ORDER)
     write(package_dir / "sub" / "extra.py", '"""Something new."""\n')
     added = gen.generate(before, package_dir, ORDER)
-    assert added != before and "- `pkg.sub.extra` (1 line): Something new." in added
+    assert added != before and "- `pkg.sub.extra`: Something new." in added
     (package_dir / "sub" / "extra.py").rename(package_dir / "sub" / "renamed.py")
     renamed = gen.generate(added, package_dir, ORDER)
-    assert "pkg.sub.extra" not in renamed and "- `pkg.sub.renamed` (" in renamed
+    assert "pkg.sub.extra" not in renamed and "- `pkg.sub.renamed`:" in renamed
     write(package_dir / "sub" / "renamed.py", '"""Something else."""\n')
     assert "Something else." in gen.generate(renamed, package_dir, ORDER)
 
