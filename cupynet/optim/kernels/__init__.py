@@ -52,7 +52,7 @@ def _device_id(place: str) -> int:
 
 
 class SgdCoefficients(NamedTuple):
-    """fp32 constants of one SGD step.
+    """Constants of one SGD step, each rounded once to the compute dtype (written for fp32 below).
 
     Args:
         neg_lr: ``fp32(-lr)``.
@@ -75,8 +75,8 @@ class SgdCoefficients(NamedTuple):
     maximize: bool
 
 
-def sgd_coefficients(lr, momentum, dampening, weight_decay, nesterov, maximize) -> SgdCoefficients:
-    """Round SGD's hyper-parameters to the fp32 constants the update uses.
+def sgd_coefficients(lr, momentum, dampening, weight_decay, nesterov, maximize, dtype=dtypes.float32):
+    """Round SGD's hyper-parameters to the constants the update uses (fp32 for the kernels).
 
     Args:
         lr: learning rate.
@@ -85,8 +85,10 @@ def sgd_coefficients(lr, momentum, dampening, weight_decay, nesterov, maximize) 
         weight_decay: L2 penalty.
         nesterov: Nesterov momentum.
         maximize: ascend instead of descend.
+        dtype: the compute dtype (``optim/sgd.py``'s unfused path passes float64 for float64 parameters).
     """
-    return SgdCoefficients(f32(-lr), f32(momentum), f32(1.0 - dampening), f32(weight_decay),
+    t = numpy.dtype(dtype).type
+    return SgdCoefficients(t(-lr), t(momentum), t(1.0 - dampening), t(weight_decay),
                            weight_decay != 0, momentum != 0, bool(nesterov), bool(maximize))
 
 
