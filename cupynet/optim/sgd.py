@@ -12,7 +12,7 @@ Fused (``fused=True``, or CUDA fp32 parameters with ``fused=None``), one step of
 whole group is one multi-tensor kernel per grad dtype: ``optim/kernels/sgd.cu``
 (``cupynet.optim.kernels.fused_sgd_``; its NumPy reference gives the same bits).
 Unfused, each parameter goes through that reference's rule,
-``cupynet.optim.kernels.reference.sgd_update``: the one Python statement of it.
+``cupynet.optim.kernels.reference.sgd_update_``: the one Python statement of it.
 """
 
 from __future__ import annotations
@@ -94,12 +94,13 @@ class SGD(Optimizer):
         return {id(p) for p in new} if found is None else set()
 
     def _update_one(self, p, group, found, first: bool, coefficients) -> None:
-        """One parameter's step: the rule of ``kernels.reference.sgd_update`` in its compute dtype, then the skip.
+        """One parameter's step: ``kernels.reference.sgd_update_`` in its compute dtype, with the AMP skip.
 
         NOTE: the same constants and the same operations, in the same order, as the
         fused kernel and its reference (for fp32), so the unfused step gives their
-        numbers; only the store differs (a skipped step keeps the old values, NaNs
-        are not made canonical).
+        numbers; only the store differs (NaNs are not made canonical). With no skip
+        to decide and the param in its compute dtype, the rule updates it in place;
+        otherwise it updates copies, and ``commit`` keeps the old values on a skip.
 
         Args:
             p: the parameter.
@@ -116,16 +117,19 @@ class SGD(Optimizer):
                 group["lr"], group["momentum"], group["dampening"], group["weight_decay"], group["nesterov"],
                 group["maximize"], dtype=dt)
         g = _common.read_grad(p, dt, group["maximize"])
-        value = p.array.astype(dt) if p.array.dtype != dt else p.array
         st = self.state[p]
         buf = st["momentum_buffer"].array if c.use_momentum else None
         flag = st.get(_FLAG)
         # NOTE: a step after a skipped first step knows only on the device whether buf is set
         first_step = True if first else (False if flag is None else flag.array)
-        new_param, new_buf = reference.sgd_update(value, g, buf, c, first_step)
+        if found is None and p.array.dtype == dt:
+            reference.sgd_update_(p.array, g, buf, c, first_step)
+            return
+        value, new_buf = p.array.astype(dt), None if buf is None else buf.copy()
+        reference.sgd_update_(value, g, new_buf, c, first_step)
         if new_buf is not None:
             commit(buf, new_buf, found, xp)
-        commit(p.array, new_param, found, xp)
+        commit(p.array, value, found, xp)
 
     def _clear_flags(self, params, found) -> None:
         for flag, _ in self._group_by_shared(params, _FLAG):

@@ -15,7 +15,7 @@ from cupynet import dtypes
 from cupynet.backend import get_array_module
 from cupynet.cuda.reference import is_set, load_f32, store_f32
 
-__all__ = ["sgd_update", "fused_sgd_", "fused_adam_", "pow_by_squaring", "next_step_count", "adam_step_coefficients",
+__all__ = ["sgd_update_", "fused_sgd_", "fused_adam_", "pow_by_squaring", "next_step_count", "adam_step_coefficients",
            "STEP_COUNT_LIMIT"]
 
 _F32 = dtypes.float32
@@ -39,8 +39,8 @@ def _is_first_step(first_step) -> bool:
     return first_step if isinstance(first_step, bool) else bool(first_step.reshape(-1)[0] != 0)
 
 
-def sgd_update(p, g, buf, c, first):
-    """SGD's update rule for one parameter: ``(new_p, new_buf)``; nothing is written.
+def sgd_update_(p, g, buf, c, first) -> None:
+    """SGD's update rule for one parameter, in place on ``p`` and ``buf``.
 
     sgd.cu's loop body on whole arrays, each operation one rounding in the arrays'
     dtype::
@@ -50,37 +50,45 @@ def sgd_update(p, g, buf, c, first):
         g = g + momentum * buf if nesterov else buf           (use_momentum)
         p = p + (-lr) * g
 
-    This is the one Python statement of the rule: the fused reference below stores
-    its results with the kernel's canonical NaN, and ``optim/sgd.py``'s unfused path
-    (NumPy or CuPy arrays, fp32 or fp64 constants) stores them with its AMP skip.
+    This is the one Python statement of the rule: the fused reference below calls it
+    on fp32 views (then makes NaNs canonical, as the kernel's store does), and
+    ``optim/sgd.py``'s unfused path on NumPy or CuPy arrays in fp32 or fp64.
+
+    NOTE: in place, ``buf *= momentum`` then ``buf += ...`` and ``p += (-lr) * g``
+    round exactly where the out-of-place formulas do: the same bits, fewer arrays.
+    Multiplying by ``1 - dampening == 1`` is exact, so that product is skipped.
 
     Args:
-        p: the parameter's values in the compute dtype.
-        g: the gradient in the compute dtype, already multiplied by inv_scale and negated to maximize.
-        buf: the momentum buffer, or None when momentum is 0.
+        p: the parameter's values in the compute dtype, updated in place.
+        g: the gradient in the compute dtype, already multiplied by inv_scale and negated to
+            maximize; never written.
+        buf: the momentum buffer, updated in place; None when momentum is 0.
         c: an ``SgdCoefficients`` whose constants have the compute dtype.
         first: a bool, or an int32 flag array (non-zero: first step), then chosen on the device.
-
-    Returns:
-        ``(new_p, new_buf)``; ``new_buf`` is None when momentum is 0.
     """
     if c.use_weight_decay:
         g = g + c.weight_decay * p
-    new_buf = None
     if c.use_momentum:
-        new_buf = g if first is True else buf * c.momentum + c.one_minus_dampening * g
-        if first is not True and first is not False:
-            new_buf = get_array_module(g).where(first != 0, g, new_buf)
-        g = g + c.momentum * new_buf if c.nesterov else new_buf
-    return p + c.neg_lr * g, new_buf
+        dampened = g if c.one_minus_dampening == 1 else c.one_minus_dampening * g
+        if first is True:
+            buf[...] = g
+        elif first is False:
+            buf *= c.momentum
+            buf += dampened
+        else:
+            buf[...] = get_array_module(g).where(first != 0, g, buf * c.momentum + dampened)
+        g = g + c.momentum * buf if c.nesterov else buf
+    p += c.neg_lr * g
 
 
 def _sgd_one(param, grad, buf, c, inv, first) -> None:
     g = _scaled_grad(grad, inv, c.maximize)
-    new_p, new_buf = sgd_update(param.reshape(-1), g, None if buf is None else buf.reshape(-1), c, first)
-    if new_buf is not None:
-        _write(buf, new_buf)
-    _write(param, new_p)
+    p = param.reshape(-1)
+    b = None if buf is None else buf.reshape(-1)
+    sgd_update_(p, g, b, c, first)
+    if b is not None:
+        _write(b, b)
+    _write(p, p)
 
 
 def fused_sgd_(params, grads, momentum_bufs, coefficients, first_step, found_inf, inv_scale) -> None:
