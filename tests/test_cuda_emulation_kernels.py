@@ -23,9 +23,9 @@ from cupynet.cuda.multi_tensor import group_by_dtype
 from cupynet.ops._im2col import Geometry, output_length
 from cupynet.ops.kernels import launch as ops_launch
 from cupynet.ops.kernels import reference as ops_reference
+from cupynet.optim.kernels import adam_coefficients, sgd_coefficients
 from cupynet.optim.kernels import launch as optim_launch
 from cupynet.optim.kernels import reference as optim_reference
-from cupynet.optim.kernels.coefficients import adam_coefficients, sgd_coefficients
 
 pytestmark = pytest.mark.skipif(emulation.GXX is None, reason="the CUDA-on-CPU harness needs g++ (on Linux, "
                                                                  "x86-64 or AArch64)")

@@ -24,8 +24,8 @@ from cupynet.amp.kernels import launch as amp_launch
 from cupynet.cuda import device, multi_tensor
 from cupynet.cuda.compile import NVRTC_OPTIONS
 from cupynet.cuda.multi_tensor import BLOCK_THREADS, CHUNK_SIZE
+from cupynet.optim.kernels import adam_coefficients, sgd_coefficients
 from cupynet.optim.kernels import launch as optim_launch
-from cupynet.optim.kernels.coefficients import adam_coefficients, sgd_coefficients
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 LIBRARIES = {"amp": amp_launch.KERNELS, "optim": optim_launch.KERNELS}

@@ -16,6 +16,15 @@ result is PyTorch's and no step ever synchronises.
 Fused (``fused=True``, or CUDA fp32 parameters with ``fused=None``), one step of the
 whole group is one multi-tensor kernel per grad dtype: ``optim/kernels/adam.cu``
 (``cupynet.optim.kernels.fused_adam_``; its NumPy reference gives the same bits).
+
+NOTE (two statements of the rule, on purpose): the unfused path below is
+PyTorch's single-tensor Adam and is kept apart from the kernel's reference
+(``optim/kernels/reference.py``), because they round differently in two
+places: the bias corrections here use ``xp.power`` (PyTorch's ``beta ** step``
+on the host), the kernel multiplies by repeated squaring (a device pow's last
+bit differs between libraries); and AMSGrad's maximum here is ``xp.maximum``
+(``torch.maximum``), the kernel's an explicit NaN-propagating select whose
+``max(-0, +0)`` is fixed. Calling the reference would move those last bits.
 """
 
 from __future__ import annotations

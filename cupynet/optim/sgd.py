@@ -11,13 +11,16 @@ The update, per parameter p with gradient g (all in fp32, whatever g's dtype)::
 Fused (``fused=True``, or CUDA fp32 parameters with ``fused=None``), one step of the
 whole group is one multi-tensor kernel per grad dtype: ``optim/kernels/sgd.cu``
 (``cupynet.optim.kernels.fused_sgd_``; its NumPy reference gives the same bits).
+Unfused, each parameter goes through that reference's rule,
+``cupynet.optim.kernels.reference.sgd_update_``: the one Python statement of it.
 """
 
 from __future__ import annotations
 
 from cupynet import backend, dtypes
 from cupynet.optim import _common, kernels
-from cupynet.optim._common import commit, scalar
+from cupynet.optim._common import commit
+from cupynet.optim.kernels import reference
 from cupynet.optim.optimizer import Optimizer
 from cupynet.tensor import Tensor
 
@@ -69,13 +72,9 @@ class SGD(Optimizer):
         if _common.use_fused(group, params):
             self._fused_update(group, params, found, first)
         else:
-            constants = {}
+            coefficients = {}
             for p in params:
-                st = self.state[p]
-                if found is None and _FLAG not in st and p.array.dtype == dtypes.compute_dtype(p.array.dtype):
-                    self._update_in_place(p, group, id(p) in first, st, constants)
-                else:
-                    self._update_one(p, group, found, id(p) in first)
+                self._update_one(p, group, found, id(p) in first, coefficients)
             if any(_FLAG in self.state[p] for p in params):
                 self._clear_flags(params, found)
         for p in params:
@@ -94,61 +93,43 @@ class SGD(Optimizer):
         self._unshare(params, _FLAG)
         return {id(p) for p in new} if found is None else set()
 
-    def _update_one(self, p, group, found, first: bool) -> None:
-        xp = backend.get_array_module(p.array)
-        dt = _common.compute_dtype_of(p)
-        g = _common.read_grad(p, dt, group["maximize"])
-        value = p.array.astype(dt) if p.array.dtype != dt else p.array
-        if group["weight_decay"] != 0:
-            g = g + scalar(group["weight_decay"], dt) * value
-        momentum = group["momentum"]
-        if momentum != 0:
-            st = self.state[p]
-            buf = st["momentum_buffer"].array
-            if first:
-                new_buf = g
-            else:
-                new_buf = buf * scalar(momentum, dt) + scalar(1.0 - group["dampening"], dt) * g
-                if st.get(_FLAG) is not None:
-                    new_buf = xp.where(st[_FLAG].array != 0, g, new_buf)
-            g = g + scalar(momentum, dt) * new_buf if group["nesterov"] else new_buf
-            new_param = value + scalar(-group["lr"], dt) * g
-            commit(buf, new_buf, found, xp)
-        else:
-            new_param = value + scalar(-group["lr"], dt) * g
-        commit(p.array, new_param, found, xp)
+    def _update_one(self, p, group, found, first: bool, coefficients) -> None:
+        """One parameter's step: ``kernels.reference.sgd_update_`` in its compute dtype, with the AMP skip.
 
-    def _update_in_place(self, p, group, first: bool, st, constants) -> None:
-        """The same update as ``_update_one`` when there is no skip to decide and the param is in its compute dtype.
-
-        NOTE: every product and sum rounds exactly where the out-of-place formulas
-        do (``buf * m``, then ``+ (1 - d) * g``; ``-lr * g``, then ``p +``), so the
-        results are bit-identical; only temporaries and copies are saved.
-        Multiplying by ``1 - 0`` is exact, so dampening 0 skips that product.
+        NOTE: the same constants and the same operations, in the same order, as the
+        fused kernel and its reference (for fp32), so the unfused step gives their
+        numbers; only the store differs (NaNs are not made canonical). With no skip
+        to decide and the param in its compute dtype, the rule updates it in place;
+        otherwise it updates copies, and ``commit`` keeps the old values on a skip.
 
         Args:
-            p: the parameter (its data in its compute dtype).
+            p: the parameter.
             group: its param group.
-            first: whether this step creates the momentum buffer (``buf = g``).
-            st: ``self.state[p]``.
-            constants: per-dtype hyper-parameters rounded once, shared by the group's parameters.
+            found: 0-d found_inf array, or None.
+            first: whether this step creates the momentum buffer (``buf = g``), known on the host.
+            coefficients: per-dtype ``SgdCoefficients``, rounded once and shared by the group's parameters.
         """
-        dt = p.array.dtype
-        c = constants.get(dt)
+        xp = backend.get_array_module(p.array)
+        dt = _common.compute_dtype_of(p)
+        c = coefficients.get(dt)
         if c is None:
-            c = constants[dt] = _rounded_constants(group, dt)
+            c = coefficients[dt] = kernels.sgd_coefficients(
+                group["lr"], group["momentum"], group["dampening"], group["weight_decay"], group["nesterov"],
+                group["maximize"], dtype=dt)
         g = _common.read_grad(p, dt, group["maximize"])
-        if c["weight_decay"] is not None:
-            g = g + c["weight_decay"] * p.array
-        if c["momentum"] is not None:
-            buf = st["momentum_buffer"].array
-            if first:
-                buf[...] = g
-            else:
-                buf *= c["momentum"]
-                buf += g if c["one_minus_dampening"] is None else c["one_minus_dampening"] * g
-            g = g + c["momentum"] * buf if group["nesterov"] else buf
-        p.array += c["minus_lr"] * g
+        st = self.state[p]
+        buf = st["momentum_buffer"].array if c.use_momentum else None
+        flag = st.get(_FLAG)
+        # NOTE: a step after a skipped first step knows only on the device whether buf is set
+        first_step = True if first else (False if flag is None else flag.array)
+        if found is None and p.array.dtype == dt:
+            reference.sgd_update_(p.array, g, buf, c, first_step)
+            return
+        value, new_buf = p.array.astype(dt), None if buf is None else buf.copy()
+        reference.sgd_update_(value, g, new_buf, c, first_step)
+        if new_buf is not None:
+            commit(buf, new_buf, found, xp)
+        commit(p.array, value, found, xp)
 
     def _clear_flags(self, params, found) -> None:
         for flag, _ in self._group_by_shared(params, _FLAG):
@@ -173,12 +154,3 @@ class SGD(Optimizer):
                 kernels.fused_sgd_([p.array for p in batch], _common.kernel_grads(batch), bufs,
                                    first_step=first_step, found_inf=found, **hyper)
 
-
-def _rounded_constants(group, dt) -> dict:
-    """The group's hyper-parameters as ``dt`` scalars (None where the term drops out: 0 decay, no momentum)."""
-    return {
-        "weight_decay": scalar(group["weight_decay"], dt) if group["weight_decay"] != 0 else None,
-        "momentum": scalar(group["momentum"], dt) if group["momentum"] != 0 else None,
-        "one_minus_dampening": scalar(1.0 - group["dampening"], dt) if group["dampening"] != 0 else None,
-        "minus_lr": scalar(-group["lr"], dt),
-    }

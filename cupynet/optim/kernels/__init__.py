@@ -4,12 +4,15 @@
 function works on plain arrays and picks its backend from them: CuPy arrays
 launch the CUDA kernels of this package (``sgd.cu``, ``adam.cu``, launched by
 ``launch.py``), NumPy arrays run ``reference.py``, which gives the same results
-bit for bit. Both start from the same rounded constants (``coefficients.py``).
+bit for bit. Both start from the same constants, rounded once here
+(``sgd_coefficients``, ``adam_coefficients``).
 The step is skipped on the device when ``found_inf`` is set: no host sync.
 Arguments are checked on metadata only, before anything is written.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy
 
@@ -18,11 +21,12 @@ from cupynet.cuda import checks as chk
 from cupynet.cuda.compile import KERNEL_DTYPES
 from cupynet.cuda.multi_tensor import group_by_dtype
 from cupynet.optim.kernels import launch, reference
-from cupynet.optim.kernels.coefficients import adam_coefficients, sgd_coefficients
 
-__all__ = ["fused_sgd_", "fused_adam_"]
+__all__ = ["fused_sgd_", "fused_adam_", "SgdCoefficients", "AdamCoefficients", "sgd_coefficients",
+           "adam_coefficients"]
 
 _F32 = (dtypes.float32,)
+f32 = numpy.float32
 
 
 def _flag(fn: str, name: str, value) -> bool:
@@ -40,6 +44,111 @@ def _first_step(fn: str, first_step):
 
 def _device_id(place: str) -> int:
     return int(place.partition(":")[2])
+
+
+# ----------------------------------------------------------------------------- hyper-parameters, rounded once
+# NOTE: both backends start from these very constants, or their results could not agree bit for bit;
+# each is rounded once, the way PyTorch rounds it (a Python double, cast to the tensor's fp32 opmath).
+
+
+class SgdCoefficients(NamedTuple):
+    """Constants of one SGD step, each rounded once to the compute dtype (written for fp32 below).
+
+    Args:
+        neg_lr: ``fp32(-lr)``.
+        momentum: ``fp32(momentum)``.
+        one_minus_dampening: ``fp32(1 - dampening)`` (rounded once, from double).
+        weight_decay: ``fp32(weight_decay)``.
+        use_weight_decay: ``weight_decay != 0``.
+        use_momentum: ``momentum != 0``.
+        nesterov: Nesterov momentum.
+        maximize: ascend instead of descend.
+    """
+
+    neg_lr: numpy.float32
+    momentum: numpy.float32
+    one_minus_dampening: numpy.float32
+    weight_decay: numpy.float32
+    use_weight_decay: bool
+    use_momentum: bool
+    nesterov: bool
+    maximize: bool
+
+
+def sgd_coefficients(lr, momentum, dampening, weight_decay, nesterov, maximize, dtype=dtypes.float32):
+    """Round SGD's hyper-parameters to the constants the update uses (fp32 for the kernels).
+
+    Args:
+        lr: learning rate.
+        momentum: momentum factor.
+        dampening: dampening of the momentum.
+        weight_decay: L2 penalty.
+        nesterov: Nesterov momentum.
+        maximize: ascend instead of descend.
+        dtype: the compute dtype (``optim/sgd.py``'s unfused path passes float64 for float64 parameters).
+    """
+    t = numpy.dtype(dtype).type
+    return SgdCoefficients(t(-lr), t(momentum), t(1.0 - dampening), t(weight_decay),
+                           weight_decay != 0, momentum != 0, bool(nesterov), bool(maximize))
+
+
+class AdamCoefficients(NamedTuple):
+    """Constants of one Adam / AdamW step (the step-dependent ones are made on the device).
+
+    Args:
+        lr: learning rate (double; enters ``lr / bias_correction1`` in double).
+        beta1: double, for ``beta1 ** step``.
+        beta2: double, for ``beta2 ** step``.
+        lerp_weight: ``fp32(1 - beta1)``, the weight of ``exp_avg.lerp_(grad, 1 - beta1)``.
+        one_minus_lerp_weight: ``1 - lerp_weight`` computed in fp32 (torch.lerp's second branch).
+        lerp_weight_is_small: ``|lerp_weight| < 0.5``: which branch torch.lerp takes.
+        beta2_f32: ``fp32(beta2)``.
+        one_minus_beta2: ``fp32(1 - beta2)``.
+        eps: ``fp32(eps)``.
+        weight_decay: ``fp32(weight_decay)``.
+        decay_factor: ``fp32(1 - lr * weight_decay)`` (AdamW's decoupled decay).
+        use_weight_decay: ``weight_decay != 0``.
+        decoupled: AdamW.
+        amsgrad: keep the running maximum of ``exp_avg_sq``.
+        maximize: ascend instead of descend.
+    """
+
+    lr: float
+    beta1: float
+    beta2: float
+    lerp_weight: numpy.float32
+    one_minus_lerp_weight: numpy.float32
+    lerp_weight_is_small: bool
+    beta2_f32: numpy.float32
+    one_minus_beta2: numpy.float32
+    eps: numpy.float32
+    weight_decay: numpy.float32
+    decay_factor: numpy.float32
+    use_weight_decay: bool
+    decoupled: bool
+    amsgrad: bool
+    maximize: bool
+
+
+def adam_coefficients(lr, beta1, beta2, eps, weight_decay, decoupled, amsgrad, maximize) -> AdamCoefficients:
+    """Round Adam's hyper-parameters the way torch.optim.Adam's single-tensor path does.
+
+    Args:
+        lr: learning rate.
+        beta1: decay of the first moment.
+        beta2: decay of the second moment.
+        eps: added to the denominator.
+        weight_decay: L2 penalty (Adam) or decoupled decay (AdamW).
+        decoupled: AdamW's decoupled weight decay.
+        amsgrad: AMSGrad variant.
+        maximize: ascend instead of descend.
+    """
+    weight = f32(1.0 - beta1)
+    return AdamCoefficients(
+        float(lr), float(beta1), float(beta2), weight, f32(1.0) - weight, bool(abs(weight) < 0.5),
+        f32(beta2), f32(1.0 - beta2), f32(eps), f32(weight_decay), f32(1.0 - lr * weight_decay),
+        weight_decay != 0, bool(decoupled), bool(amsgrad), bool(maximize),
+    )
 
 
 def fused_sgd_(params, grads, momentum_bufs, *, lr, momentum, dampening, nesterov, weight_decay, maximize,

@@ -7,15 +7,21 @@ arguments: call the public functions in ``cupynet.optim.kernels``.
 
 from __future__ import annotations
 
+import math
+
 import numpy
 
 from cupynet import dtypes
+from cupynet.backend import get_array_module
 from cupynet.cuda.reference import is_set, load_f32, store_f32
-from cupynet.optim.kernels.coefficients import adam_step_coefficients
 
-__all__ = ["fused_sgd_", "fused_adam_"]
+__all__ = ["sgd_update_", "fused_sgd_", "fused_adam_", "pow_by_squaring", "next_step_count", "adam_step_coefficients",
+           "STEP_COUNT_LIMIT"]
 
 _F32 = dtypes.float32
+
+STEP_COUNT_LIMIT = 16777216
+"""2**24: the largest step count an fp32 counter holds exactly (step + 1 == step beyond it)."""
 
 
 def _write(a, values) -> None:
@@ -33,16 +39,56 @@ def _is_first_step(first_step) -> bool:
     return first_step if isinstance(first_step, bool) else bool(first_step.reshape(-1)[0] != 0)
 
 
-def _sgd_one(param, grad, buf, c, inv, first) -> None:
-    g = _scaled_grad(grad, inv, c.maximize)
-    p = param.reshape(-1)
+def sgd_update_(p, g, buf, c, first) -> None:
+    """SGD's update rule for one parameter, in place on ``p`` and ``buf``.
+
+    sgd.cu's loop body on whole arrays, each operation one rounding in the arrays'
+    dtype::
+
+        g = g + weight_decay * p                              (use_weight_decay)
+        buf = g if first else buf * momentum + (1 - dampening) * g   (use_momentum)
+        g = g + momentum * buf if nesterov else buf           (use_momentum)
+        p = p + (-lr) * g
+
+    This is the one Python statement of the rule: the fused reference below calls it
+    on fp32 views (then makes NaNs canonical, as the kernel's store does), and
+    ``optim/sgd.py``'s unfused path on NumPy or CuPy arrays in fp32 or fp64.
+
+    NOTE: in place, ``buf *= momentum`` then ``buf += ...`` and ``p += (-lr) * g``
+    round exactly where the out-of-place formulas do: the same bits, fewer arrays.
+    Multiplying by ``1 - dampening == 1`` is exact, so that product is skipped.
+
+    Args:
+        p: the parameter's values in the compute dtype, updated in place.
+        g: the gradient in the compute dtype, already multiplied by inv_scale and negated to
+            maximize; never written.
+        buf: the momentum buffer, updated in place; None when momentum is 0.
+        c: an ``SgdCoefficients`` whose constants have the compute dtype.
+        first: a bool, or an int32 flag array (non-zero: first step), then chosen on the device.
+    """
     if c.use_weight_decay:
         g = g + c.weight_decay * p
     if c.use_momentum:
-        b = g if first else buf.reshape(-1) * c.momentum + c.one_minus_dampening * g
-        _write(buf, b)
-        g = g + c.momentum * b if c.nesterov else b
-    _write(param, p + c.neg_lr * g)
+        dampened = g if c.one_minus_dampening == 1 else c.one_minus_dampening * g
+        if first is True:
+            buf[...] = g
+        elif first is False:
+            buf *= c.momentum
+            buf += dampened
+        else:
+            buf[...] = get_array_module(g).where(first != 0, g, buf * c.momentum + dampened)
+        g = g + c.momentum * buf if c.nesterov else buf
+    p += c.neg_lr * g
+
+
+def _sgd_one(param, grad, buf, c, inv, first) -> None:
+    g = _scaled_grad(grad, inv, c.maximize)
+    p = param.reshape(-1)
+    b = None if buf is None else buf.reshape(-1)
+    sgd_update_(p, g, b, c, first)
+    if b is not None:
+        _write(b, b)
+    _write(p, p)
 
 
 def fused_sgd_(params, grads, momentum_bufs, coefficients, first_step, found_inf, inv_scale) -> None:
@@ -52,7 +98,7 @@ def fused_sgd_(params, grads, momentum_bufs, coefficients, first_step, found_inf
         params: float32 arrays, updated in place.
         grads: float32 / float16 / bfloat16 arrays.
         momentum_bufs: float32 arrays (or None when momentum is 0), updated in place.
-        coefficients: an ``SgdCoefficients`` from ``coefficients.sgd_coefficients``.
+        coefficients: an ``SgdCoefficients`` from ``sgd_coefficients`` (``cupynet.optim.kernels``).
         first_step: a Python bool, or an int32 one-element flag array (cleared after a step taken).
         found_inf: float32 one-element array or None; when set, nothing changes.
         inv_scale: float32 one-element array or None; multiplies the gradients.
@@ -67,6 +113,53 @@ def fused_sgd_(params, grads, momentum_bufs, coefficients, first_step, found_inf
             _sgd_one(param, grad, buf, coefficients, inv, first)
     if not isinstance(first_step, bool):
         first_step[...] = 0
+
+
+# ----------------------------------------------------------------------------- adam.cu's step coefficients
+
+
+def pow_by_squaring(base: float, n: int) -> float:
+    """``base ** n`` by repeated squaring, each product a correctly rounded double (as adam.cu does).
+
+    Args:
+        base: the base (a Python float, i.e. an IEEE double).
+        n: a non-negative integer exponent.
+    """
+    result = 1.0
+    while n:
+        if n & 1:
+            result *= base
+        base *= base
+        n >>= 1
+    return result
+
+
+def next_step_count(step: numpy.float32) -> int:
+    """The step number this update uses: ``step + 1``, with step clamped to ``[0, 2**24]`` (adam.cu's rule).
+
+    Args:
+        step: the fp32 count of steps already taken.
+    """
+    if step >= STEP_COUNT_LIMIT:
+        return STEP_COUNT_LIMIT + 1
+    if step >= 1.0:
+        return int(step) + 1
+    return 1  # NOTE: values below 1, and NaN, count as no step taken
+
+
+def adam_step_coefficients(step: numpy.float32, lr: float, beta1: float, beta2: float):
+    """``(fp32(-lr / bias_correction1), fp32(sqrt(bias_correction2)))`` for the next step.
+
+    Args:
+        step: the fp32 count of steps already taken.
+        lr: learning rate.
+        beta1: decay of the first moment.
+        beta2: decay of the second moment.
+    """
+    n = next_step_count(step)
+    bias_correction1 = 1.0 - pow_by_squaring(beta1, n)
+    bias_correction2 = 1.0 - pow_by_squaring(beta2, n)
+    return numpy.float32(-(lr / bias_correction1)), numpy.float32(math.sqrt(bias_correction2))
 
 
 def _lerp_like_torch(start, end, c) -> numpy.ndarray:
@@ -112,7 +205,7 @@ def fused_adam_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, coe
         exp_avg_sqs: float32 second moments, updated in place.
         max_exp_avg_sqs: float32 running maxima (None unless amsgrad), updated in place.
         step: float32 one-element array: steps already taken; incremented unless skipped.
-        coefficients: an ``AdamCoefficients`` from ``coefficients.adam_coefficients``.
+        coefficients: an ``AdamCoefficients`` from ``adam_coefficients`` (``cupynet.optim.kernels``).
         found_inf: float32 one-element array or None; when set, nothing changes.
         inv_scale: float32 one-element array or None; multiplies the gradients.
     """
