@@ -4,8 +4,10 @@ Reading order: the package is a lesson, read top-down; each step builds on the o
 (``grad_scaler.py`` holds a ``diagnostics.py`` object; every loss-scaling call ends in ``kernels/``).
 
 1. Autocast: which dtype ops run in, per region.
-   ``autocast.py``  the regions: thread-local state (``cupynet.autograd.state``), nesting, the decorator;
-   ``support.py``   which half dtypes a device can run (autocast asks it before opening a cuda region);
+   ``autocast.py``  the regions: thread-local state (``cupynet.autograd.state``), nesting, the decorator
+                    (before a cuda region it asks ``cupynet/cuda/capability.py`` whether the GPU runs the
+                    dtype: a device question, so the device layer answers it; ``supports_fp16`` and
+                    ``supports_bf16`` are re-exported here);
    ``custom.py``    ``custom_fwd`` / ``custom_bwd``: autocast for your own ``autograd.Function``.
 2. Policy: what autocast does to each op.
    ``policy.py``    PyTorch's cast lists as data, and the one function that casts an op's inputs
@@ -28,12 +30,12 @@ explains loss scaling and ``GradScaler`` and runs the same loop in the three API
 
 from __future__ import annotations
 
+from ..cuda.capability import supports_bf16, supports_fp16
 from . import functional, netcl, prototype
 from .autocast import autocast, get_autocast_dtype, is_autocast_enabled
 from .custom import custom_bwd, custom_fwd
 from .grad_scaler import GradScaler
 from .prototype import add_amp_attributes, enable_autocasting, scale_outputs
-from .support import supports_bf16, supports_fp16
 from .trace import trace
 
 __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "custom_fwd", "custom_bwd", "trace",

@@ -3,6 +3,7 @@
 The device questions (as ``torch.cuda``) are answered here; the kernel layer is in the submodules:
 
 * ``device``: the device questions, and the one place the launchers get CuPy from;
+* ``capability``: which half dtypes a device runs (compute capability, CuPy version), and why not;
 * ``compile``: ``.cu`` text, name expressions, ``cupy.RawModule`` compilation and its cache;
 * ``args``: scalar kernel arguments with their C type (``c_int``, ``c_float``, ...);
 * ``multi_tensor``: chunk tables and multi-tensor launches;
@@ -20,6 +21,7 @@ The kernels themselves live beside the code that uses them: ``cupynet/amp/kernel
 
 import importlib
 
+from cupynet.cuda.capability import is_bf16_supported
 from cupynet.cuda.device import (
     current_device,
     device_count,
@@ -46,14 +48,6 @@ __all__ = ["is_available", "is_initialized", "device_count", "current_device", "
            "get_device_capability", "synchronize", "manual_seed", "manual_seed_all", "memory_allocated",
            "max_memory_allocated", "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats",
            "reset_max_memory_allocated", "memory_stats", "empty_cache", "amp", "is_bf16_supported"]
-
-def is_bf16_supported() -> bool:
-    """True when the current GPU can run bfloat16 (``torch.cuda.is_bf16_supported``); False without a GPU.
-
-    NOTE: a real function here (documentation tools list it), delegating to ``cupynet.cuda.amp`` on use.
-    """
-    return importlib.import_module("cupynet.cuda.amp").is_bf16_supported()
-
 
 def __getattr__(name):
     """``cupynet.cuda.amp`` (torch.cuda.amp), imported on first use: importing ``cupynet.cuda`` never imports amp.

@@ -12,7 +12,8 @@ importing ``cupynet.cuda`` never imports ``cupynet.amp``.
 from __future__ import annotations
 
 from cupynet import amp as _amp
-from cupynet import backend, dtypes
+from cupynet import dtypes
+from cupynet.cuda.capability import is_bf16_supported
 
 custom_fwd, custom_bwd = _amp.custom_fwd, _amp.custom_bwd
 
@@ -47,8 +48,3 @@ class GradScaler(_amp.GradScaler):
     def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
                  enabled=True, **options):
         super().__init__("cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled, **options)
-
-
-def is_bf16_supported() -> bool:
-    """True when the current GPU can run bfloat16 (``torch.cuda.is_bf16_supported``); False without a GPU."""
-    return backend.cuda_available() and bool(_amp.supports_bf16("cuda"))
