@@ -11,7 +11,7 @@ The device questions (as ``torch.cuda``) are answered here; the kernel layer is 
 * ``checks``: argument checks of the array-level kernel functions (metadata only, no sync);
 * ``common.cuh``: the CUDA helpers every kernel includes; ``reference``: their NumPy twins;
 * ``memory``: ``torch.cuda``'s memory questions from CuPy's memory pool (0 / no-ops on the CPU);
-* ``amp``: ``torch.cuda.amp`` (``autocast``, ``GradScaler``), loaded on first use (see its docstring);
+* ``amp``: ``torch.cuda.amp`` (``autocast``, ``GradScaler``): ``cupynet/compat/cuda_amp.py``, loaded on first use;
 * ``emulated``: the emulated CUDA device (``CUPYNET_DEVICE=cuda-emulated``), loaded on first use.
 
 The kernels themselves live beside the code that uses them: ``cupynet/amp/kernels``
@@ -19,8 +19,7 @@ The kernels themselves live beside the code that uses them: ``cupynet/amp/kernel
 ``cupynet/ops/kernels`` (fused ops). See docs/kernels.md.
 """
 
-import importlib
-
+from cupynet import _lazy
 from cupynet.cuda.capability import is_bf16_supported
 from cupynet.cuda.device import (
     current_device,
@@ -47,14 +46,12 @@ from cupynet.cuda.memory import (
 __all__ = ["is_available", "is_initialized", "device_count", "current_device", "get_device_name",
            "get_device_capability", "synchronize", "manual_seed", "manual_seed_all", "memory_allocated",
            "max_memory_allocated", "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats",
-           "reset_max_memory_allocated", "memory_stats", "empty_cache", "amp", "is_bf16_supported"]
+           "reset_max_memory_allocated", "memory_stats", "empty_cache", "is_bf16_supported"]
 
-def __getattr__(name):
-    """``cupynet.cuda.amp`` (torch.cuda.amp), imported on first use: importing ``cupynet.cuda`` never imports amp.
-
-    Args:
-        name: the attribute asked for.
-    """
-    if name not in ("amp", "emulated"):
-        raise AttributeError(f"module 'cupynet.cuda' has no attribute {name!r}")
-    return importlib.import_module(f"cupynet.cuda.{name}")
+# NOTE: torch.cuda.amp (which imports cupynet.amp, a layer above this one) is compatibility surface and the
+# emulated device is needed only under CUPYNET_DEVICE=cuda-emulated: both load on first use (dir() lists them;
+# amp is documented in cupynet/compat/)
+__getattr__, __dir__ = _lazy.lazy_names(__name__, {
+    "amp": "cupynet.compat.cuda_amp",
+    "emulated": "cupynet.cuda.emulated",
+})

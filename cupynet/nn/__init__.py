@@ -1,6 +1,7 @@
 """``cupynet.nn``: Module, Parameter, layers, losses, ``functional``, ``init`` and ``utils`` (PyTorch's names)."""
 
-from . import functional, init, modules, utils
+from .. import _lazy
+from . import functional, init, utils
 from .activation import (
                          ELU,
                          GELU,
@@ -110,7 +111,7 @@ from .transformer import (
 )
 
 __all__ = [
-    "functional", "init", "modules", "utils", "Module", "Parameter", "Sequential", "ModuleList", "ModuleDict",
+    "functional", "init", "utils", "Module", "Parameter", "Sequential", "ModuleList", "ModuleDict",
     "Identity", "Linear", "Flatten", "Unflatten", "Conv1d", "Conv2d", "ConvTranspose2d",
     "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Dropout", "ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh",
     "Sigmoid", "Softmax", "LogSoftmax", "Embedding", "LayerNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d",
@@ -164,3 +165,7 @@ __all__ += [
     "Softmin", "Softmax2d", "PairwiseDistance", "TripletMarginLoss", "CosineEmbeddingLoss", "MultiLabelSoftMarginLoss",
     "GaussianNLLLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "HingeEmbeddingLoss", "EmbeddingBag",
 ]
+
+# NOTE: torch.nn.modules' submodule paths (torch.nn.modules.rnn.LSTM) are compatibility surface, documented in
+# cupynet/compat/nn_modules: loaded on first use (dir() lists `modules`; __all__ names what this package holds)
+__getattr__, __dir__ = _lazy.lazy_names(__name__, {"modules": "cupynet.compat.nn_modules"})

@@ -8,7 +8,7 @@ updated in place without recording a graph, and every built-in optimizer
 takes ``step(found_inf=...)`` so a GradScaler can skip a step on the device.
 """
 
-from cupynet.optim import lr_scheduler
+from cupynet import _lazy
 from cupynet.optim.adagrad import Adadelta, Adagrad
 from cupynet.optim.adam import Adam, AdamW
 from cupynet.optim.adam_variants import Adamax, NAdam, RAdam
@@ -21,3 +21,6 @@ from cupynet.optim.sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD",
            "Rprop", "LBFGS", "lr_scheduler", "required"]
+
+# NOTE: the schedulers (four modules) load on first use: cupynet.optim.lr_scheduler
+__getattr__, __dir__ = _lazy.lazy_names(__name__, {"lr_scheduler": "cupynet.optim.lr_scheduler"})

@@ -4,9 +4,9 @@
 where no GPU is usable a warning and a disabled region, as PyTorch does. ``GradScaler(...)`` is
 ``cupynet.amp.GradScaler("cuda", ...)``: disabled, with a warning, without a GPU.
 
-NOTE: the one module of the ``cuda`` layer that imports a higher layer (``cupynet.amp``); ``.importlinter``
-names that import, and ``cupynet.cuda`` loads this module on first use only (``cupynet.cuda.amp``), so
-importing ``cupynet.cuda`` never imports ``cupynet.amp``.
+NOTE: torch puts this under ``torch.cuda``, but it is made of ``cupynet.amp``, a layer above the device
+layer, so it lives with the compatibility surface: ``cupynet.cuda.amp`` (and ``torch.cuda.amp`` under
+``cupynet run``) is this module, loaded on first use, and ``cupynet.cuda`` imports nothing from amp.
 """
 
 from __future__ import annotations
