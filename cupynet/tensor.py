@@ -321,7 +321,7 @@ class Tensor:
         """True when the data is a CuPy array."""
         return not isinstance(self.array, numpy.ndarray) and not backend.is_meta(self.array)
 
-    # NOTE: torch's small metadata questions and factories, each one line over the array (issue 13)
+    # NOTE: torch's small metadata questions and factories, each one line over the array (programs use them)
     @property
     def is_cpu(self) -> bool:
         """True when the data is a NumPy array."""

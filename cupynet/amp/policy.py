@@ -16,8 +16,9 @@ list argument):
 
 A cast of an fp32 leaf that requires grad to the lower dtype is cached for the
 outermost region, keyed also by grad mode, so a cast made under ``no_grad``
-(which has no graph) is never handed to a later grad-enabled op (the PyTorch
-bug #158232 we do not reproduce).
+(which has no graph) is never handed to a later grad-enabled op, which would
+silently cut the weight out of the graph; PyTorch's cache, keyed by the weight
+alone, can do that (docs/autocast.md).
 
 The reference half of this file, ``REFERENCE``, spells out PyTorch's lists
 (aten/src/ATen/autocast_mode.cpp, as summarised in the project's

@@ -44,7 +44,7 @@ from .loss import (
 )
 from .module import Module
 
-# issue 13: layers PyTorch programs use (padding, upsampling, norms, containers, decoders, 1-d/3-d variants)
+# the layers PyTorch programs use beyond the basics (padding, upsampling, norms, containers, decoders, 1-d/3-d)
 from .normalization import (
                          BatchNorm1d,
                          BatchNorm2d,
@@ -101,7 +101,7 @@ from .resample import (
                          ZeroPad2d,
                          ZeroPad3d,
 )
-from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # recurrent layers (issue 13)
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # recurrent layers
 from .transformer import (
                          Transformer,
                          TransformerDecoder,
@@ -119,10 +119,10 @@ __all__ = [
     "MSELoss", "L1Loss", "SmoothL1Loss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss",
     "Mish", "Hardswish", "Hardsigmoid", "ELU", "PReLU", "Softplus", "Hardtanh", "ReLU6", "GLU",
     "CosineSimilarity", "HuberLoss", "MarginRankingLoss", "SoftMarginLoss", "PoissonNLLLoss",
-    # recurrent layers (issue 13)
+    # recurrent layers
     "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
 ]
-__all__ += [  # issue 13
+__all__ += [  # the layers PyTorch programs use beyond the basics
     "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d",
     "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d",
     "CircularPad1d", "CircularPad2d", "CircularPad3d", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
@@ -134,7 +134,7 @@ __all__ += [  # issue 13
     "MaxUnpool2d", "MaxUnpool3d", "SyncBatchNorm",
 ]
 
-# issue 13: the remaining activation layers and losses, EmbeddingBag (torch.nn.modules.sparse)
+# the remaining activation layers and losses of torch.nn, EmbeddingBag (torch.nn.modules.sparse)
 from .activation import (  # noqa: E402 - one grouped block, kept apart from the imports above
     CELU,
     SELU,

@@ -181,7 +181,7 @@ class Dropout(Module):
         return f"p={self.p}, inplace={self.inplace}"
 
 
-# ---- issue 13: the remaining activations --------------------------------------------------------
+# ---- the remaining activations of torch.nn ------------------------------------------------------
 __all__ += ["SELU", "CELU", "Softsign", "LogSigmoid", "Tanhshrink", "Threshold", "Softshrink", "Hardshrink", "RReLU",
             "Softmin", "Softmax2d"]
 _OPTION_DOCS.update({

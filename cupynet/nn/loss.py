@@ -158,7 +158,7 @@ CosineSimilarity = _loss("CosineSimilarity", "cosine_similarity", "x1 . x2 / max
                          (("dim", 1), ("eps", 1e-8)), ("x1", "x2"), base=FunctionalLayer)
 
 
-# ---- issue 13: the remaining losses -------------------------------------------------------------------------
+# ---- the remaining losses of torch.nn -----------------------------------------------------------------------
 __all__ += ["PairwiseDistance", "TripletMarginLoss", "CosineEmbeddingLoss", "MultiLabelSoftMarginLoss",
             "GaussianNLLLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "HingeEmbeddingLoss"]
 _OPTION_DOCS.update({

@@ -47,7 +47,7 @@ from .unary import _Pointwise, abs, clamp, erf, exp, tanh  # noqa: A004 - cupyne
 
 __all__ = ["relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "mish", "sigmoid", "hardtanh", "hardsigmoid",
            "hardswish", "softplus", "softmax", "log_softmax", "prelu", "glu",
-           # issue 13
+           # the rest of torch.nn.functional's activations
            "selu", "celu", "softsign", "logsigmoid", "tanhshrink", "threshold", "hardshrink", "softshrink", "rrelu",
            "softmin", "gumbel_softmax"]
 
@@ -695,7 +695,7 @@ def glu(input, dim=-1):  # noqa: A002
     return Glu.apply(input, dim=axis)
 
 
-# ---- issue 13: selu, celu, softsign, logsigmoid, tanhshrink, threshold, the shrinks, rrelu, softmin, gumbel ----
+# ---- torch's other activations: selu, celu, softsign, logsigmoid, tanhshrink, threshold, shrinks, rrelu, softmin...
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 

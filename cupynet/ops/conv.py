@@ -9,7 +9,7 @@ written with the other two, so gradients of any order come from the same three f
     conv_transpose(g, w)  backward: dg = conv(G, w),            dw = conv_weight(G, g)
     conv_weight(x, g)     backward: dx = conv_transpose(g, W),  dg = conv(x, W)
 
-Column layout (issue 15): on NumPy the im2col matrix is built *channels last*: row ``(n, *o)``
+Column layout (for CPU speed): on NumPy the im2col matrix is built *channels last*: row ``(n, *o)``
 holds the window as ``(*kernel, C/G)``, read from an ``(N, *padded, C)`` copy of the input through
 ``as_strided``, so the one copy that materializes the columns moves runs of ``kernel[-1] * C``
 elements instead of ``kernel[-1]``. The GEMM result is then ``(N, *out, O)``, copied once to
@@ -61,7 +61,7 @@ def channels_last(x):
 def _per_sample_columns(x, geoms, groups):
     """True when ``x``'s im2col runs per sample, by kernel tap: NumPy, and the taps' runs are the longer.
 
-    NOTE (issue 15): the one copy that builds the columns moves contiguous runs of ``kernel[-1] * C/G``
+    NOTE (CPU speed): the one copy that builds the columns moves contiguous runs of ``kernel[-1] * C/G``
     elements channels last, or of ``out[-1]`` elements per sample and tap (stride 1 in the last
     dimension); the longer runs win. First layers (1-3 channels) go per sample: their columns build
     4-8x faster, and the per-sample GEMMs write NCHW directly (no output transpose, which costs more
@@ -238,7 +238,7 @@ def _transpose_by_tap(g, w, geoms, groups, rows=None):
 
     For each tap, ``g``'s rows times that tap's ``(O/G, C/G)`` slice of the weight is a contiguous
     ``(N, *out, C/G)`` block, added into an ``(N, *padded, G, C/G)`` buffer at the positions the tap
-    reads. NOTE (issue 15): against one GEMM to ``(rows, kernel * C)`` columns and a col2im, the adds
+    reads. NOTE (CPU speed): against one GEMM to ``(rows, kernel * C)`` columns and a col2im, the adds
     read contiguous blocks (runs of ``out[-1] * C`` elements, not ``C``), and no columns the size of
     ``kernel`` inputs are built; measured 2x faster for 3x3 kernels with 16-32 channels. The sums run
     in fp32 for half dtypes (the GEMMs return fp32) and are rounded once by the caller.

@@ -569,7 +569,7 @@ def vecdot(x, y, *, dim=-1):
     return sum_(mul(x, y), dim)
 
 
-# ---- eig, matrix functions, triangular solves and the *_ex variants (issue 13) ---------------------------------------
+# ---- eig, matrix functions, triangular solves and the *_ex variants (torch.linalg's rest) ----------------------------
 class Eig(Function):
     """Eigenvalues and unit eigenvectors of each general square matrix, complex (no gradient)."""
 

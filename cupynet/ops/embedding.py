@@ -156,7 +156,7 @@ def one_hot(tensor, num_classes=-1):
     return Tensor((values[..., None] == xp.arange(num_classes)).astype(numpy.int64))
 
 
-# ---- issue 13: embedding_bag ----------------------------------------------------------------------------------
+# ---- embedding_bag: bags of lookups, reduced ------------------------------------------------------------------
 _BAG_MODES = ("sum", "mean", "max")
 
 

@@ -57,7 +57,7 @@ __all__ = [
     "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "kl_div", "poisson_nll_loss", "hinge_embedding_loss",
     "margin_ranking_loss", "soft_margin_loss", "cosine_similarity",
-    # issue 13
+    # the rest of torch.nn.functional's losses
     "pairwise_distance", "triplet_margin_loss", "cosine_embedding_loss", "multi_margin_loss", "multilabel_margin_loss",
     "multilabel_soft_margin_loss", "gaussian_nll_loss",
 ]
@@ -1389,7 +1389,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     return CosineSimilarity.apply(broadcast_to(x1, shape), broadcast_to(x2, shape), dim=dim, eps=float(eps))
 
 
-# ---- issue 13: distance, triplet, embedding, multi-class/multi-label margin and Gaussian losses ---------------
+# ---- the rest of torch's losses: distance, triplet, embedding, multi-class/multi-label margin and Gaussian ----
 class _ExpressionLoss(Function):
     """A loss on PyTorch's autocast fp32 list written as one expression of cupynet ops (not an op itself).
 

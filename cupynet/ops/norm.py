@@ -66,7 +66,7 @@ def _channel_sums_apply(a, axes):
 def _channel_sums(a, b=None):
     """Per-channel sums of ``a`` (of ``a * b`` when given) over every dim but 1, as an (1, C, 1, ...) array.
 
-    NOTE (issue 15): as a matrix-vector product with ones (``a``) and an ``einsum`` (``a * b``, no
+    NOTE (CPU speed): as a matrix-vector product with ones (``a``) and an ``einsum`` (``a * b``, no
     product array): 2-2.5x faster than NumPy's reduction over the non-contiguous axes (0, 2, 3).
     NOTE (numerics): both sum each (sample, channel) plane first, in the array's dtype (fp32/fp64) in
     BLAS's or einsum's vectorised order, then the N plane sums; so no running sum is longer than one

@@ -51,7 +51,7 @@ def _window_max(x, geoms):
 
     NOTE: one strided slice per tap, no window copy, three array ops per tap (compare, tap select,
     running maximum). The tap select is ``where`` into a new array: NumPy's masked ``copyto`` into
-    the same one is ~2x slower on these strided operands (issue 15). Among equal maxima the first
+    the same one is ~2x slower on these strided operands (measured on the CPU). Among equal maxima the first
     tap wins (strict ``>``). NaN propagates through ``maximum``; PyTorch's rule
     (``val > max || isnan(val)``) then points the index at the window's last NaN tap, which a second
     pass does only when a NaN is present (on NumPy; CuPy always runs it rather than ask the device
@@ -81,7 +81,7 @@ def _window_max(x, geoms):
 def _narrow_exact(a, dtype):
     """A float32 array whose values all came from ``dtype`` (float16 / bfloat16) back in ``dtype``, exactly.
 
-    NOTE (issue 15): NumPy compares half and bfloat16 values element by element in software (ml_dtypes),
+    NOTE (CPU speed): NumPy compares half and bfloat16 values element by element in software (ml_dtypes),
     ~3x slower than float32, so max pooling widens (exact), runs in float32 and narrows its output:
     bfloat16 is the upper half of float32's bits (the lower half is zero for these values: a shift,
     not ml_dtypes' slower rounding cast); float16 rounds exactly through ``astype``.
@@ -101,7 +101,7 @@ def _is_2x2_stride_2(x, geoms):
 def _window_max_2x2(x, geoms):
     """``_window_max`` for 2x2 windows at stride 2: rows first, then columns, the winning tap as uint8.
 
-    NOTE (issue 15): the first pass compares whole row pairs (contiguous runs) into a half-size
+    NOTE (CPU speed): the first pass compares whole row pairs (contiguous runs) into a half-size
     array, the second the column pairs of that: ~40% faster than four strided taps. The tap rule is
     the same (the first maximum in C order, ``2 * row + column``): the right column wins when
     strictly greater, or on a tie when the left column's maximum sits in the lower row and the right
@@ -427,7 +427,7 @@ def _max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode, retu
 def _inv_divisor(xp, geoms, count_include_pad, divisor_override, dtype):
     """``1/divisor`` per window, PyTorch's rule for padding and ceil_mode windows.
 
-    NOTE (issue 14): nothing is uploaded from host memory. When every window has the same divisor
+    NOTE (no host-to-device copy): nothing is uploaded from host memory. When every window has the same divisor
     (no padding counted differently, no clipped ceil_mode window, or ``divisor_override``) it is a
     Python float; otherwise the per-window array is computed on the input's device (``xp.arange``
     and friends), in float32 (float64 for float64 inputs).
@@ -477,7 +477,7 @@ def _avg_pool(nd, input, kernel_size, stride, padding, ceil_mode, count_include_
 def _averaging_matrix(xp, size, out):
     """(out, size) float64 matrix whose row i averages input[floor(i*size/out) : ceil((i+1)*size/out)].
 
-    NOTE (issue 14): computed on the input's device from ``arange``s, nothing uploaded from host memory.
+    NOTE (no host-to-device copy): computed on the input's device from ``arange``s, nothing uploaded from host memory.
 
     Args:
         xp: the input's array module.

@@ -1,5 +1,5 @@
 """Sparse COO tensors, stored dense: ``torch.sparse_coo_tensor``, ``torch.spmm``, ``Tensor.to_sparse`` /
-``to_dense`` (issue 13: pytorch/examples gcn and gat build their graph with them).
+``to_dense`` (pytorch/examples gcn and gat build their graph with them).
 
 cupynet has no sparse layout. A COO tensor is built as the dense tensor it stands for (repeated
 indices add up, as ``coalesce`` would sum them), so every op that takes a sparse tensor in PyTorch
