@@ -15,7 +15,7 @@ trig, erf, ...) take integer and bool tensors too and, as PyTorch does, promote
 them to the default float dtype first (``floating_compute``); sign, abs, square
 and the roundings compute on integers in their own dtype. Forwards run under
 ``numpy.errstate(all="ignore")``: as in PyTorch, log(0) = -inf and friends
-raise no warning. fp32-list ops (AMP_REFERENCE.md) say so in ``amp_policy``.
+raise no warning. fp32-list ops (docs/amp.md, section 11) say so in ``amp_policy``.
 """
 
 from __future__ import annotations
