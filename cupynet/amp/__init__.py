@@ -42,10 +42,10 @@ from .grad_scaler import GradScaler
 from .trace import trace
 
 __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "custom_fwd", "custom_bwd", "trace",
-           "supports_fp16", "supports_bf16", "GradScaler", "functional"]
+           "supports_fp16", "supports_bf16", "GradScaler", "functional", "prototype", "add_amp_attributes",
+           "enable_autocasting", "scale_outputs", "netcl"]
 
-# NOTE: the older APIs are compatibility surface (cupynet/compat/, documented there): they load on first use.
-# dir() lists them; __all__ does not, as it names what this package itself holds (pdoc reads it so)
+# NOTE: the older APIs are compatibility surface (cupynet/compat/): they load on first use
 __getattr__, __dir__ = _lazy.lazy_names(__name__, {
     "netcl": "cupynet.compat.netcl",
     "prototype": "cupynet.compat.amp_prototype",

@@ -21,9 +21,8 @@ from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 __all__ = ["Function", "Node", "once_differentiable", "backward", "grad", "no_grad", "enable_grad",
            "set_grad_enabled", "is_grad_enabled",
            "inference_mode", "is_inference_mode_enabled", "gradcheck", "gradgradcheck", "GradcheckError",
-           "functional"]
+           "functional", "Variable"]
 
-# NOTE: Variable is not in __all__: it is compatibility surface, documented in cupynet/compat/ (dir() lists it)
 __getattr__, __dir__ = _lazy.lazy_names(__name__, {
     "functional": "cupynet.autograd.functional",  # jacobian, hessian, vjp, ...: loaded on first use
     "Variable": "cupynet.compat.variable:Variable",

@@ -46,11 +46,10 @@ from cupynet.cuda.memory import (
 __all__ = ["is_available", "is_initialized", "device_count", "current_device", "get_device_name",
            "get_device_capability", "synchronize", "manual_seed", "manual_seed_all", "memory_allocated",
            "max_memory_allocated", "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats",
-           "reset_max_memory_allocated", "memory_stats", "empty_cache", "is_bf16_supported"]
+           "reset_max_memory_allocated", "memory_stats", "empty_cache", "amp", "is_bf16_supported"]
 
 # NOTE: torch.cuda.amp (which imports cupynet.amp, a layer above this one) is compatibility surface and the
-# emulated device is needed only under CUPYNET_DEVICE=cuda-emulated: both load on first use (dir() lists them;
-# amp is documented in cupynet/compat/)
+# emulated device is needed only under CUPYNET_DEVICE=cuda-emulated: both load on first use
 __getattr__, __dir__ = _lazy.lazy_names(__name__, {
     "amp": "cupynet.compat.cuda_amp",
     "emulated": "cupynet.cuda.emulated",

@@ -111,7 +111,7 @@ from .transformer import (
 )
 
 __all__ = [
-    "functional", "init", "utils", "Module", "Parameter", "Sequential", "ModuleList", "ModuleDict",
+    "functional", "init", "modules", "utils", "Module", "Parameter", "Sequential", "ModuleList", "ModuleDict",
     "Identity", "Linear", "Flatten", "Unflatten", "Conv1d", "Conv2d", "ConvTranspose2d",
     "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Dropout", "ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh",
     "Sigmoid", "Softmax", "LogSoftmax", "Embedding", "LayerNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d",
@@ -166,6 +166,5 @@ __all__ += [
     "GaussianNLLLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "HingeEmbeddingLoss", "EmbeddingBag",
 ]
 
-# NOTE: torch.nn.modules' submodule paths (torch.nn.modules.rnn.LSTM) are compatibility surface, documented in
-# cupynet/compat/nn_modules: loaded on first use (dir() lists `modules`; __all__ names what this package holds)
+# NOTE: torch.nn.modules' submodule paths (torch.nn.modules.rnn.LSTM) are compatibility surface: cupynet/compat/
 __getattr__, __dir__ = _lazy.lazy_names(__name__, {"modules": "cupynet.compat.nn_modules"})
