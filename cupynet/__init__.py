@@ -1,10 +1,10 @@
 """cupynet: a small, readable deep-learning framework on CuPy (NumPy without a GPU) built around AMP.
 
 ``import cupynet`` loads the core a model is made of: backend, dtypes, tensor, autograd, ops, amp, nn,
-optim, serialization and the device layer ``cuda``. The rest keeps its name here but loads on first use
-(``_LAZY`` below): the data pipeline (``cupynet.data``), ``linalg``, safetensors files, the optional
-packages (distributions, distributed, multiprocessing, vision, models, utils, ...) and the compatibility
-surface (``cupynet.compat``: the runner, the legacy constructors, ...).
+optim and the device layer ``cuda``. The rest keeps its name here but loads on first use (``_LAZY``
+below): checkpoints (``save``/``load``, safetensors), the data pipeline (``cupynet.data``), ``linalg``,
+the optional packages (distributions, distributed, multiprocessing, vision, models, utils, ...) and the
+compatibility surface (``cupynet.compat``: the runner, the legacy constructors, ...).
 """
 
 from . import _lazy, amp, autograd, backend, cuda, dtypes, host_memory, nn, ops, optim, random
@@ -52,7 +52,6 @@ from .dtypes import (
 )
 from .ops import *  # noqa: F403 - the functional API: cupynet.matmul, cupynet.exp, ...
 from .random import get_rng_state, initial_seed, manual_seed, set_rng_state
-from .serialization import load, save
 from .tensor import Size, Tensor
 
 bool = bool_  # noqa: A001 - PyTorch's name: cupynet.bool
@@ -84,10 +83,12 @@ host_memory.tune()
 # NOTE: names whose module loads on first use (cupynet/_lazy.py); the compatibility surface is cupynet/compat/
 _LEGACY_TENSORS = ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor",
                    "ShortTensor", "IntTensor", "LongTensor", "BoolTensor")
-_LAZY_MODULES = ("data", "linalg", "safetensors_io", "meta", "shared_memory", "utils", "models", "train", "cli",
-                 "accelerator", "backends", "distributions", "distributed", "multiprocessing", "vision",
-                 "compat", "run")
+_LAZY_MODULES = ("serialization", "safetensors_io", "data", "linalg", "meta", "shared_memory", "utils", "models",
+                 "train", "cli", "accelerator", "backends", "distributions", "distributed", "multiprocessing",
+                 "vision", "compat", "run")
 _LAZY = {**{name: f"cupynet.{name}" for name in _LAZY_MODULES},
+         "save": "cupynet.serialization:save",
+         "load": "cupynet.serialization:load",
          "load_safetensors": "cupynet.safetensors_io:load_safetensors",
          "save_safetensors": "cupynet.safetensors_io:save_safetensors",
          **{name: f"cupynet.compat.legacy_tensors:{name}" for name in _LEGACY_TENSORS}}
