@@ -1,6 +1,13 @@
-"""cupynet: a small, readable deep-learning framework on CuPy (NumPy without a GPU) built around AMP."""
+"""cupynet: a small, readable deep-learning framework on CuPy (NumPy without a GPU) built around AMP.
 
-from . import amp, autograd, backend, cuda, data, dtypes, host_memory, linalg, models, nn, ops, optim, random
+``import cupynet`` loads the core a model is made of: backend, dtypes, tensor, autograd, ops, amp, nn,
+optim and the device layer ``cuda``. The rest keeps its name here but loads on first use (``_LAZY``
+below): checkpoints (``save``/``load``, safetensors), the data pipeline (``cupynet.data``), ``linalg``,
+the optional packages (distributions, distributed, multiprocessing, vision, models, utils, ...) and the
+compatibility surface (``cupynet.compat``: the runner, the legacy constructors, ...).
+"""
+
+from . import _lazy, amp, autograd, backend, cuda, dtypes, host_memory, nn, ops, optim, random
 from .amp import autocast
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import Device, default_device, device
@@ -45,8 +52,6 @@ from .dtypes import (
 )
 from .ops import *  # noqa: F403 - the functional API: cupynet.matmul, cupynet.exp, ...
 from .random import get_rng_state, initial_seed, manual_seed, set_rng_state
-from .safetensors_io import load_safetensors, save_safetensors
-from .serialization import load, save
 from .tensor import Size, Tensor
 
 bool = bool_  # noqa: A001 - PyTorch's name: cupynet.bool
@@ -54,23 +59,10 @@ float = float32  # noqa: A001
 int = int32  # noqa: A001
 __version__ = "0.1.0"
 
-# ---- PyTorch drop-in names (issue 13; `cupynet run` maps torch.X to these) -------------------------------
-from . import accelerator, backends, distributions, multiprocessing, settings, utils  # noqa: E402
+# ---- PyTorch's names for the rest of the core (`cupynet run` maps torch.X to these) -------------------------
+from . import settings  # noqa: E402
 from .autograd import inference_mode, is_inference_mode_enabled  # noqa: E402
-from .creation import (  # noqa: E402
-    BFloat16Tensor,
-    BoolTensor,
-    ByteTensor,
-    CharTensor,
-    DoubleTensor,
-    FloatTensor,
-    HalfTensor,
-    IntTensor,
-    LongTensor,
-    ShortTensor,
-    is_tensor,
-    numel,
-)
+from .creation import is_tensor, numel  # noqa: E402
 from .dtypes import finfo, iinfo  # noqa: E402
 from .random import Generator, default_generator, seed  # noqa: E402
 from .settings import (  # noqa: E402
@@ -87,3 +79,17 @@ from .settings import (  # noqa: E402
 
 # NOTE: freed NumPy memory stays mapped for the next training step (no page faults): host_memory.py
 host_memory.tune()
+
+# NOTE: names whose module loads on first use (cupynet/_lazy.py); the compatibility surface is cupynet/compat/
+_LEGACY_TENSORS = ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor",
+                   "ShortTensor", "IntTensor", "LongTensor", "BoolTensor")
+_LAZY_MODULES = ("serialization", "safetensors_io", "data", "linalg", "meta", "shared_memory", "utils", "models",
+                 "train", "cli", "accelerator", "backends", "distributions", "distributed", "multiprocessing",
+                 "vision", "compat", "run")
+_LAZY = {**{name: f"cupynet.{name}" for name in _LAZY_MODULES},
+         "save": "cupynet.serialization:save",
+         "load": "cupynet.serialization:load",
+         "load_safetensors": "cupynet.safetensors_io:load_safetensors",
+         "save_safetensors": "cupynet.safetensors_io:save_safetensors",
+         **{name: f"cupynet.compat.legacy_tensors:{name}" for name in _LEGACY_TENSORS}}
+__getattr__, __dir__ = _lazy.lazy_names(__name__, _LAZY)

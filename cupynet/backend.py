@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 
 import numpy
 
-from .meta import META, MetaArray
-
 __all__ = [
     "Device", "device", "default_device", "cuda_available", "get_array_module",
-    "array_module_for", "to_numpy", "device_of_array", "cupy_or_none", "emulating", "EMULATED",
+    "array_module_for", "to_numpy", "device_of_array", "cupy_or_none", "emulating", "EMULATED", "is_meta",
 ]
 
 EMULATED = "cuda-emulated"
@@ -108,7 +107,10 @@ class Device:
         """The array module of this device (``numpy``, ``cupy``, or the meta device's factories)."""
         if self.type == "cpu":
             return numpy
-        return META if self.type == "meta" else cupy_or_none()
+        if self.type == "meta":
+            from .meta import META  # noqa: PLC0415 - the meta device's module loads on its first use
+            return META
+        return cupy_or_none()
 
     def __enter__(self):
         """``with device("cuda"):`` / ``with device("meta"):``: the default device of new tensors inside."""
@@ -202,11 +204,24 @@ def device_of_array(array) -> Device:
     """
     if isinstance(array, numpy.ndarray) or numpy.isscalar(array):
         return _CPU
-    if isinstance(array, MetaArray):
+    if is_meta(array):
         return _META_DEVICE
     d = Device.__new__(Device)
     d.type, d.index = "cuda", int(array.device.id)
     return d
+
+
+def is_meta(array) -> bool:
+    """True for the storage of a meta tensor (a ``cupynet.meta.MetaArray``: a shape and a dtype, no values).
+
+    NOTE: ``cupynet.meta`` loads on the first use of the meta device, and no MetaArray exists before
+    that: while the module is not loaded the answer is False without importing it.
+
+    Args:
+        array: any array.
+    """
+    meta = sys.modules.get("cupynet.meta")
+    return meta is not None and isinstance(array, meta.MetaArray)
 
 
 def to_numpy(array):

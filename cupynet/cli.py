@@ -177,7 +177,7 @@ def main(argv=None) -> int:
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["run"]:  # NOTE: the script's own flags (--help too) are its own: argparse never sees them
-        from cupynet.run import main as run_main
+        from cupynet.compat.run import main as run_main
         return run_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:

@@ -1,6 +1,6 @@
 """Host (CPU) memory: keep freed NumPy buffers in the process instead of handing them back to the kernel.
 
-Why (issue 15): a training step allocates and frees the same large arrays every step (im2col
+Why (CPU training speed): a training step allocates and frees the same large arrays every step (im2col
 columns, activations, their gradients: hundreds of KiB to tens of MiB). glibc's malloc serves a
 block above ``M_MMAP_THRESHOLD`` (128 KiB at start, then moved by a heuristic) with a fresh
 ``mmap`` and returns it with ``munmap`` when it is freed, and it gives the top of its heap back

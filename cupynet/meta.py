@@ -1,6 +1,6 @@
 """The ``meta`` device: tensors with a shape and a dtype and no values (PyTorch's ``device="meta"``).
 
-What it is for (issue 13, the ``module_load_state_dict_tips`` recipe): build a module without
+What it is for (PyTorch's ``module_load_state_dict_tips`` recipe, which programs follow): build a module without
 allocating or initialising its parameters, then give it real ones with
 ``load_state_dict(state_dict, assign=True)``::
 

@@ -25,8 +25,7 @@ import weakref
 
 import numpy
 
-from . import backend, dtypes, settings, shared_memory
-from .meta import MetaArray, meta_error
+from . import backend, dtypes, settings
 
 __all__ = ["Tensor", "Size"]
 
@@ -69,7 +68,7 @@ def _is_raw_array(data) -> bool:
     if cupy is not None and isinstance(data, cupy.ndarray):
         _RAW_ARRAYS.add(type(data))
         return True
-    return isinstance(data, MetaArray)  # NOTE: the meta device's storage: a shape and a dtype (meta.py)
+    return backend.is_meta(data)  # NOTE: the meta device's storage: a shape and a dtype (meta.py)
 
 
 def _parse_legacy_type_name(name):
@@ -320,9 +319,9 @@ class Tensor:
     @property
     def is_cuda(self) -> bool:
         """True when the data is a CuPy array."""
-        return not isinstance(self.array, (numpy.ndarray, MetaArray))
+        return not isinstance(self.array, numpy.ndarray) and not backend.is_meta(self.array)
 
-    # NOTE: torch's small metadata questions and factories, each one line over the array (issue 13)
+    # NOTE: torch's small metadata questions and factories, each one line over the array (programs use them)
     @property
     def is_cpu(self) -> bool:
         """True when the data is a NumPy array."""
@@ -475,11 +474,15 @@ class Tensor:
             raise NotImplementedError(f"share_memory_() of a tensor on {self.device}: cupynet has no CUDA IPC "
                                       "(torch shares CUDA memory between processes through it); move the tensor "
                                       "to the CPU first")
+        from . import shared_memory  # noqa: PLC0415 - loads on the first use of shared memory
+
         self.array = shared_memory.share_array(self.array)
         return self
 
     def is_shared(self) -> bool:
         """Whether this tensor's values lie in shared memory (after ``share_memory_()``, or received shared)."""
+        from . import shared_memory  # noqa: PLC0415 - loads on the first use of shared memory
+
         return shared_memory.is_shared(self.array)
 
     def pin_memory(self):
@@ -499,7 +502,7 @@ class Tensor:
         extras = []
         if self.dtype not in (dtypes.float32, dtypes.int64, dtypes.bool_):
             extras.append(f"dtype=cupynet.{self.dtype}")
-        if isinstance(self.array, MetaArray):  # NOTE: no values to show, as PyTorch prints a meta tensor
+        if backend.is_meta(self.array):  # NOTE: no values to show, as PyTorch prints a meta tensor
             return f"tensor(..., device='meta', size={self.shape}" + "".join(", " + e for e in extras) + ")"
         if self.is_cuda:
             extras.append(f"device='{self.device}'")
@@ -524,7 +527,9 @@ class Tensor:
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                                "instead.")
-        if isinstance(self.array, MetaArray):
+        if backend.is_meta(self.array):
+            from .meta import meta_error  # noqa: PLC0415 - loaded already: a meta array exists
+
             raise meta_error("numpy()")
         return backend.to_numpy(self.array)
 

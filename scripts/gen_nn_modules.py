@@ -1,6 +1,6 @@
-"""Write ``cupynet/nn/modules/<name>.py``: torch.nn.modules' submodule names re-exporting cupynet's classes.
+"""Write ``cupynet/compat/nn_modules/<name>.py``: torch.nn.modules' submodule names re-exporting cupynet's classes.
 
-The table is ``cupynet.nn.modules.TORCH_NN_MODULES``; each file is generated from it (and
+The table is ``cupynet.compat.nn_modules.TORCH_NN_MODULES``; each file is generated from it (and
 ``tests/test_nn_modules.py`` checks the files match it and that torch puts each class there).
 Run from the repository root: ``PYTHONPATH=. python scripts/gen_nn_modules.py``.
 """
@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import pathlib
 
-from cupynet.nn.modules import TORCH_NN_MODULES
+from cupynet.compat.nn_modules import TORCH_NN_MODULES
 
-PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "cupynet" / "nn" / "modules"
+PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "cupynet" / "compat" / "nn_modules"
 
 
 def render(torch_name: str, sources: dict) -> str:
-    """The text of ``cupynet/nn/modules/<torch_name>.py``.
+    """The text of ``cupynet/compat/nn_modules/<torch_name>.py``.
 
     Args:
         torch_name: the torch submodule name (``"linear"`` for ``torch.nn.modules.linear``).
@@ -35,12 +35,12 @@ def _ruff_order(name: str):
 
 
 def _import_line(module: str, names) -> str:
-    """``from ..module import names`` as ruff formats it: one line if it fits in 120 columns, else one per line."""
+    """``from cupynet.nn.<module> import names``, as ruff formats it: one line up to 120 columns, else one per line."""
     ordered = sorted(names, key=_ruff_order)
-    line = f"from ..{module} import {', '.join(ordered)}"
+    line = f"from cupynet.nn.{module} import {', '.join(ordered)}"
     if len(line) <= 120:
         return line
-    return "\n".join([f"from ..{module} import (", *[f"    {n}," for n in ordered], ")"])
+    return "\n".join([f"from cupynet.nn.{module} import (", *[f"    {n}," for n in ordered], ")"])
 
 
 def main() -> None:

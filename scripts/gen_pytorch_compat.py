@@ -131,7 +131,7 @@ def generate(current: str) -> str:
         current: the doc as it is now (its hand-written section is kept).
     """
     sys.path.insert(0, str(ROOT))
-    from cupynet.run import TORCH_MODULES  # noqa: PLC0415 - after the path is set
+    from cupynet.compat.run import TORCH_MODULES  # noqa: PLC0415 - after the path is set
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # NOTE: reading deprecated torch names warns; the doc lists them all

@@ -13,7 +13,8 @@ import pytest
 
 import cupynet as cn
 from cupynet import amp, backend, nn, optim
-from cupynet.amp import GradScaler, netcl, support
+from cupynet.amp import GradScaler, netcl
+from cupynet.cuda import capability
 from cupynet.tensor import Tensor
 
 # NOTE: the loops overflow on purpose at first (init_scale=2**24 with float16 gradients).
@@ -255,7 +256,7 @@ def test_autocast_lowers_to_float16_on_the_queue_device(device_queue):
 
 
 def test_autocast_falls_back_to_fp32_silently_without_fp16(monkeypatch):
-    monkeypatch.setattr(support, "supports_fp16", lambda device=None: False)
+    monkeypatch.setattr(capability, "supports_fp16", lambda device=None: False)
     w, x = cn.randn(4, 3, requires_grad=True), cn.randn(2, 4)
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -7,8 +7,8 @@ import pytest
 
 import cupynet as cn
 from cupynet import amp
-from cupynet.amp import support
 from cupynet.autograd.state import STATE
+from cupynet.cuda import capability
 
 
 def _state():
@@ -242,8 +242,8 @@ def fake_gpu(monkeypatch):
     """Pretend a GPU of a chosen compute capability and CuPy version is present (construction checks only)."""
     def install(cap, cupy_major=14):
         monkeypatch.setattr(cn.backend, "cuda_available", lambda: True)
-        monkeypatch.setattr(support, "capability", lambda index=0: cap)
-        monkeypatch.setattr(support, "cupy_major_version", lambda: cupy_major)
+        monkeypatch.setattr(capability, "compute_capability", lambda index=0: cap)
+        monkeypatch.setattr(capability, "cupy_major_version", lambda: cupy_major)
     return install
 
 
@@ -289,7 +289,7 @@ def test_supports_on_cpu():
 
 
 def test_supports_from_capability(fake_gpu, monkeypatch):
-    monkeypatch.setattr(support.backend, "device", lambda spec: cn.backend.Device("cpu") if spec == "cpu"
+    monkeypatch.setattr(capability.backend, "device", lambda spec: cn.backend.Device("cpu") if spec == "cpu"
                         else _FakeCuda())
     fake_gpu((7, 0))
     assert amp.supports_fp16("cuda") and not amp.supports_bf16("cuda")

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import cupynet.nn
-from cupynet.nn.modules import TORCH_NN_MODULES
+from cupynet.compat.nn_modules import TORCH_NN_MODULES
 
 
 def _is_layer(value):

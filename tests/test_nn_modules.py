@@ -1,4 +1,5 @@
-"""``cupynet.nn.modules``: torch.nn.modules' submodule paths for cupynet's classes, kept to one table (issue 13)."""
+"""``cupynet.nn.modules`` (``cupynet/compat/nn_modules``): torch.nn.modules' submodule paths for cupynet's classes,
+kept to one table."""
 
 import importlib
 import inspect
@@ -8,7 +9,7 @@ import sys
 import pytest
 
 import cupynet.nn
-from cupynet.nn.modules import TORCH_NN_MODULES
+from cupynet.compat.nn_modules import TORCH_NN_MODULES
 from cupynet.run import TORCH_MODULES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -18,7 +19,7 @@ import gen_nn_modules  # noqa: E402
 
 @pytest.mark.parametrize("name", sorted(TORCH_NN_MODULES))
 def test_each_file_is_what_the_table_generates(name):
-    path = os.path.join(ROOT, "cupynet", "nn", "modules", f"{name}.py")
+    path = os.path.join(ROOT, "cupynet", "compat", "nn_modules", f"{name}.py")
     with open(path) as f:
         assert f.read() == gen_nn_modules.render(name, TORCH_NN_MODULES[name]), \
             "regenerate: PYTHONPATH=. python scripts/gen_nn_modules.py"
@@ -26,7 +27,7 @@ def test_each_file_is_what_the_table_generates(name):
 
 @pytest.mark.parametrize("name", sorted(TORCH_NN_MODULES))
 def test_each_name_is_cupynets_own_class(name):
-    module = importlib.import_module(f"cupynet.nn.modules.{name}")
+    module = importlib.import_module(f"cupynet.compat.nn_modules.{name}")
     for source, classes in TORCH_NN_MODULES[name].items():
         real = importlib.import_module(f"cupynet.nn.{source}")
         for cls in classes:
@@ -47,12 +48,12 @@ def test_torch_has_each_class_in_that_submodule_and_none_is_left_out(name):
 def test_the_runner_maps_every_submodule_of_the_table():
     mapped = {k.rsplit(".", 1)[1] for k in TORCH_MODULES if k.startswith("torch.nn.modules.")}
     assert mapped == set(TORCH_NN_MODULES)
-    assert all(TORCH_MODULES[f"torch.nn.modules.{n}"] == f"cupynet.nn.modules.{n}" for n in mapped)
+    assert all(TORCH_MODULES[f"torch.nn.modules.{n}"] == f"cupynet.compat.nn_modules.{n}" for n in mapped)
     assert TORCH_MODULES["torch.serialization"] == "cupynet.serialization"
 
 
 def test_submodules_are_attributes_as_torch_paths_read_them():
-    assert cupynet.nn.modules.rnn.LSTM is cupynet.nn.LSTM
+    assert cupynet.nn.modules.rnn.LSTM is cupynet.nn.LSTM and cupynet.nn.modules is cupynet.compat.nn_modules
     assert cupynet.nn.modules.sparse.Embedding is cupynet.nn.Embedding
     with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
         cupynet.nn.modules.nothing  # noqa: B018

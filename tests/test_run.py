@@ -161,7 +161,7 @@ def test_a_script_that_raises_prints_its_own_traceback_and_exits_1(tmp_path, cap
     assert rc == 1
     assert err.startswith("Traceback (most recent call last):\n") and err.endswith("ValueError: boom\n")
     assert f'File "{path}", line 7, in <module>' in err and "in step" in err
-    assert "runpy" not in err and "cupynet/run.py" not in err
+    assert "runpy" not in err and "cupynet/run.py" not in err and "cupynet/compat/run.py" not in err
 
 
 def test_a_missing_script_is_exit_status_2(tmp_path, capsys):

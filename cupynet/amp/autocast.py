@@ -25,7 +25,7 @@ import warnings
 
 from .. import backend, dtypes
 from ..autograd.state import STATE
-from . import support
+from ..cuda import capability
 
 __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "DEVICE_TYPES", "default_autocast_dtype"]
 
@@ -84,7 +84,7 @@ def _usable(device_type: str, dtype) -> bool:
         warnings.warn("CUDA is not available. Disabling autocast (device_type 'cuda' was requested, but CuPy is "
                       "not installed or cupy.cuda.is_available() is False).", UserWarning, stacklevel=3)
         return False
-    reason = support.unsupported_reason(device_type, dtype)
+    reason = capability.unsupported_reason(device_type, dtype)
     if reason is not None:
         raise RuntimeError(f"autocast: {reason}")
     return True

@@ -32,7 +32,7 @@ from enum import Enum
 
 import numpy
 
-from cupynet import backend, distributed, dtypes
+from cupynet import backend, dtypes
 from cupynet.amp import functional as F
 from cupynet.amp.diagnostics import ScalerDiagnostics, format_overflow, read_host
 from cupynet.autograd import no_grad
@@ -706,6 +706,8 @@ def _agree_across_ranks(found_per_device) -> None:
     that are not averaged. A MAX all-reduce of a device scalar: no host sync with NCCL
     (the MPI backend stages a CuPy scalar through the host).
     """
+    from cupynet import distributed  # noqa: PLC0415 - optional package: loads on the first unscale
+
     if distributed.is_initialized() and distributed.get_world_size() > 1:
         for found in found_per_device.values():
             distributed.collectives.reduce_array_(found, distributed.ReduceOp.MAX)

@@ -7,7 +7,7 @@ here knows any op. For each positional Tensor argument (and each Tensor in a
 list argument):
 
 * *eligible* means: floating, on a device whose autocast region is on, not
-  float64, and not already the target dtype (AMP_REFERENCE.md, "Cast rules");
+  float64, and not already the target dtype (docs/amp.md, section 11, "Cast rules");
 * ``lower`` casts eligible inputs to the region's dtype (fp16 / bf16);
 * ``fp32`` casts them to float32;
 * ``promote`` casts them to the widest floating dtype among the inputs;
@@ -16,18 +16,18 @@ list argument):
 
 A cast of an fp32 leaf that requires grad to the lower dtype is cached for the
 outermost region, keyed also by grad mode, so a cast made under ``no_grad``
-(which has no graph) is never handed to a later grad-enabled op (the PyTorch
-bug #158232 we do not reproduce).
+(which has no graph) is never handed to a later grad-enabled op, which would
+silently cut the weight out of the graph; PyTorch's cache, keyed by the weight
+alone, can do that (docs/autocast.md).
 
-The reference half of this file, ``REFERENCE``, spells out PyTorch's lists
-(aten/src/ATen/autocast_mode.cpp, as summarised in the project's
-AMP_REFERENCE.md) with the op names PyTorch uses (groups such as "upsample_*"
-and "lstm/gru/rnn cells" expanded; ``convolution``, the generic aten op, is in
-PyTorch's lower list too). cupynet applies these CUDA lists on every device, the
-CPU included. ``render_markdown`` builds the op reference (docs/amp_ops.md) from
-the op classes themselves (``cls.name()``, ``cls.amp_policy``, the docstring's
-first line), so the doc cannot drift from the code without
-``tests/test_amp_ops_doc.py`` failing.
+The reference half of this file, ``REFERENCE``, spells out PyTorch's CUDA
+autocast lists (summarised in docs/amp.md, section 11) with the op names
+PyTorch uses (groups such as "upsample_*" and "lstm/gru/rnn cells" expanded;
+``convolution``, the generic aten op, is in PyTorch's lower list too). cupynet
+applies these CUDA lists on every device, the CPU included. ``render_markdown``
+builds the op reference (docs/amp_ops.md) from the op classes themselves
+(``cls.name()``, ``cls.amp_policy``, the docstring's first line), so the doc
+cannot drift from the code without ``tests/test_amp_ops_doc.py`` failing.
 """
 
 from __future__ import annotations

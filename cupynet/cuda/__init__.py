@@ -3,6 +3,7 @@
 The device questions (as ``torch.cuda``) are answered here; the kernel layer is in the submodules:
 
 * ``device``: the device questions, and the one place the launchers get CuPy from;
+* ``capability``: which half dtypes a device runs (compute capability, CuPy version), and why not;
 * ``compile``: ``.cu`` text, name expressions, ``cupy.RawModule`` compilation and its cache;
 * ``args``: scalar kernel arguments with their C type (``c_int``, ``c_float``, ...);
 * ``multi_tensor``: chunk tables and multi-tensor launches;
@@ -10,7 +11,7 @@ The device questions (as ``torch.cuda``) are answered here; the kernel layer is 
 * ``checks``: argument checks of the array-level kernel functions (metadata only, no sync);
 * ``common.cuh``: the CUDA helpers every kernel includes; ``reference``: their NumPy twins;
 * ``memory``: ``torch.cuda``'s memory questions from CuPy's memory pool (0 / no-ops on the CPU);
-* ``amp``: ``torch.cuda.amp`` (``autocast``, ``GradScaler``), loaded on first use (see its docstring);
+* ``amp``: ``torch.cuda.amp`` (``autocast``, ``GradScaler``): ``cupynet/compat/cuda_amp.py``, loaded on first use;
 * ``emulated``: the emulated CUDA device (``CUPYNET_DEVICE=cuda-emulated``), loaded on first use.
 
 The kernels themselves live beside the code that uses them: ``cupynet/amp/kernels``
@@ -18,8 +19,8 @@ The kernels themselves live beside the code that uses them: ``cupynet/amp/kernel
 ``cupynet/ops/kernels`` (fused ops). See docs/kernels.md.
 """
 
-import importlib
-
+from cupynet import _lazy
+from cupynet.cuda.capability import is_bf16_supported
 from cupynet.cuda.device import (
     current_device,
     device_count,
@@ -47,20 +48,9 @@ __all__ = ["is_available", "is_initialized", "device_count", "current_device", "
            "max_memory_allocated", "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats",
            "reset_max_memory_allocated", "memory_stats", "empty_cache", "amp", "is_bf16_supported"]
 
-def is_bf16_supported() -> bool:
-    """True when the current GPU can run bfloat16 (``torch.cuda.is_bf16_supported``); False without a GPU.
-
-    NOTE: a real function here (documentation tools list it), delegating to ``cupynet.cuda.amp`` on use.
-    """
-    return importlib.import_module("cupynet.cuda.amp").is_bf16_supported()
-
-
-def __getattr__(name):
-    """``cupynet.cuda.amp`` (torch.cuda.amp), imported on first use: importing ``cupynet.cuda`` never imports amp.
-
-    Args:
-        name: the attribute asked for.
-    """
-    if name not in ("amp", "emulated"):
-        raise AttributeError(f"module 'cupynet.cuda' has no attribute {name!r}")
-    return importlib.import_module(f"cupynet.cuda.{name}")
+# NOTE: torch.cuda.amp (which imports cupynet.amp, a layer above this one) is compatibility surface and the
+# emulated device is needed only under CUPYNET_DEVICE=cuda-emulated: both load on first use
+__getattr__, __dir__ = _lazy.lazy_names(__name__, {
+    "amp": "cupynet.compat.cuda_amp",
+    "emulated": "cupynet.cuda.emulated",
+})

@@ -15,18 +15,19 @@ import numbers
 
 import numpy
 
-from cupynet import distributed
-
 __all__ = ["DistributedSampler"]
 
 
-def _default(value, getter, name):
+def _default(value, question, name):
+    # NOTE: question: the cupynet.distributed function that gives the default (get_world_size, get_rank)
     if value is not None:
         return value
+    from cupynet import distributed  # noqa: PLC0415 - an optional package, loaded when a default is asked for
+
     if not distributed.is_initialized():
         raise RuntimeError(f"DistributedSampler: pass {name}= or call cupynet.distributed.init_process_group "
                            "first")
-    return getter()
+    return getattr(distributed, question)()
 
 
 class DistributedSampler:
@@ -43,8 +44,8 @@ class DistributedSampler:
 
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle: bool = True, seed: int = 0,
                  drop_last: bool = False):
-        num_replicas = _default(num_replicas, distributed.get_world_size, "num_replicas")
-        rank = _default(rank, distributed.get_rank, "rank")
+        num_replicas = _default(num_replicas, "get_world_size", "num_replicas")
+        rank = _default(rank, "get_rank", "rank")
         if not isinstance(num_replicas, int) or num_replicas < 1:
             raise ValueError(f"DistributedSampler: num_replicas must be a positive int, got {num_replicas!r}")
         if not isinstance(rank, int) or not 0 <= rank < num_replicas:

@@ -1,6 +1,7 @@
 """``cupynet.nn``: Module, Parameter, layers, losses, ``functional``, ``init`` and ``utils`` (PyTorch's names)."""
 
-from . import functional, init, modules, utils
+from .. import _lazy
+from . import functional, init, utils
 from .activation import (
                          ELU,
                          GELU,
@@ -20,14 +21,11 @@ from .activation import (
                          Softplus,
                          Tanh,
 )
-from .attention import MultiheadAttention
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
-from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from .flatten import Flatten, Unflatten
-from .fold import Fold, Unfold
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .linear import Identity, Linear
 from .loss import (
@@ -46,7 +44,7 @@ from .loss import (
 )
 from .module import Module
 
-# issue 13: layers PyTorch programs use (padding, upsampling, norms, containers, decoders, 1-d/3-d variants)
+# the layers PyTorch programs use beyond the basics (padding, upsampling, norms, containers, decoders, 1-d/3-d)
 from .normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
 from .padding import (
                          CircularPad1d,
@@ -66,7 +64,6 @@ from .padding import (
                          ZeroPad3d,
 )
 from .parameter import Parameter
-from .pixelshuffle import PixelShuffle, PixelUnshuffle
 from .pooling import (
                          AdaptiveAvgPool1d,
                          AdaptiveAvgPool2d,
@@ -84,14 +81,6 @@ from .pooling import (
                          MaxUnpool2d,
                          MaxUnpool3d,
 )
-from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # recurrent layers (issue 13)
-from .transformer import (
-                         Transformer,
-                         TransformerDecoder,
-                         TransformerDecoderLayer,
-                         TransformerEncoder,
-                         TransformerEncoderLayer,
-)
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
@@ -103,10 +92,10 @@ __all__ = [
     "MSELoss", "L1Loss", "SmoothL1Loss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss",
     "Mish", "Hardswish", "Hardsigmoid", "ELU", "PReLU", "Softplus", "Hardtanh", "ReLU6", "GLU",
     "CosineSimilarity", "HuberLoss", "MarginRankingLoss", "SoftMarginLoss", "PoissonNLLLoss",
-    # recurrent layers (issue 13)
+    # recurrent layers
     "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
 ]
-__all__ += [  # issue 13
+__all__ += [  # the layers PyTorch programs use beyond the basics
     "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d",
     "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d",
     "CircularPad1d", "CircularPad2d", "CircularPad3d", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
@@ -118,7 +107,7 @@ __all__ += [  # issue 13
     "MaxUnpool2d", "MaxUnpool3d", "SyncBatchNorm",
 ]
 
-# issue 13: the remaining activation layers and losses, EmbeddingBag (torch.nn.modules.sparse)
+# the remaining activation layers and losses of torch.nn, EmbeddingBag (torch.nn.modules.sparse)
 from .activation import (  # noqa: E402 - one grouped block, kept apart from the imports above
     CELU,
     SELU,
@@ -148,3 +137,29 @@ __all__ += [
     "Softmin", "Softmax2d", "PairwiseDistance", "TripletMarginLoss", "CosineEmbeddingLoss", "MultiLabelSoftMarginLoss",
     "GaussianNLLLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "HingeEmbeddingLoss", "EmbeddingBag",
 ]
+
+# NOTE: torch.nn.modules' submodule paths (torch.nn.modules.rnn.LSTM) are compatibility surface: cupynet/compat/.
+# The recurrent, transformer and attention layers and a few rarer ones load on first use (cupynet.nn.LSTM).
+__getattr__, __dir__ = _lazy.lazy_names(__name__, {
+    "modules": "cupynet.compat.nn_modules",
+    "GRU": "cupynet.nn.rnn:GRU",
+    "LSTM": "cupynet.nn.rnn:LSTM",
+    "RNN": "cupynet.nn.rnn:RNN",
+    "GRUCell": "cupynet.nn.rnn:GRUCell",
+    "LSTMCell": "cupynet.nn.rnn:LSTMCell",
+    "RNNBase": "cupynet.nn.rnn:RNNBase",
+    "RNNCell": "cupynet.nn.rnn:RNNCell",
+    "RNNCellBase": "cupynet.nn.rnn:RNNCellBase",
+    "Transformer": "cupynet.nn.transformer:Transformer",
+    "TransformerDecoder": "cupynet.nn.transformer:TransformerDecoder",
+    "TransformerDecoderLayer": "cupynet.nn.transformer:TransformerDecoderLayer",
+    "TransformerEncoder": "cupynet.nn.transformer:TransformerEncoder",
+    "TransformerEncoderLayer": "cupynet.nn.transformer:TransformerEncoderLayer",
+    "MultiheadAttention": "cupynet.nn.attention:MultiheadAttention",
+    "Fold": "cupynet.nn.fold:Fold",
+    "Unfold": "cupynet.nn.fold:Unfold",
+    "PixelShuffle": "cupynet.nn.pixelshuffle:PixelShuffle",
+    "PixelUnshuffle": "cupynet.nn.pixelshuffle:PixelUnshuffle",
+    "CosineSimilarity": "cupynet.nn.distance:CosineSimilarity",
+    "PairwiseDistance": "cupynet.nn.distance:PairwiseDistance",
+})

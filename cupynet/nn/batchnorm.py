@@ -11,7 +11,6 @@ from __future__ import annotations
 import numbers
 
 from .. import creation, dtypes
-from .. import distributed as dist
 from ..autograd import no_grad
 from ..ops.norm import sync_batch_norm
 from ..tensor import Tensor
@@ -178,6 +177,8 @@ class SyncBatchNorm(_BatchNorm):
         Args:
             input: (N, C, *), this rank's share of the batch.
         """
+        from .. import distributed as dist  # noqa: PLC0415 - loads on the first SyncBatchNorm step
+
         if not (self.training and dist.is_initialized() and dist.get_world_size() > 1):
             return super().forward(input)
         self._check(input)

@@ -28,7 +28,6 @@ from collections.abc import Mapping
 
 from .. import backend, dtypes
 from ..amp.functional import to_device
-from ..meta import MetaArray
 from ..tensor import Tensor
 from . import functional as F
 from .parameter import Parameter
@@ -219,7 +218,7 @@ def load_state(module, state, strict=True, assign=False):
             errors.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
     if errors:
         raise RuntimeError(f"Error(s) in loading state_dict for {name}:\n\t" + "\n\t".join(errors))
-    meta = [key for key in arrays if isinstance(own[key].array, MetaArray)]
+    meta = [key for key in arrays if backend.is_meta(own[key].array)]
     if meta and not assign:
         raise RuntimeError(f"load_state_dict: {meta[0]} is on the meta device (no storage to copy into); load with "
                            "assign=True to make the state's tensors the module's own")

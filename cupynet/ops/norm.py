@@ -29,8 +29,6 @@ import numpy
 from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.state import STATE
-from ..distributed.collectives import reduce_array_
-from ..distributed.reduce_op import ReduceOp
 from ..tensor import Tensor
 from . import fused
 from ._util import check_same_device, compute_in_fp32, normalize_dim, require_floating, xp_of
@@ -549,8 +547,10 @@ class _AllReduceSum(Function):
 
     @staticmethod
     def forward(ctx, x):
+        from ..distributed import ReduceOp, collectives  # noqa: PLC0415 - loads with the first process group
+
         work = xp_of(x).array(x.array, copy=True, order="C")
-        reduce_array_(work, ReduceOp.SUM)
+        collectives.reduce_array_(work, ReduceOp.SUM)
         return work
 
     @staticmethod

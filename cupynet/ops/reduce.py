@@ -8,7 +8,7 @@ sums and extremes, then products and norms.
 NOTE: a half-precision reduction accumulates in fp32 (``dtype=float32`` to
 NumPy/CuPy; CuPy's CUB path would otherwise accumulate in half) and rounds once.
 prod, cumprod, cumsum, sum and the norms are fp32 ops under autocast
-(AMP_REFERENCE.md), so a float16 input under autocast gives a float32 result.
+(docs/amp.md, section 11), so a float16 input under autocast gives a float32 result.
 
 NOTE (gradients with zeros): the gradient of a product with respect to one
 factor is the product of all the *other* factors, which ``out / x`` gets wrong

@@ -360,7 +360,7 @@ class RandomResizedCrop(_Transform):
         return F.resized_crop(img, top, left, h, w, self.size, self.interpolation, self.antialias)
 
 
-# ---- colour, blur, erasing, dtype, random composition (issue 13) ------------------------------------------------
+# ---- colour, blur, erasing, dtype, random composition (torchvision's other transforms) --------------------------
 
 
 def _jitter_range(name, value, center=1.0, bound=(0.0, float("inf")), clip_first_to_zero=True):

@@ -427,7 +427,7 @@ def _resize_tensor(img, out, mode):
     return y.reshape(*lead, *out)
 
 
-# ---- colour (issue 13): torchvision's tensor formulas; an Image goes through the uint8 tensor path ------------
+# ---- colour: torchvision's tensor formulas; an Image goes through the uint8 tensor path -----------------------
 
 
 def _as_chw(img, fn, owner):
@@ -612,7 +612,7 @@ def adjust_hue(img, hue_factor):
     return _as_chw(img, hue, "adjust_hue")
 
 
-# ---- blur, erasing, dtype conversion (issue 13) -----------------------------------------------------------------
+# ---- blur, erasing, dtype conversion ----------------------------------------------------------------------------
 
 
 def gaussian_kernel1d(size, sigma):

@@ -4,15 +4,16 @@
 where no GPU is usable a warning and a disabled region, as PyTorch does. ``GradScaler(...)`` is
 ``cupynet.amp.GradScaler("cuda", ...)``: disabled, with a warning, without a GPU.
 
-NOTE: the one module of the ``cuda`` layer that imports a higher layer (``cupynet.amp``); ``.importlinter``
-names that import, and ``cupynet.cuda`` loads this module on first use only (``cupynet.cuda.amp``), so
-importing ``cupynet.cuda`` never imports ``cupynet.amp``.
+NOTE: torch puts this under ``torch.cuda``, but it is made of ``cupynet.amp``, a layer above the device
+layer, so it lives with the compatibility surface: ``cupynet.cuda.amp`` (and ``torch.cuda.amp`` under
+``cupynet run``) is this module, loaded on first use, and ``cupynet.cuda`` imports nothing from amp.
 """
 
 from __future__ import annotations
 
 from cupynet import amp as _amp
-from cupynet import backend, dtypes
+from cupynet import dtypes
+from cupynet.cuda.capability import is_bf16_supported
 
 custom_fwd, custom_bwd = _amp.custom_fwd, _amp.custom_bwd
 
@@ -47,8 +48,3 @@ class GradScaler(_amp.GradScaler):
     def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
                  enabled=True, **options):
         super().__init__("cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled, **options)
-
-
-def is_bf16_supported() -> bool:
-    """True when the current GPU can run bfloat16 (``torch.cuda.is_bf16_supported``); False without a GPU."""
-    return backend.cuda_available() and bool(_amp.supports_bf16("cuda"))

@@ -1,17 +1,23 @@
-"""Which half-precision dtypes a device can run: ``supports_fp16`` / ``supports_bf16``.
+"""Which half-precision dtypes a device can run: ``supports_fp16`` / ``supports_bf16``, and why not.
 
 On the CPU both are supported: NumPy computes half math in fp32 and rounds,
 and ``ml_dtypes`` (a cupynet dependency) provides bfloat16. On a GPU the
 answer comes from the compute capability (fp16 arithmetic from sm_53, bf16
 from sm_80, as in PyTorch's ``torch.cuda.is_bf16_supported``) and, for bf16,
 from the CuPy version: CuPy understands ml_dtypes' bfloat16 only from 14.
+
+These are device questions, so they live in the device layer; ``cupynet.amp``
+re-exports ``supports_fp16`` / ``supports_bf16`` and asks ``unsupported_reason``
+before it opens a cuda autocast region.
 """
 
 from __future__ import annotations
 
-from .. import backend
+from cupynet import backend
+from cupynet.cuda.device import get_device_capability
 
-__all__ = ["supports_fp16", "supports_bf16", "FP16_MIN_CAPABILITY", "BF16_MIN_CAPABILITY", "BF16_MIN_CUPY"]
+__all__ = ["supports_fp16", "supports_bf16", "is_bf16_supported", "compute_capability", "cupy_major_version",
+           "unsupported_reason", "FP16_MIN_CAPABILITY", "BF16_MIN_CAPABILITY", "BF16_MIN_CUPY"]
 
 FP16_MIN_CAPABILITY = (5, 3)
 BF16_MIN_CAPABILITY = (8, 0)
@@ -27,15 +33,13 @@ def _resolve(device):
     return backend.device(device)
 
 
-def capability(index: int = 0) -> tuple:
+def compute_capability(index: int = 0) -> tuple:
     """The (major, minor) compute capability of CUDA device ``index``.
 
     Args:
         index: the GPU index.
     """
-    from .. import cuda  # noqa: PLC0415 - keeps this module importable without touching the GPU
-
-    return cuda.get_device_capability(index)
+    return get_device_capability(index)
 
 
 def cupy_major_version() -> int:
@@ -51,7 +55,7 @@ def _supports(device, min_capability, min_cupy=0) -> bool:
     dev = _resolve(device)
     if dev.type == "cpu":
         return True
-    return capability(dev.index or 0) >= min_capability and cupy_major_version() >= min_cupy
+    return compute_capability(dev.index or 0) >= min_capability and cupy_major_version() >= min_cupy
 
 
 def supports_fp16(device=None) -> bool:
@@ -72,6 +76,11 @@ def supports_bf16(device=None) -> bool:
     return _supports(device, BF16_MIN_CAPABILITY, BF16_MIN_CUPY)
 
 
+def is_bf16_supported() -> bool:
+    """True when the current GPU can run bfloat16 (``torch.cuda.is_bf16_supported``); False without a GPU."""
+    return backend.cuda_available() and bool(supports_bf16("cuda"))
+
+
 def unsupported_reason(device_type: str, dtype) -> str | None:
     """Why ``dtype`` cannot run on the ``device_type`` device, or None when it can.
 
@@ -82,7 +91,7 @@ def unsupported_reason(device_type: str, dtype) -> str | None:
     if device_type == "cpu":
         return None
     dev = "cuda:0"
-    cap = capability(0)
+    cap = compute_capability(0)
     if dtype.name == "float16" and cap < FP16_MIN_CAPABILITY:
         return (f"float16 needs a GPU of compute capability >= {_fmt(FP16_MIN_CAPABILITY)}, "
                 f"but {dev} has {_fmt(cap)}")

@@ -34,9 +34,9 @@ from cupynet import backend as _backend
 from cupynet import dtypes as _dtypes
 from cupynet.amp import functional as _F
 from cupynet.amp import grad_scaler as _grad_scaler
-from cupynet.amp import support as _support
 from cupynet.amp.autocast import autocast as _autocast
 from cupynet.amp.autocast import is_autocast_enabled
+from cupynet.cuda import capability as _capability
 from cupynet.tensor import Tensor as _Tensor
 
 __all__ = ["GradScaler", "AMPGradScaler", "autocast", "is_autocast_enabled", "supports_fp16"]
@@ -60,7 +60,7 @@ def supports_fp16(queue) -> bool:
     Args:
         queue: a Device, a device name, a GPU index, or None (the default device).
     """
-    return _support.supports_fp16(_device_of_queue(queue))
+    return _capability.supports_fp16(_device_of_queue(queue))
 
 
 class autocast:  # noqa: N801 - netcl's name
@@ -77,7 +77,7 @@ class autocast:  # noqa: N801 - netcl's name
         self.device_queue = device_queue
         device = _device_of_queue(device_queue)
         # NOTE: netcl's fallback: a device without fp16 runs the region in fp32, without a warning.
-        self._capable = _support.supports_fp16(device)
+        self._capable = _capability.supports_fp16(device)
         self._region = _autocast(device.type, dtype=_dtypes.float16, enabled=bool(enabled) and self._capable)
 
     def __enter__(self):

@@ -1,10 +1,13 @@
 """``torch.nn.modules`` and its submodules: torch's module paths for cupynet's own layer classes.
 
+Reached as ``cupynet.nn.modules`` (``cupynet.nn`` loads this package on first use) and, under
+``cupynet run``, as ``torch.nn.modules``.
+
 A program names a class by the module torch defines it in, e.g. the allow-list of
 ``torch.load(f, weights_only=True)`` in pytorch/examples word_language_model:
 ``torch.nn.modules.rnn.LSTM``, ``torch.nn.modules.sparse.Embedding``. Each submodule here
-re-exports cupynet's real classes (nothing is implemented here), one file per torch submodule,
-generated from ``TORCH_NN_MODULES`` by ``scripts/gen_nn_modules.py``.
+re-exports cupynet's real classes from ``cupynet.nn`` (nothing is implemented here), one file per
+torch submodule, generated from ``TORCH_NN_MODULES`` by ``scripts/gen_nn_modules.py``.
 """
 
 import importlib
