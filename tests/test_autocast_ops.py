@@ -57,6 +57,8 @@ SAMPLES = {
     "bmm": lambda: (_op("bmm"), (_t(2, 3, 4), _t(2, 4, 5)), {}),
     "mv": lambda: (_op("mv"), (_t(3, 4), _t(4)), {}),
     "linear": lambda: (_op("linear"), (_t(2, 4), _t(3, 4, grad=True), _t(3, grad=True)), {}),
+    "linear_relu": lambda: (_op("linear_relu"), (_t(2, 4), _t(3, 4, grad=True), _t(3, grad=True)), {}),
+    "linear_gelu": lambda: (_op("linear_gelu"), (_t(2, 4), _t(3, 4, grad=True), _t(3, grad=True)), {}),
     "addmm": lambda: (_op("addmm"), (_t(3, 5), _t(3, 4), _t(4, 5)), {"beta": 0.5, "alpha": 2.0}),
     "addmv": lambda: (_op("addmv"), (_t(3), _t(3, 4), _t(4)), {}),
     "addr": lambda: (_op("addr"), (_t(3, 4), _t(3), _t(4)), {}),

@@ -589,6 +589,21 @@ for _label, _specs in (("plain", (X(3, 4, lay="T"), X(5, 4, lay="flip"), X(5))),
                        ("empty-in", (X(3, 0), X(2, 0), X(2))), ("batch", (X(2, 3, 4, lay="flip"), X(5, 4), X(5))),
                        ("0d-bias", (X(2, 4), X(3, 4), X()))):
     case("linear", _label, _F("linear"), *_specs, fwd=8, bwd=8)
+
+
+def _fused_linear(activation):
+    """cupynet's fused ``linear_<activation>`` op against torch's two ops (the unfused definition)."""
+    def run(lib, *xs):
+        if lib is cn:
+            return getattr(cn.ops, f"linear_{activation}")(*xs)
+        return getattr(lib.nn.functional, activation)(lib.nn.functional.linear(*xs))
+    return run
+
+
+for _label, _specs in (("plain", (X(3, 4, lay="T"), X(5, 4, lay="flip"), X(5))), ("no-bias", (X(3, 4), X(2, 4))),
+                       ("empty-batch", (X(0, 4), X(3, 4), X(3))), ("batch", (X(2, 3, 4, lay="flip"), X(5, 4), X(5)))):
+    for _activation in ("relu", "gelu"):
+        case(f"linear_{_activation}", _label, _fused_linear(_activation), *_specs, fwd=8, bwd=8)
 for _name, _label, _specs in (
         ("mm", "T", (X(3, 4, lay="T"), X(4, 2, lay="flip"))), ("mm", "empty-k", (X(3, 0), X(0, 2))),
         ("mm", "empty", (X(0, 3), X(3, 2, lay="npT"))), ("bmm", "views", (X(2, 3, 4, lay="T"), X(2, 4, 2, lay="flip"))),
