@@ -94,9 +94,10 @@ def synchronize():
 def cupy():
     """The ``cupy`` module, for the kernel launchers: every launcher of cupynet gets CuPy here.
 
-    NOTE: one function, looked up as ``device.cupy()`` at every use, so that the
-    CUDA-on-CPU test harness (tests/cuda_emulation) can put its emulated CuPy in
-    place at exactly this boundary and run the real launchers.
+    NOTE: one function, looked up as ``device.cupy()`` at every use, so that the kernel
+    tests' harness (tests/cuda_emulation) can put its guarded CuPy in place at exactly this
+    boundary and run the real launchers. The emulated CUDA device needs no swap: it is what
+    ``cupy_or_none`` returns under ``CUPYNET_DEVICE=cuda-emulated``.
     """
     module = cupy_or_none()
     if module is None:  # NOTE: unreachable through the public functions, which send NumPy arrays to the references
