@@ -25,7 +25,8 @@ import numpy
 
 __all__ = [
     "Device", "device", "default_device", "cuda_available", "get_array_module",
-    "array_module_for", "to_numpy", "device_of_array", "cupy_or_none", "emulating", "EMULATED", "is_meta",
+    "array_module_for", "to_numpy", "device_of_array", "cupy_or_none", "emulating", "EMULATED", "is_device_array",
+    "is_meta",
 ]
 
 EMULATED = "cuda-emulated"
@@ -185,6 +186,16 @@ def get_array_module(*arrays):
             if isinstance(a, cupy.ndarray):
                 return cupy
     return numpy
+
+
+def is_device_array(a) -> bool:
+    """True for a CuPy array (or the emulated CUDA device's): an array that lives on a GPU.
+
+    Args:
+        a: any object.
+    """
+    cupy = cupy_or_none()
+    return cupy is not None and isinstance(a, cupy.ndarray)
 
 
 def array_module_for(dev) -> object:

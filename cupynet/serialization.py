@@ -291,8 +291,7 @@ def _is_instance_object(obj):
 
 
 def _is_array(obj):
-    # NOTE: the top-level package, not a prefix: "cupynet.nn.linear" starts with "cupy" too
-    return isinstance(obj, numpy.ndarray) or type(obj).__module__.split(".")[0] == "cupy"
+    return isinstance(obj, numpy.ndarray) or backend.is_device_array(obj)
 
 
 def _host_array(array):

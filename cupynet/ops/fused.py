@@ -37,6 +37,8 @@ _INTS = (dtypes.int32, dtypes.int64)
 
 
 def _backend_name(a) -> str:
+    # NOTE: by module name: the emulated CUDA device's arrays take the references (their kernels would run
+    # as 256 CPU threads per block); the kernels themselves are checked through tests/cuda_emulation
     return "cupy" if type(a).__module__.split(".")[0] == "cupy" else "numpy"
 
 

@@ -84,7 +84,7 @@ def _index(where, key) -> int:
 def _as_array(value):
     if isinstance(value, Tensor):
         return value.array
-    if isinstance(value, numpy.ndarray) or type(value).__module__.split(".")[0] == "cupy":  # not cupynet objects
+    if isinstance(value, numpy.ndarray) or backend.is_device_array(value):
         return value
     return None
 

@@ -240,7 +240,9 @@ def cuda_namespace():
         CUDARuntimeError=CUDARuntimeError, getDeviceCount=lambda: 1, getDevice=lambda: _current[0],
         setDevice=lambda i: Device(i).use(),
         getDeviceProperties=_properties, driverGetVersion=lambda: 13000, runtimeGetVersion=lambda: 13000,
-        deviceSynchronize=lambda: refuse_during_capture("deviceSynchronize"))
+        deviceSynchronize=lambda: refuse_during_capture("deviceSynchronize"),
+        # NOTE: cudaDataType values of library_types.h, for cuBLAS calls (the emulated GEMM reads them)
+        CUDA_R_32F=0, CUDA_R_64F=1, CUDA_R_16F=2, CUDA_R_16BF=14)
     return types.SimpleNamespace(
         __name__="cupy.cuda", is_available=lambda: True, runtime=runtime, Device=Device, Stream=Stream,
         get_current_stream=get_current_stream, Graph=Graph, MemoryPool=MemoryPool,
