@@ -4,10 +4,10 @@ Run: PYTHONPATH=. python benchmarks/bench_launches.py [--quick] [--warmup 2] [--
 
 What the numbers mean. A launch is one kernel the step puts on the GPU (elementwise, reduction,
 matmul, copy, fill, RawKernel; a host-to-device upload counts as one), as counted by
-``cupynet.cuda.emulated.launches()``. On a real GPU each launch costs the host several microseconds
+``cupynet.emulated_cuda.launches()``. On a real GPU each launch costs the host several microseconds
 (CuPy's Python dispatch plus the CUDA launch, ~5-20 us), whatever the kernel's size: launches x that
 cost is the floor of a small net's step time, reached when the GPU is faster than the host can feed
-it. A host sync is a read of device memory by the host (``cupynet.cuda.emulated.host_syncs()``);
+it. A host sync is a read of device memory by the host (``cupynet.emulated_cuda.host_syncs()``);
 each one waits for every queued kernel, so a step that syncs cannot overlap the host with the GPU.
 AMP's steps should make none.
 
@@ -199,7 +199,7 @@ def main(argv=None):
     print(f"# cupynet commit: {_commit()}")
     print(f"# date: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}")
     print(f"# env: {environment()}")
-    print(f"# device: the emulated CUDA device (cupynet.cuda.emulated, CUPYNET_DEVICE={EMULATED}): counts, not times")
+    print(f"# device: the emulated CUDA device (cupynet.emulated_cuda, CUPYNET_DEVICE={EMULATED}): counts, not times")
     print(f"# per step, after {args.warmup} warm-up steps; median of {args.steps} steps (min-max when they differ)")
     print(f"{'net':<10} {'mode':<16} {'optimizer':<19} {'launches/step':>14} {'host syncs/step':>16}")
     for net in nets:

@@ -5,7 +5,7 @@ The rule (DESIGN.md, "Device choice"):
 * ``CUPYNET_DEVICE=cpu`` forces NumPy; ``CUPYNET_DEVICE=cuda`` demands CuPy and
   raises a clear error when no CUDA device is usable (never a silent fallback).
 * ``CUPYNET_DEVICE=cuda-emulated`` makes "cuda" the emulated CUDA device and the default: the CuPy
-  path on the CPU, through a stand-in for CuPy that keeps CuPy's rules (``cupynet.cuda.emulated``).
+  path on the CPU, through a stand-in for CuPy that keeps CuPy's rules (``cupynet.emulated_cuda``).
   ``CUPYNET_CUDA=emulated`` makes "cuda" the emulated device without changing the default device.
 * Otherwise the default device is ``cuda`` when CuPy imports *and*
   ``cupy.cuda.is_available()`` says yes (wrapped in try/except: CuPy 13 can
@@ -65,7 +65,7 @@ def cupy_or_none():
 
 def _emulated_cupy():
     # NOTE: the one import upward (see .importlinter): the emulated device stands where CuPy would
-    from .cuda import emulated  # noqa: PLC0415
+    from . import emulated_cuda as emulated  # noqa: PLC0415
 
     reason = emulated.unavailable_reason()
     if reason is not None:

@@ -127,7 +127,7 @@ def _info() -> dict:
     report = {"cupynet": cupynet.__version__, "python": platform.python_version(), "numpy": numpy.__version__,
               "ml_dtypes": ml_dtypes.__version__}
     if backend.emulating():
-        report["cupy"] = f"emulated (cupynet.cuda.emulated, CuPy {backend.cupy_or_none().__version__}'s API)"
+        report["cupy"] = f"emulated (cupynet.emulated_cuda, CuPy {backend.cupy_or_none().__version__}'s API)"
     else:
         try:
             import cupy

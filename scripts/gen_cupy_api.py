@@ -1,4 +1,4 @@
-"""Write cupynet/cuda/emulated/cupy_api.json: the public API of the installed CuPy, read from the package.
+"""Write cupynet/emulated_cuda/cupy_api.json: the public API of the installed CuPy, read from the package.
 
 The emulated CUDA device exposes only what this table lists, and tests/test_cupy_api_static.py checks
 cupynet's own CuPy calls against it. CuPy imports without a GPU, and nothing here launches a kernel.
@@ -27,7 +27,7 @@ import types
 import numpy
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-OUT = ROOT / "cupynet" / "cuda" / "emulated" / "cupy_api.json"
+OUT = ROOT / "cupynet" / "emulated_cuda" / "cupy_api.json"
 
 MODULES = ("cupy", "cupyx", "cupy.linalg", "cupy.random", "cupy.fft", "cupy.cuda", "cupy.cuda.runtime",
            "cupy.cuda.device", "cupyx.scipy.special", "cupy.lib.stride_tricks")

@@ -6,7 +6,7 @@ Run from the repository root with ``PYTHONPATH=.``:
     python scripts/gpu_env.py report [--emulated]  # versions, device properties, cupy.show_config()
 
 ``--emulated`` asks about cupynet's emulated CUDA device (``CUPYNET_DEVICE=cuda-emulated``, on the CPU):
-the probe then needs ``cupynet.cuda.emulated`` and one operation on that device; the report leaves out
+the probe then needs ``cupynet.emulated_cuda`` and one operation on that device; the report leaves out
 what only real hardware has (device properties, ``cupy.show_config()``, PyTorch's CUDA).
 """
 
@@ -35,9 +35,9 @@ def probe_emulated():
     import importlib
 
     try:
-        emulated = importlib.import_module("cupynet.cuda.emulated")
+        emulated = importlib.import_module("cupynet.emulated_cuda")
     except ImportError as error:
-        raise RuntimeError(f"cupynet.cuda.emulated is not importable ({error})") from None
+        raise RuntimeError(f"cupynet.emulated_cuda is not importable ({error})") from None
     import cupynet as cn
 
     ones = cn.ones(4)  # NOTE: on the default device, which CUPYNET_DEVICE=cuda-emulated makes the emulated one
@@ -46,7 +46,7 @@ def probe_emulated():
     if float((ones + 1).sum().item()) != 8.0:
         raise RuntimeError("one addition on the emulated device returned a wrong result")
     version = getattr(emulated, "__version__", None) or "none (the emulated device's CuPy stand-in)"
-    return "emulated CUDA device (cupynet.cuda.emulated, on the CPU)", version
+    return "emulated CUDA device (cupynet.emulated_cuda, on the CPU)", version
 
 
 def report(emulated):

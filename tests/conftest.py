@@ -23,7 +23,7 @@ def pytest_addoption(parser):
     parser.addoption("--device", choices=("cpu", "cuda", "cuda-emulated"), default="cpu",
                      help="cpu (default): every test on NumPy, GPU tests skipped; cuda: device-parametrized tests "
                           "on both devices and GPU tests run (needs a usable CUDA GPU); cuda-emulated: the same "
-                          "on the emulated CUDA device (cupynet.cuda.emulated: CuPy's rules on the CPU, needs g++)")
+                          "on the emulated CUDA device (cupynet.emulated_cuda: CuPy's rules on the CPU, needs g++)")
 
 
 def pytest_configure(config):
@@ -41,7 +41,7 @@ def pytest_configure(config):
         raise pytest.UsageError("--device cuda: no usable CUDA GPU here (CuPy missing, or "
                                 "cupy.cuda.is_available() is False); run without --device for the CPU suite")
     if device == "cuda-emulated":
-        from cupynet.cuda.emulated import unavailable_reason  # noqa: PLC0415
+        from cupynet.emulated_cuda import unavailable_reason  # noqa: PLC0415
 
         if unavailable_reason() is not None:
             raise pytest.UsageError(f"--device cuda-emulated: {unavailable_reason()}")

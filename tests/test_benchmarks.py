@@ -67,7 +67,7 @@ def test_bench_cpu_time_measures_the_tree_it_runs_in():
 
 
 def test_bench_launches_counts_a_quick_step_on_the_emulated_device():
-    from cupynet.cuda.emulated import unavailable_reason
+    from cupynet.emulated_cuda import unavailable_reason
 
     if unavailable_reason() is not None:
         pytest.skip(f"the emulated CUDA device cannot run here: {unavailable_reason()}")

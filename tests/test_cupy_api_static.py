@@ -1,6 +1,6 @@
 """cupynet's CuPy calls checked, without CuPy, against the table of CuPy 14's API.
 
-The table (cupynet/cuda/emulated/cupy_api.json) is written from the real package by
+The table (cupynet/emulated_cuda/cupy_api.json) is written from the real package by
 scripts/gen_cupy_api.py. This test reads every ``cupynet/**/*.py`` with ``ast`` and checks each use of the
 array module on the GPU path: ``xp.<name>``, ``xp.<sub>.<name>``, ``cupy.<...>``, ``cupyx.<...>``, the
 methods of ufuncs, of a CuPy ``Generator`` and of arrays that plainly come from an array-module call.
@@ -22,7 +22,7 @@ import numpy
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-TABLE = json.loads((ROOT / "cupynet" / "cuda" / "emulated" / "cupy_api.json").read_text(encoding="utf-8"))
+TABLE = json.loads((ROOT / "cupynet" / "emulated_cuda" / "cupy_api.json").read_text(encoding="utf-8"))
 
 # NOTE: names that hold the array module by the codebase's convention, and calls and attributes giving it.
 MODULE_NAMES = {"xp": "cupy", "gxp": "cupy", "cp": "cupy", "cupy": "cupy", "cupyx": "cupyx"}
@@ -44,7 +44,7 @@ NUMPY_ONLY_MEMBERS = {n for n in dir(numpy.ndarray) if not n.startswith("_")} - 
 CPU_ONLY_MARKERS = ("cpu only", "numpy only")
 
 SKIPPED_DIRS = {
-    "cupynet/cuda/emulated": "the CuPy stand-in itself: its internals run on NumPy",
+    "cupynet/emulated_cuda": "the CuPy stand-in itself: its internals run on NumPy",
 }
 # "<file>: <use>" -> why it is allowed. Each entry must still match a real use (a stale one fails).
 ALLOWED: dict = {}

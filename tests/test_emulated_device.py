@@ -1,4 +1,4 @@
-"""The emulated CUDA device itself (cupynet.cuda.emulated): the CuPy stand-in's rules and its counters.
+"""The emulated CUDA device itself (cupynet.emulated_cuda): the CuPy stand-in's rules and its counters.
 
 Each test uses the stand-in directly (``emulated.cupy()``), in this process, whatever ``--device`` is;
 the last ones run ``CUPYNET_DEVICE=cuda-emulated`` end to end in a subprocess. Where a rule is CuPy's,
@@ -22,7 +22,7 @@ import numpy
 import pytest
 
 from cupynet.cuda import emulated
-from cupynet.cuda.emulated import api, kernels
+from cupynet.emulated_cuda import api, kernels
 
 cp = emulated.cupy()
 cpx = emulated.cupyx()

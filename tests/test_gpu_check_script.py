@@ -29,7 +29,7 @@ DEEP_STEPS = ["sanitizer-memcheck", "sanitizer-racecheck", "sanitizer-synccheck"
 
 def _emulated_device_exists():
     try:
-        return importlib.util.find_spec("cupynet.cuda.emulated") is not None
+        return importlib.util.find_spec("cupynet.emulated_cuda") is not None
     except ImportError:
         return False
 
@@ -235,7 +235,7 @@ def test_emulated_without_the_emulated_device_fails_fast_and_writes_nothing(tmp_
     out = tmp_path / "out"
     result = _run(["--emulated", "--quick"], OUT=str(out))
     assert result.returncode == 2, result.stdout + result.stderr
-    assert "no emulated CUDA device: RuntimeError: cupynet.cuda.emulated is not importable" in result.stderr
+    assert "no emulated CUDA device: RuntimeError: cupynet.emulated_cuda is not importable" in result.stderr
     assert not out.exists()
 
 
@@ -389,7 +389,7 @@ def test_more_than_eight_result_files_fail_the_run(tmp_path, fake_gpu):
 
 # ---- the emulated plan end to end --------------------------------------------------------------------------
 
-@pytest.mark.skipif(not EMULATED, reason="needs the emulated CUDA device (cupynet.cuda.emulated)")
+@pytest.mark.skipif(not EMULATED, reason="needs the emulated CUDA device (cupynet.emulated_cuda)")
 @pytest.mark.skipif(os.environ.get("CUPYNET_TEST_DEVICES", "cpu") != "cpu",
                     reason="CI's check of the plumbing: minutes of CPU work, done in the CPU run (a GPU run has no "
                     "time for it; an emulated run would repeat it)")

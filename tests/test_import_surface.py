@@ -22,7 +22,7 @@ MAX_MODULES = 120
 NOT_AT_IMPORT = ("cupynet.distributions", "cupynet.distributed", "cupynet.multiprocessing", "cupynet.shared_memory",
                  "cupynet.backends", "cupynet.accelerator", "cupynet.vision", "cupynet.utils", "cupynet.compat",
                  "cupynet.run", "cupynet.meta", "cupynet.nn.modules", "cupynet.models", "cupynet.train",
-                 "cupynet.cli", "cupynet.cuda.emulated")
+                 "cupynet.cli", "cupynet.emulated_cuda")
 
 # NOTE: the names that load on first use, read by attribute from a fresh `import cupynet`: each must be the
 # object of the module that defines it (right side)

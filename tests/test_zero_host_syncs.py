@@ -1,6 +1,6 @@
 """AMP training steps read nothing back to the host: zero host syncs per step on the emulated CUDA device.
 
-Each case trains a small net on ``cupynet.cuda.emulated`` (CuPy's rules on the CPU, every device-to-host
+Each case trains a small net on ``cupynet.emulated_cuda`` (CuPy's rules on the CPU, every device-to-host
 read counted) with the full AMP recipe: ``autocast``, ``GradScaler.scale(loss).backward()``,
 ``unscale_``, ``clip_grad_norm_``, ``GradScaler.step`` and ``update``. After a couple of warm-up steps,
 ``host_syncs()`` must not move. A failure names what read the host (``sync_log()`` of that step).

@@ -52,5 +52,5 @@ __all__ = ["is_available", "is_initialized", "device_count", "current_device", "
 # emulated device is needed only under CUPYNET_DEVICE=cuda-emulated: both load on first use
 __getattr__, __dir__ = _lazy.lazy_names(__name__, {
     "amp": "cupynet.compat.cuda_amp",
-    "emulated": "cupynet.cuda.emulated",
+    "emulated": "cupynet.emulated_cuda",
 })

@@ -24,7 +24,7 @@
 //
 // NOTE: the `#ifdef __CUDA_ARCH__` guard. NVRTC and nvcc compile device code
 // with __CUDA_ARCH__ defined, so a GPU always runs the PTX. The other branch
-// exists for the CUDA-on-CPU compiler (cupynet/cuda/emulated/kernels.py), which compiles
+// exists for the CUDA-on-CPU compiler (cupynet/emulated_cuda/kernels.py), which compiles
 // this very text as C++ with g++: there each operation is the same IEEE
 // operation on the host (cupynet_emu::ieee_*), run with the CPU's flush-to-zero
 // mode off (the harness turns it on everywhere else, to mirror -ftz=true).

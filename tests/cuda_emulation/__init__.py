@@ -4,7 +4,7 @@ Every launcher of cupynet gets CuPy from one function, ``cupynet.cuda.device.cup
 :func:`install` puts :class:`EmulatedCupy` there, and nothing else changes: the launchers build
 their arguments, chunk tables and grids as on a GPU, and ``cupy.RawModule(code=...,
 name_expressions=...)`` receives the exact text it would hand to NVRTC. Compiling and launching are
-the package's (``cupynet.cuda.emulated.kernels``, which the emulated CUDA device uses too); this
+the package's (``cupynet.emulated_cuda.kernels``, which the emulated CUDA device uses too); this
 harness adds what only tests need:
 
 * device arrays sit between guard bytes; a kernel that writes outside its arrays fails;
@@ -26,8 +26,8 @@ import numpy
 
 from cupynet.amp.kernels import launch as amp_launch
 from cupynet.cuda import device, multi_tensor
-from cupynet.cuda.emulated import kernels
-from cupynet.cuda.emulated.kernels import EXECUTED, GXX, KernelError, compile_source, fake_gemm_strided_batched_ex
+from cupynet.emulated_cuda import kernels
+from cupynet.emulated_cuda.kernels import EXECUTED, GXX, KernelError, compile_source, fake_gemm_strided_batched_ex
 from cupynet.ops.kernels import launch as ops_launch
 from cupynet.optim.kernels import launch as optim_launch
 

@@ -34,9 +34,8 @@ import sys
 import tempfile
 import threading
 
+import ml_dtypes
 import numpy
-
-from ... import dtypes
 
 __all__ = ["GXX", "EXECUTED", "KernelError", "CompiledModule", "compile_source", "RawModule", "RawKernel",
            "KernelFunction", "fake_gemm_strided_batched_ex", "fake_cublas", "unavailable_reason"]
@@ -178,7 +177,7 @@ def _build(unit, target, code):
 # ----------------------------------------------------------------------------- launching
 
 
-_DEVICE_KIND = {numpy.dtype(d): "f" for d in (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)}
+_DEVICE_KIND = {numpy.dtype(d): "f" for d in (numpy.float16, ml_dtypes.bfloat16, numpy.float32, numpy.float64)}
 
 
 def _kind_of_dtype(dtype) -> str:
@@ -367,7 +366,7 @@ def _read(ptr, dtype, count):
 def fake_gemm_strided_batched_ex(handle, transa, transb, m, n, k, alpha, a_ptr, a_type, lda, stride_a, b_ptr, b_type,
                                  ldb, stride_b, beta, c_ptr, c_type, ldc, stride_c, batch, compute, algo):
     """cuBLAS semantics: C_i = op(A_i) op(B_i), column-major with leading dims, i-th matrix at ptr + i * stride."""
-    dtype = {2: numpy.dtype(numpy.float16), 14: numpy.dtype(dtypes.bfloat16)}[a_type]
+    dtype = {2: numpy.dtype(numpy.float16), 14: numpy.dtype(ml_dtypes.bfloat16)}[a_type]
     assert a_type == b_type == c_type and compute == 68 and algo == 99
     f32 = numpy.dtype(numpy.float32)
     assert _read(alpha, f32, 1)[0] == 1.0 and _read(beta, f32, 1)[0] == 0.0

@@ -1,6 +1,6 @@
 // cuda_runtime.h -- just enough CUDA to run cupynet's kernels on the CPU, for the tests.
 //
-// The harness (cupynet/cuda/emulated/kernels.py) compiles a kernel's real source, the
+// The harness (cupynet/emulated_cuda/kernels.py) compiles a kernel's real source, the
 // exact text the launcher hands to cupy.RawModule, as C++ with g++ and this header
 // force-included (-include cuda_runtime.h). How CUDA maps onto the CPU here:
 //
