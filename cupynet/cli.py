@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _positive(convert, what):
+def _positive_type(convert, what):
     """An argparse ``type``: ``convert(text)``, refused unless it is > 0 (the message names ``what``)."""
 
     def parse(text):
@@ -58,8 +58,8 @@ def _positive(convert, what):
     return parse
 
 
-_positive_int = _positive(int, "integer")
-_positive_float = _positive(float, "number")
+_positive_int = _positive_type(int, "integer")
+_positive_float = _positive_type(float, "number")
 
 
 def _fraction(text):

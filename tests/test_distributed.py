@@ -170,7 +170,7 @@ def test_half_precision_reduces_in_float32_and_travels_as_bits(world1):
 
 
 @pytest.mark.parametrize("call,error,match", [
-    (lambda: dist.all_reduce(numpy.ones(2)), TypeError, "all_reduce: tensor must be a cupynet Tensor, got ndarray"),
+    (lambda: dist.all_reduce(numpy.ones(2)), TypeError, "all_reduce: expected tensor to be a Tensor, got ndarray"),
     (lambda: dist.all_reduce(cn.ones(2), op="sum"), ValueError, "op must be a ReduceOp"),
     (lambda: dist.all_reduce(cn.ones(2, dtype=cn.int64), op=dist.ReduceOp.AVG), ValueError,
      "ReduceOp.AVG needs a floating dtype, got int64"),

@@ -240,7 +240,7 @@ def test_bias_relu_matches_torch_and_keeps_nan(dtype):
     (lambda: fused.bias_gelu_forward(np.ones((2, 3), np.float32), np.ones(2, np.float32)), ValueError,
      r"bias_gelu_forward: bias must have shape \(3,\)"),
     (lambda: fused.bias_gelu_forward(np.ones((2, 3), np.float32), np.ones(3, np.float32), "fast"), ValueError,
-     "approximate must be 'none' or 'tanh'"),
+     "approximate must be one of 'none', 'tanh'"),
     (lambda: fused.bias_gelu_backward(np.ones((2, 3), np.float16), np.ones((2, 3), np.float32),
                                       np.ones(3, np.float32)), TypeError, "grad must have the dtype of x"),
     (lambda: fused.bias_relu_forward(np.float32(1.0), np.ones(1, np.float32)), TypeError, "x must be a NumPy"),

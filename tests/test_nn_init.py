@@ -105,9 +105,9 @@ def test_init_bad_inputs():
         init.xavier_uniform_(cn.empty(5))
     with pytest.raises(ValueError, match="Mode fan_avg not supported"):
         init.kaiming_uniform_(cn.empty(2, 2), mode="fan_avg")
-    with pytest.raises(TypeError, match="expected a floating point tensor, got dtype int64"):
+    with pytest.raises(TypeError, match=r"expected a floating point tensor \(float16, .*\), got int64"):
         init.normal_(cn.zeros(3, dtype=cn.int64))
-    with pytest.raises(TypeError, match="expected a cupynet Tensor, got ndarray"):
+    with pytest.raises(TypeError, match="expected tensor to be a Tensor, got ndarray"):
         init.uniform_(np.zeros(3))
     with pytest.raises(ValueError, match="expected a < b"):
         init.trunc_normal_(cn.empty(3), a=1.0, b=-1.0)
@@ -146,6 +146,6 @@ def test_orthogonal_refuses_what_torch_refuses():
         torch.nn.init.orthogonal_(torch.ones(3))
     with pytest.raises(ValueError, match="Only tensors with 2 or more dimensions are supported, got a 1-D"):
         init.orthogonal_(cn.ones(3))
-    with pytest.raises(TypeError, match="expected a floating point tensor, got dtype int64"):
+    with pytest.raises(TypeError, match=r"expected a floating point tensor \(float16, .*\), got int64"):
         init.orthogonal_(cn.zeros(2, 2, dtype=cn.int64))
     assert init.orthogonal_(cn.ones(0, 3)).shape == (0, 3)

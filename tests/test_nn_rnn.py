@@ -296,9 +296,9 @@ def test_gru_hidden_size_error_and_constructor_checks():
         nn.RNNBase("GRU", 3, 4, proj_size=2)
     with pytest.raises(ValueError, match="dropout should be a number in range"):
         nn.GRU(3, 4, dropout=1.5)
-    with pytest.raises(TypeError, match="hidden_size should be of type int, got: float"):
+    with pytest.raises(TypeError, match="RNN: hidden_size must be an int, got 4.0"):
         nn.RNN(3, 4.0)
-    with pytest.raises(ValueError, match="hidden_size must be greater than zero"):
+    with pytest.raises(ValueError, match="RNN: hidden_size must be at least 1, got 0"):
         nn.RNN(3, 0)
     with pytest.raises(ValueError, match="Unknown nonlinearity 'gelu'"):
         nn.RNN(3, 4, nonlinearity="gelu")

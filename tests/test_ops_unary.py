@@ -324,9 +324,9 @@ def test_round_with_decimals_of_an_integer_tensor_refuses_as_torch():
 
 
 def test_non_tensor_input_is_a_clear_error():
-    with pytest.raises(TypeError, match="sqrt: expected a Tensor as input, got list"):
+    with pytest.raises(TypeError, match="sqrt: expected input to be a Tensor, got list"):
         cn.sqrt([1.0, 4.0])
-    with pytest.raises(TypeError, match="isnan: expected a Tensor as input, got float"):
+    with pytest.raises(TypeError, match="isnan: expected input to be a Tensor, got float"):
         cn.isnan(1.0)
 
 

@@ -32,25 +32,20 @@ from cupynet.cuda.device import (
     manual_seed_all,
     synchronize,
 )
-from cupynet.cuda.memory import (
-    empty_cache,
-    max_memory_allocated,
-    max_memory_reserved,
-    memory_allocated,
-    memory_reserved,
-    memory_stats,
-    reset_max_memory_allocated,
-    reset_peak_memory_stats,
-)
 
 __all__ = ["is_available", "is_initialized", "device_count", "current_device", "get_device_name",
            "get_device_capability", "synchronize", "manual_seed", "manual_seed_all", "memory_allocated",
            "max_memory_allocated", "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats",
            "reset_max_memory_allocated", "memory_stats", "empty_cache", "amp", "is_bf16_supported"]
 
-# NOTE: torch.cuda.amp (which imports cupynet.amp, a layer above this one) is compatibility surface and the
-# emulated device is needed only under CUPYNET_DEVICE=cuda-emulated: both load on first use
+# NOTE: torch.cuda.amp (which imports cupynet.amp, a layer above this one) is compatibility surface, the
+# emulated device is needed only under CUPYNET_DEVICE=cuda-emulated, and the memory questions only when a
+# program asks them: all load on first use
+_MEMORY_QUESTIONS = ("memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+                     "reset_peak_memory_stats", "reset_max_memory_allocated", "memory_stats", "empty_cache")
 __getattr__, __dir__ = _lazy.lazy_names(__name__, {
     "amp": "cupynet.compat.cuda_amp",
     "emulated": "cupynet.emulated_cuda",
+    "memory": "cupynet.cuda.memory",
+    **{name: f"cupynet.cuda.memory:{name}" for name in _MEMORY_QUESTIONS},
 })

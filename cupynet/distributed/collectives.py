@@ -11,6 +11,7 @@ for callers that checked the layout once (DistributedDataParallel's buckets).
 from __future__ import annotations
 
 from cupynet.backend import get_array_module
+from cupynet.checks import require_tensor
 from cupynet.distributed.process_group import default_backend
 from cupynet.distributed.reduce_op import ReduceOp
 from cupynet.tensor import Tensor
@@ -38,11 +39,6 @@ def _done(async_op):
     return Work() if async_op else None
 
 
-def _check_tensor(where: str, name: str, value) -> None:
-    if not isinstance(value, Tensor):
-        raise TypeError(f"{where}: {name} must be a cupynet Tensor, got {type(value).__name__}")
-
-
 def _check_op(where: str, op, dtype) -> ReduceOp:
     if not isinstance(op, ReduceOp):
         raise ValueError(f"{where}: op must be a ReduceOp (SUM, AVG, PRODUCT, MAX, MIN), got {op!r}")
@@ -58,7 +54,7 @@ def _check_group(where: str, group) -> None:
 
 def _begin(where: str, name: str, tensor, group, op=None):
     """The checks every collective starts with (before any transfer); returns the backend."""
-    _check_tensor(where, name, tensor)
+    require_tensor(where, tensor, name)
     _check_group(where, group)
     if op is not None:
         _check_op(where, op, tensor.array.dtype)
@@ -199,7 +195,7 @@ def _check_list(where, name, tensors, like, size) -> None:
         got = len(tensors) if isinstance(tensors, (list, tuple)) else type(tensors).__name__
         raise ValueError(f"{where}: {name} must be a list of world_size={size} Tensors, got {got}")
     for r, t in enumerate(tensors):
-        _check_tensor(where, f"{name}[{r}]", t)
+        require_tensor(where, t, f"{name}[{r}]")
         if _layout(t) != _layout(like):
             raise ValueError(f"{where}: {name}[{r}] is {_layout(t)}, expected {_layout(like)} like the other "
                              "tensor")

@@ -6,6 +6,7 @@ import numpy
 
 from .. import dtypes
 from ..backend import get_array_module
+from ..checks import require_tensor
 from ..ops import argmax, broadcast_to, clamp, gather, log, logsumexp, softmax
 from ..random import generator_for
 from ..tensor import Tensor
@@ -16,8 +17,7 @@ __all__ = ["Categorical"]
 
 
 def _as_param(name, value):
-    if not isinstance(value, Tensor):
-        raise TypeError(f"Categorical: `{name}` must be a Tensor, got {type(value).__name__}")
+    require_tensor("Categorical", value, f"`{name}`")
     if value.ndim < 1:
         raise ValueError(f"`{name}` parameter must be at least one-dimensional.")
     if not dtypes.is_floating(value.dtype):

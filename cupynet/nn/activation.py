@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 
 from .. import creation
+from ..checks import check_choice
 from . import functional as F
 from .linear import check_input
 from .module import FunctionalLayer, Module
@@ -181,8 +182,7 @@ class GELU(FunctionalLayer):
         Args:
             approximate: the constructor's argument.
         """
-        if approximate not in ("none", "tanh"):
-            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+        check_choice("GELU", "approximate", approximate, ("none", "tanh"))
 
 
 class GLU(FunctionalLayer):

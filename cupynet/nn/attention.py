@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from .. import backend
+from ..checks import require_tensor
 from ..tensor import Tensor
 from . import functional as F
 from . import init
@@ -40,8 +41,7 @@ def _ops():
 
 def _additive(mask, dtype, name: str, layer):
     """A float Tensor to add to the scores: bool True -> -inf, float masks as given."""
-    if not isinstance(mask, Tensor):
-        raise TypeError(f"{layer!r}: {name} must be a Tensor, got {type(mask).__name__}")
+    require_tensor(f"{layer!r}", mask, name)
     if mask.dtype == bool:
         xp = backend.get_array_module(mask.array)
         return Tensor(xp.where(mask.array, -xp.inf, 0.0).astype(dtype))
@@ -101,8 +101,7 @@ class MultiheadAttention(Module):
 
     def _check(self, query, key, value):
         for name, t in (("query", query), ("key", key), ("value", value)):
-            if not isinstance(t, Tensor):
-                raise TypeError(f"{self!r}: {name} must be a Tensor, got {type(t).__name__}")
+            require_tensor(f"{self!r}", t, name)
             if t.ndim not in (2, 3) or t.shape[-1] != self.embed_dim:
                 raise ValueError(f"{self!r}: expected {name} of shape (N, L, {self.embed_dim}) "
                                  f"{'(batch_first) ' if self.batch_first else '(L, N, E) '}or (L, {self.embed_dim}),"

@@ -12,13 +12,14 @@ import numbers
 
 from .. import creation, dtypes
 from ..autograd import no_grad
+from ..checks import positive_int
 from ..ops.norm import sync_batch_norm
 from ..tensor import Tensor
 from . import functional as F
 from . import init
 from .linear import check_input
 from .module import Module
-from .normalization import _affine_parameters, _positive
+from .normalization import _affine_parameters
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"]
 
@@ -33,7 +34,7 @@ class _BatchNorm(Module):
                  dtype=None, *, bias=True):
         super().__init__()
         name = type(self).__name__
-        _positive(name, "num_features", num_features)
+        positive_int(name, "num_features", num_features)
         if momentum is not None and (not isinstance(momentum, numbers.Real) or not 0.0 <= momentum <= 1.0):
             raise ValueError(f"{name}: momentum must be a number in [0, 1] or None, got {momentum!r}")
         self.num_features, self.eps, self.momentum = num_features, eps, momentum

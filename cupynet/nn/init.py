@@ -13,6 +13,7 @@ import math
 import numbers
 
 from .. import backend, dtypes
+from ..checks import require_floating, require_tensor
 from ..random import resolve_generator
 from ..tensor import Tensor
 
@@ -49,11 +50,9 @@ def calculate_gain(nonlinearity: str, param=None) -> float:
     raise ValueError(f"calculate_gain: unsupported nonlinearity {nonlinearity!r}")
 
 
-def _check_tensor(fn: str, tensor):
-    if not isinstance(tensor, Tensor):
-        raise TypeError(f"nn.init.{fn}: expected a cupynet Tensor, got {type(tensor).__name__}")
-    if not dtypes.is_floating(tensor.dtype):
-        raise TypeError(f"nn.init.{fn}: expected a floating point tensor, got dtype {tensor.dtype}")
+def _check_init_target(fn: str, tensor):
+    require_tensor(f"nn.init.{fn}", tensor, "tensor")
+    require_floating(f"nn.init.{fn}", tensor, "tensor")
 
 
 def _write(tensor, values):
@@ -85,7 +84,7 @@ def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
         b: upper bound.
         generator: a ``cupynet.Generator`` to draw from (default: the device's).
     """
-    _check_tensor("uniform_", tensor)
+    _check_init_target("uniform_", tensor)
     if not a <= b:
         raise ValueError(f"nn.init.uniform_: expected a <= b, got a={a}, b={b}")
     dt = _draw_dtype(tensor)
@@ -102,7 +101,7 @@ def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
         std: the standard deviation (>= 0).
         generator: a ``cupynet.Generator`` to draw from (default: the device's).
     """
-    _check_tensor("normal_", tensor)
+    _check_init_target("normal_", tensor)
     if std < 0:
         raise ValueError(f"nn.init.normal_: std must be >= 0, got {std}")
     dt = _draw_dtype(tensor)
@@ -125,7 +124,7 @@ def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, 
         b: the maximum value.
         generator: a ``cupynet.Generator`` to draw from (default: the device's).
     """
-    _check_tensor("trunc_normal_", tensor)
+    _check_init_target("trunc_normal_", tensor)
     if not a < b or std <= 0:
         raise ValueError(f"nn.init.trunc_normal_: expected a < b and std > 0, got a={a}, b={b}, std={std}")
     dt = _draw_dtype(tensor)
@@ -214,7 +213,7 @@ def xavier_normal_(tensor, gain: float = 1.0, generator=None):
 
 def _kaiming(name, tensor, a, mode, nonlinearity, fill):
     """``fill(std)`` with He's ``std = gain(nonlinearity, a) / sqrt(fan)``; a zero-element tensor is returned as is."""
-    _check_tensor(name, tensor)
+    _check_init_target(name, tensor)
     if tensor.numel() == 0:
         return tensor  # NOTE: PyTorch warns "Initializing zero-element tensors is a no-op"
     return fill(calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode)))
@@ -261,7 +260,7 @@ def orthogonal_(tensor, gain: float = 1, generator=None):
         gain: the scale of the result.
         generator: a ``cupynet.Generator`` to draw from (default: the device's).
     """
-    _check_tensor("orthogonal_", tensor)
+    _check_init_target("orthogonal_", tensor)
     if tensor.ndim < 2:
         raise ValueError(f"nn.init.orthogonal_: Only tensors with 2 or more dimensions are supported, got a "
                          f"{tensor.ndim}-D tensor of shape {tuple(tensor.shape)}")

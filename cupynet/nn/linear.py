@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from .. import creation
+from ..checks import check_int, require_tensor
 from ..tensor import Tensor
 from . import functional as F
 from . import init
@@ -22,8 +23,7 @@ def check_input(layer, input, min_ndim: int = 0):  # noqa: A002 - PyTorch's name
         input: the value given to forward.
         min_ndim: the fewest dimensions accepted.
     """
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{layer!r}: expected a cupynet Tensor as input, got {type(input).__name__}")
+    require_tensor(f"{layer!r}", input, "input")
     if input.ndim < min_ndim:
         raise ValueError(f"{layer!r}: expected an input with at least {min_ndim} dimension(s), "
                          f"got shape {tuple(input.shape)}")
@@ -73,12 +73,6 @@ def reset_weight_and_bias(weight, bias):
         init.uniform_(bias, -bound, bound)
 
 
-def _positive_int(layer: str, name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{layer}: {name} must be a non-negative integer, got {value!r}")
-    return value
-
-
 class Identity(Module):
     """Returns its input unchanged (any constructor arguments are ignored, as in PyTorch).
 
@@ -114,8 +108,8 @@ class Linear(Module):
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None):
         super().__init__()
-        self.in_features = _positive_int("Linear", "in_features", in_features)
-        self.out_features = _positive_int("Linear", "out_features", out_features)
+        self.in_features = check_int("Linear", "in_features", in_features, minimum=0)
+        self.out_features = check_int("Linear", "out_features", out_features, minimum=0)
         add_weight_and_bias(self, (out_features, in_features), (out_features,) if bias else None, device, dtype)
         self.reset_parameters()
 

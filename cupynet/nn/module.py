@@ -28,6 +28,7 @@ from collections.abc import Mapping
 
 from .. import backend, dtypes
 from ..amp.functional import to_device
+from ..checks import require_tensor
 from ..tensor import Tensor
 from . import functional as F
 from .parameter import Parameter
@@ -759,8 +760,7 @@ class FunctionalLayer(Module):
             raise TypeError(f"{type(self).__name__}.forward() takes {', '.join(self.inputs)}; got "
                             f"{len(inputs)} input(s)")
         for name, value in zip(self.inputs, inputs):
-            if not isinstance(value, Tensor):
-                raise TypeError(f"{type(self).__name__}: {name} must be a cupynet Tensor, got {type(value).__name__}")
+            require_tensor(type(self).__name__, value, name)
         return getattr(F, self.function)(*inputs, **self.options())
 
     def extra_repr(self) -> str:

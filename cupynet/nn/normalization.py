@@ -5,18 +5,13 @@ Batch and instance norms are in ``batchnorm.py`` and ``instancenorm.py``.
 
 from __future__ import annotations
 
+from ..checks import positive_int
 from . import functional as F
 from . import init
 from .linear import check_input, new_parameter
 from .module import Module
 
 __all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"]
-
-
-def _positive(layer: str, name: str, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{layer}: {name} must be a positive integer, got {value!r}")
-    return value
 
 
 def _affine_parameters(layer, size, affine, bias, device, dtype):
@@ -48,7 +43,7 @@ class LayerNorm(Module):
         super().__init__()
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         for size in shape:
-            _positive("LayerNorm", "normalized_shape", size)
+            positive_int("LayerNorm", "normalized_shape", size)
         self.normalized_shape, self.eps, self.elementwise_affine = shape, eps, elementwise_affine
         if elementwise_affine:
             self.weight = init.ones_(new_parameter(shape, device, dtype))
@@ -94,8 +89,8 @@ class GroupNorm(Module):
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, device=None,
                  dtype=None, *, bias: bool = True):
         super().__init__()
-        _positive("GroupNorm", "num_groups", num_groups)
-        _positive("GroupNorm", "num_channels", num_channels)
+        positive_int("GroupNorm", "num_groups", num_groups)
+        positive_int("GroupNorm", "num_channels", num_channels)
         if num_channels % num_groups:
             raise ValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible by num_groups "
                              f"({num_groups})")
@@ -135,7 +130,7 @@ class RMSNorm(Module):
         super().__init__()
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         for size in shape:
-            _positive("RMSNorm", "normalized_shape", size)
+            positive_int("RMSNorm", "normalized_shape", size)
         self.normalized_shape, self.eps, self.elementwise_affine = shape, eps, elementwise_affine
         if elementwise_affine:
             self.weight = init.ones_(new_parameter(shape, device, dtype))

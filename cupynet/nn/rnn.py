@@ -26,6 +26,7 @@ import warnings
 
 from .. import creation, dtypes
 from ..amp.autocast import get_autocast_dtype, is_autocast_enabled
+from ..checks import check_bool, check_int, require_tensor
 from ..ops import cat, index_select, relu, sigmoid, split, stack, tanh, transpose
 from ..tensor import Tensor
 from . import functional as F
@@ -148,20 +149,6 @@ def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
 
 # ---------------------------------------------------------------------------------------------- arguments
 
-def _check_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} should be of type int, got: {type(value).__name__}")
-    if value <= 0:
-        raise ValueError(f"{name} must be greater than zero")
-    return value
-
-
-def _check_bool(name: str, value) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} should be of type bool, got: {type(value).__name__}")
-    return value
-
-
 def _check_dropout(dropout, num_layers: int) -> float:
     if isinstance(dropout, bool) or not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1:
         raise ValueError("dropout should be a number in range [0, 1] representing the probability of an element "
@@ -211,11 +198,12 @@ class RNNBase(Module):
         if mode not in _GATES:
             raise ValueError("Unrecognized RNN mode: " + str(mode))
         self.mode = mode
-        self.bias, self.batch_first = _check_bool("bias", bias), _check_bool("batch_first", batch_first)
-        self.bidirectional = _check_bool("bidirectional", bidirectional)
-        self.input_size = _check_int("input_size", input_size)
-        self.hidden_size = _check_int("hidden_size", hidden_size)
-        self.num_layers = _check_int("num_layers", num_layers)
+        owner = type(self).__name__
+        self.bias, self.batch_first = check_bool(owner, "bias", bias), check_bool(owner, "batch_first", batch_first)
+        self.bidirectional = check_bool(owner, "bidirectional", bidirectional)
+        self.input_size = check_int(owner, "input_size", input_size, minimum=1)
+        self.hidden_size = check_int(owner, "hidden_size", hidden_size, minimum=1)
+        self.num_layers = check_int(owner, "num_layers", num_layers, minimum=1)
         self.dropout = _check_dropout(dropout, num_layers)
         self.proj_size = self._check_proj_size(proj_size)
         self._flat_weights_names = self._register_weights(device, dtype)
@@ -536,9 +524,9 @@ class RNNCellBase(Module):
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
         super().__init__()
         mode = self.mode = self._MODE
-        self.input_size = _check_int("input_size", input_size)
-        self.hidden_size = _check_int("hidden_size", hidden_size)
-        self.bias = _check_bool("bias", bias)
+        self.input_size = check_int(type(self).__name__, "input_size", input_size, minimum=1)
+        self.hidden_size = check_int(type(self).__name__, "hidden_size", hidden_size, minimum=1)
+        self.bias = check_bool(type(self).__name__, "bias", bias)
         gate = _GATES[mode] * hidden_size
         self.weight_ih = new_parameter((gate, input_size), device, dtype)
         self.weight_hh = new_parameter((gate, hidden_size), device, dtype)
@@ -553,8 +541,7 @@ class RNNCellBase(Module):
     def _checked(self, input, hx):  # noqa: A002
         """Validate ``input``/``hx`` as PyTorch does; return (input, states, batched) with a batch dimension."""
         name = type(self).__name__
-        if not isinstance(input, Tensor):
-            raise TypeError(f"{name}: expected a Tensor as input, got {type(input).__name__}")
+        require_tensor(name, input, "input")
         if input.ndim not in (1, 2):
             raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.ndim}D instead")
         batched = input.ndim == 2

@@ -7,11 +7,11 @@ row zeroed, as PyTorch; ``forward`` calls ``F.embedding`` / ``F.embedding_bag``.
 from __future__ import annotations
 
 from .. import dtypes
+from ..checks import positive_int
 from . import functional as F
 from . import init
 from .linear import check_input, new_parameter
 from .module import Module, copy_into
-from .normalization import _positive
 from .parameter import as_array
 
 __all__ = ["Embedding", "EmbeddingBag"]
@@ -37,8 +37,8 @@ class Embedding(Module):
                  norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False, _weight=None,
                  device=None, dtype=None):
         super().__init__()
-        _positive("Embedding", "num_embeddings", num_embeddings)
-        _positive("Embedding", "embedding_dim", embedding_dim)
+        positive_int("Embedding", "num_embeddings", num_embeddings)
+        positive_int("Embedding", "embedding_dim", embedding_dim)
         if max_norm is not None or scale_grad_by_freq or sparse:
             raise NotImplementedError("Embedding: max_norm, scale_grad_by_freq and sparse are not supported")
         if padding_idx is not None:
@@ -107,8 +107,8 @@ class EmbeddingBag(Module):
                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False, _weight=None,
                  include_last_offset: bool = False, padding_idx=None, device=None, dtype=None):
         super().__init__()
-        _positive("EmbeddingBag", "num_embeddings", num_embeddings)
-        _positive("EmbeddingBag", "embedding_dim", embedding_dim)
+        positive_int("EmbeddingBag", "num_embeddings", num_embeddings)
+        positive_int("EmbeddingBag", "embedding_dim", embedding_dim)
         if mode not in ("sum", "mean", "max"):
             raise ValueError(f"EmbeddingBag: mode has to be one of sum, mean or max, got {mode!r}")
         if scale_grad_by_freq or sparse:

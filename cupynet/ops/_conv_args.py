@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ..checks import require_floating, require_tensor
 from ..tensor import Tensor
 from ._im2col import Geometry, output_length
-from ._util import require_floating
 
 
 def ntuple(op_name, name, value, nd, minimum):
@@ -34,8 +34,7 @@ def check_input(op_name, nd, input):  # noqa: A002
         nd: number of spatial dimensions.
         input: the input.
     """
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{op_name}: input must be a Tensor, got {type(input).__name__}")
+    require_tensor(op_name, input, "input")
     require_floating(op_name, input)
     if input.ndim not in (nd + 1, nd + 2):
         raise RuntimeError(f"{op_name}: expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input, but got "

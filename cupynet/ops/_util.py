@@ -109,19 +109,6 @@ def fix_float_dtype(result, *inputs):
     return result.astype(dtypes.float32)
 
 
-def require_floating(op_name: str, t: Tensor, what: str = "input"):
-    """Raise a clear TypeError when a float-only op gets an integer or bool tensor.
-
-    Args:
-        op_name: the op, for the message.
-        t: the tensor to check.
-        what: which argument it is, for the message.
-    """
-    if not dtypes.is_floating(t.dtype):
-        raise TypeError(f"{op_name}: expected a floating point {what} (float16, bfloat16, float32 or float64), "
-                        f"got {t.dtype}")
-
-
 def normalize_dim(op_name: str, dim: int, ndim: int) -> int:
     """Turn a possibly negative dim into an index in ``[0, ndim)``, with a clear error when out of range.
 

@@ -27,16 +27,15 @@ returned tensor, as ``x = relu(x, inplace=True)`` does.
 
 from __future__ import annotations
 
-import math
-
 import numpy
 
 from .. import dtypes
 from .. import random as rng
 from ..autograd.function import Function
 from ..autograd.state import STATE
+from ..checks import check_finite, require_floating, require_tensor
 from ..tensor import Tensor
-from ._util import compute_in_fp32, require_floating, round_from_fp32, xp_of, zero_where_not
+from ._util import compute_in_fp32, round_from_fp32, xp_of, zero_where_not
 from .clamping import clamp
 from .shape import reshape, sum_to
 from .unary import _Pointwise, exp
@@ -49,26 +48,16 @@ def _float(mask, like):
     return mask.to(like.dtype)
 
 
-def _check_tensor(op_name, input, what="input"):  # noqa: A002
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{op_name}: expected a Tensor as {what}, got {type(input).__name__}")
-
-
 def _check(op_name, input, what="input"):  # noqa: A002
-    _check_tensor(op_name, input, what)
+    require_tensor(op_name, input, what)
     require_floating(op_name, input, what)
 
 
 def _check_not_bool(op_name, input, kernel):  # noqa: A002
     """The relu family takes integer tensors (computed in their own dtype) but not bool ones, as PyTorch."""
-    _check_tensor(op_name, input)
+    require_tensor(op_name, input)
     if input.dtype == numpy.bool_:
         raise TypeError(f"{op_name}: Boolean inputs not supported for {kernel} (as in PyTorch)")
-
-
-def _check_number(op_name, label, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float, numpy.number)) or not math.isfinite(value):
-        raise ValueError(f"{op_name}: {label} must be a finite number, got {value!r}")
 
 
 def _maybe_inplace(input, inplace, compute):  # noqa: A002
@@ -158,8 +147,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
         inplace: write into ``input`` when autograd is not recording it.
     """
     _check_not_bool("hardtanh", input, "hardtanh")
-    _check_number("hardtanh", "min_val", min_val)
-    _check_number("hardtanh", "max_val", max_val)
+    check_finite("hardtanh", "min_val", min_val)
+    check_finite("hardtanh", "max_val", max_val)
     if max_val < min_val:
         raise ValueError(f"hardtanh: max_val ({max_val}) must be greater than or equal to min_val ({min_val})")
     if not dtypes.is_floating(input.dtype):
@@ -212,7 +201,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
         inplace: write into ``input`` when autograd is not recording it.
     """
     _check("leaky_relu", input)
-    _check_number("leaky_relu", "negative_slope", negative_slope)
+    check_finite("leaky_relu", "negative_slope", negative_slope)
     return _maybe_inplace(input, inplace, lambda: LeakyRelu.apply(input, negative_slope=float(negative_slope)))
 
 
@@ -232,8 +221,8 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, ge
         generator: a ``cupynet.Generator`` to draw from (cupynet's addition; PyTorch's F.rrelu has none).
     """
     _check("rrelu", input)
-    _check_number("rrelu", "lower", lower)
-    _check_number("rrelu", "upper", upper)
+    check_finite("rrelu", "lower", lower)
+    check_finite("rrelu", "upper", upper)
     if lower > upper:
         raise ValueError(f"rrelu: Lower bound should be less than or equal to the upper bound, got lower={lower} "
                          f"and upper={upper}")
@@ -333,7 +322,7 @@ def elu(input, alpha=1.0, inplace=False):  # noqa: A002
         inplace: write into ``input`` when autograd is not recording it.
     """
     _check("elu", input)
-    _check_number("elu", "alpha", alpha)
+    check_finite("elu", "alpha", alpha)
     return _maybe_inplace(input, inplace, lambda: Elu.apply(input, alpha=float(alpha)))
 
 
@@ -366,7 +355,7 @@ def celu(input, alpha=1.0, inplace=False):  # noqa: A002 - PyTorch's argument na
         inplace: write into ``input`` unless autograd records it.
     """
     _check("celu", input)
-    _check_number("celu", "alpha", alpha)
+    check_finite("celu", "alpha", alpha)
     if alpha == 0:
         raise RuntimeError("celu: ZeroDivisionError: alpha must be non-zero (it divides the input)")
     return _maybe_inplace(input, inplace, lambda: Elu.apply(input, alpha=float(alpha),
@@ -494,14 +483,14 @@ def threshold(input, threshold, value, inplace=False):  # noqa: A002 - PyTorch's
         inplace: write into ``input`` unless autograd records it.
     """
     _check_not_bool("threshold", input, "threshold")
-    _check_number("threshold", "threshold", threshold)
-    _check_number("threshold", "value", value)
+    check_finite("threshold", "threshold", threshold)
+    check_finite("threshold", "value", value)
     return _maybe_inplace(input, inplace, lambda: Threshold.apply(input, option=threshold, value=value))
 
 
 def _check_lambd(op_name, input, lambd):  # noqa: A002
     _check(op_name, input)
-    _check_number(op_name, "lambd", lambd)
+    check_finite(op_name, "lambd", lambd)
     if lambd < 0:
         raise RuntimeError(f"{op_name}: lambda must be greater or equal to 0, but found to be {lambd}.")
 

@@ -20,9 +20,10 @@ import numbers
 from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.state import STATE
+from ..checks import require_floating, require_tensor
 from ..random import generator_for
 from ..tensor import Tensor
-from ._util import check_same_device, require_floating, xp_of
+from ._util import check_same_device, xp_of
 from .arith import cast
 from .linalg import matmul, matmul_arrays
 from .reduce import sum as sum_
@@ -115,8 +116,7 @@ def _probs_ops(ctx, q, k):
 def _check_qkv(query, key, value):
     op = "scaled_dot_product_attention"
     for name, t in (("query", query), ("key", key), ("value", value)):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{op}: expected {name} to be a Tensor, got {type(t).__name__}")
+        require_tensor(op, t, name)
         require_floating(op, t, name)
         if t.ndim < 2:
             raise ValueError(f"{op}: expected {name} with at least 2 dims (..., L, E), got shape {tuple(t.shape)}")

@@ -15,10 +15,10 @@ import numpy
 
 from .. import dtypes
 from ..autograd.function import Function
+from ..checks import require_tensor
 from ..tensor import Tensor
 from ._util import data, fix_float_dtype, lift, xp_of
 from .shape import sum_to
-from .unary import _require_tensor
 
 __all__ = ["clamp", "clip", "nan_to_num", "isfinite", "isnan", "isinf"]
 
@@ -80,7 +80,7 @@ def clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's names
         min: lower bound (number, Tensor or None).
         max: upper bound (number, Tensor or None).
     """
-    _require_tensor("clamp", input)
+    require_tensor("clamp", input)
     if min is None and max is None:
         raise ValueError("clamp: at least one of 'min' or 'max' must not be None")
     for label, bound in (("min", min), ("max", max)):
@@ -140,7 +140,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):  # noqa: A002
         posinf: the value for +inf (None: the largest finite value of the dtype).
         neginf: the value for -inf (None: the most negative finite value of the dtype).
     """
-    _require_tensor("nan_to_num", input)
+    require_tensor("nan_to_num", input)
     for label, value in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
         if value is not None and not isinstance(value, (int, float, numpy.number)):
             raise TypeError(f"nan_to_num: {label} must be a number or None, got {type(value).__name__}")
@@ -155,7 +155,7 @@ def isfinite(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor.
     """
-    _require_tensor("isfinite", input)
+    require_tensor("isfinite", input)
     return Tensor(xp_of(input).isfinite(input.array))
 
 
@@ -167,7 +167,7 @@ def isnan(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor.
     """
-    _require_tensor("isnan", input)
+    require_tensor("isnan", input)
     return Tensor(xp_of(input).isnan(input.array))
 
 
@@ -179,7 +179,7 @@ def isinf(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor.
     """
-    _require_tensor("isinf", input)
+    require_tensor("isinf", input)
     return Tensor(xp_of(input).isinf(input.array))
 
 

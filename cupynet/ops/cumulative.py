@@ -14,6 +14,7 @@ import numpy
 
 from .. import dtypes
 from ..autograd.function import Function
+from ..checks import require_tensor
 from ..tensor import Tensor
 from ._util import compute_in_fp32, normalize_dim, xp_of
 from .indexing import GetItem, along_dim_index, masked_fill
@@ -47,8 +48,7 @@ def _running_index(array, axis, better):
 
 
 def _cum_extreme(op_name, cls, result, better, input, dim):  # noqa: A002
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{op_name}: expected input to be a Tensor, got {type(input).__name__}")
+    require_tensor(op_name, input, "input")
     d = normalize_dim(op_name, dim, input.ndim)
     flat = reshape(input, (1,)) if input.ndim == 0 else input
     idx = _running_index(flat.array, d, better)
@@ -128,8 +128,7 @@ def logcumsumexp(input, dim):  # noqa: A002
         input: a floating point Tensor.
         dim: the dimension to scan.
     """
-    if not isinstance(input, Tensor):
-        raise TypeError(f"logcumsumexp: expected input to be a Tensor, got {type(input).__name__}")
+    require_tensor("logcumsumexp", input, "input")
     if not dtypes.is_floating(input.dtype):
         raise RuntimeError(f"logcumsumexp: expected a floating point input, got {input.dtype}")
     d = normalize_dim("logcumsumexp", dim, input.ndim)

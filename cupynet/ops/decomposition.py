@@ -32,6 +32,7 @@ import numpy
 from .. import backend, dtypes
 from ..autograd.function import Function
 from ..autograd.state import STATE
+from ..checks import require_tensor
 from ..tensor import Tensor
 from ._util import xp_of
 from .arith import mul
@@ -66,8 +67,7 @@ def _mT(t):  # noqa: N802 - the matrix transpose, PyTorch's name
 
 
 def _check_matrix(op_name, A, square=True, low_precision_ok=False):  # noqa: N803 - the matrix's linear-algebra name
-    if not isinstance(A, Tensor):
-        raise TypeError(f"{op_name}: expected A to be a Tensor, got {type(A).__name__}")
+    require_tensor(op_name, A, "A")
     if A.ndim < 2:
         raise RuntimeError(f"{op_name}: The input tensor A must have at least 2 dimensions.")
     if A.dtype in dtypes.LOW_PRECISION and not low_precision_ok:

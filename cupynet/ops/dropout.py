@@ -13,8 +13,9 @@ import warnings
 from .. import dtypes
 from .. import random as rng
 from ..autograd.function import Function
+from ..checks import check_bool, require_floating, require_tensor
 from ..tensor import Tensor
-from ._util import compute_in_fp32, require_floating, xp_of
+from ._util import compute_in_fp32, xp_of
 from .activation import _maybe_inplace
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d"]
@@ -32,16 +33,14 @@ def _scaled_mask(a, p, mask_shape):
 
 
 def _check_args(op_name, input, p, training, inplace):  # noqa: A002
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{op_name}: expected a Tensor as input, got {type(input).__name__}")
+    require_tensor(op_name, input)
     require_floating(op_name, input)
     if isinstance(p, bool) or not isinstance(p, numbers.Real):
         raise TypeError(f"{op_name}: p must be a number in [0, 1], got {p!r}")
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"{op_name}: dropout probability has to be between 0 and 1, but got p={p}")
     for label, flag in (("training", training), ("inplace", inplace)):
-        if not isinstance(flag, bool):
-            raise TypeError(f"{op_name}: {label} must be a bool, got {flag!r}")
+        check_bool(op_name, label, flag)
 
 
 class Dropout(Function):

@@ -22,6 +22,7 @@ import numbers
 import os
 
 from .. import dtypes
+from ..checks import check_choice, check_int, check_number
 from ..cuda.compile import KERNEL_DTYPES
 from .kernels import reference
 
@@ -86,19 +87,8 @@ def _check_same_dtype(fn, name, a, like_name, like):
         raise TypeError(f"{fn}: {name} must have the dtype of {like_name} ({like.dtype}), got {a.dtype}")
 
 
-def _check_number(fn, name, value, low, high):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not low <= value <= high:
-        raise ValueError(f"{fn}: {name} must be a number in [{low}, {high}], got {value!r}")
-
-
-def _check_int(fn, name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{fn}: {name} must be an int, got {value!r}")
-
-
 def _check_approximate(fn, approximate):
-    if approximate not in ("none", "tanh"):
-        raise ValueError(f"{fn}: approximate must be 'none' or 'tanh', got {approximate!r}")
+    check_choice(fn, "approximate", approximate, ("none", "tanh"))
 
 
 # ----------------------------------------------------------------------------- softmax + cross-entropy
@@ -111,8 +101,8 @@ def _check_xent(fn, logits, target, weight, ignore_index, label_smoothing):
     _check_same_backend(fn, logits=logits, target=target, weight=weight)
     _check_shape(fn, "target", target, logits.shape[:1])
     _check_shape(fn, "weight", weight, logits.shape[1:])
-    _check_int(fn, "ignore_index", ignore_index)
-    _check_number(fn, "label_smoothing", label_smoothing, 0.0, 1.0)
+    check_int(fn, "ignore_index", ignore_index)
+    check_number(fn, "label_smoothing", label_smoothing, low=0.0, high=1.0, high_inclusive=True)
     if logits.shape[1] == 0:
         raise ValueError(f"{fn}: logits must have at least one class, got shape {tuple(logits.shape)}")
 
@@ -180,7 +170,7 @@ def softmax_xent_backward(logits, target, lse, grad_rows, ignore_index=-100, lab
 
 def _check_layer_norm(fn, x, weight, normalized_ndim):
     _check_array(fn, "x", x)
-    _check_int(fn, "normalized_ndim", normalized_ndim)
+    check_int(fn, "normalized_ndim", normalized_ndim)
     if not 1 <= normalized_ndim <= x.ndim:
         raise ValueError(f"{fn}: normalized_ndim must be in [1, {x.ndim}] for x of shape {tuple(x.shape)}, "
                          f"got {normalized_ndim}")
@@ -212,7 +202,7 @@ def layer_norm_forward(x, weight, bias, eps=1e-5, normalized_ndim=1):
     _check_array(fn, "bias", bias, optional=True)
     _check_shape(fn, "bias", bias, x.shape[x.ndim - normalized_ndim:])
     _check_same_backend(fn, x=x, weight=weight, bias=bias)
-    _check_number(fn, "eps", eps, 0.0, math.inf)
+    check_number(fn, "eps", eps, low=0.0, high=math.inf, high_inclusive=True)
     flat = lambda p: None if p is None else p.reshape(-1)  # noqa: E731
     impl = _launch() if kernels_enabled(x) else reference
     y, mean, rstd = impl.layer_norm_forward(x.reshape(rows, d), flat(weight), flat(bias), float(eps))

@@ -15,8 +15,9 @@ from __future__ import annotations
 import numpy
 
 from .. import dtypes
+from ..checks import require_floating, require_tensor
 from ..tensor import Tensor
-from ._util import require_floating, xp_of
+from ._util import xp_of
 from .indexing import gather, where
 from .shape import reshape
 
@@ -142,8 +143,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
 
 def _check_grid_sample(input, grid, mode, padding_mode):  # noqa: A002
     for name, t in (("input", input), ("grid", grid)):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"grid_sample: {name} must be a Tensor, got {type(t).__name__}")
+        require_tensor("grid_sample", t, name)
         require_floating("grid_sample", t, name)
     if mode not in _MODES:
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear' or 'nearest' (cupynet has no "

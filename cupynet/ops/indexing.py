@@ -31,6 +31,7 @@ import numpy
 
 from .. import backend, dtypes
 from ..autograd.function import Function
+from ..checks import require_tensor
 from ..tensor import Tensor, mark_view
 from ._util import data, lift, normalize_dim, scatter_at, xp_of
 from .arith import cast
@@ -165,8 +166,7 @@ def check_index_tensor(op_name, index, allowed_ndims=None):
         index: the value passed as index.
         allowed_ndims: accepted numbers of dimensions, or None for any.
     """
-    if not isinstance(index, Tensor):
-        raise TypeError(f"{op_name}: expected index to be a Tensor, got {type(index).__name__}")
+    require_tensor(op_name, index, "index")
     if index.dtype.kind not in "iu":
         raise RuntimeError(f"{op_name}: expected index to be an int32 or int64 tensor, got {index.dtype}")
     if allowed_ndims is not None and index.ndim not in allowed_ndims:
@@ -488,8 +488,7 @@ def scatter_add(input, dim, index, src):  # noqa: A002
     """
     check_index_tensor("scatter_add", index)
     _check_index_device("scatter_add", input, index)
-    if not isinstance(src, Tensor):
-        raise TypeError(f"scatter_add: expected src to be a Tensor, got {type(src).__name__}")
+    require_tensor("scatter_add", src, "src")
     d = normalize_dim("scatter_add", dim, input.ndim)
     check_gather_shapes("scatter_add", d, index, ("input", input, False), ("src", src, True))
     _check_same_dtype_unless_autocast("scatter_add", input, src)

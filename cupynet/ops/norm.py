@@ -29,9 +29,10 @@ import numpy
 from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.state import STATE
+from ..checks import require_floating
 from ..tensor import Tensor
 from . import fused
-from ._util import check_same_device, compute_in_fp32, normalize_dim, require_floating, xp_of
+from ._util import check_same_device, compute_in_fp32, normalize_dim, xp_of
 from .arith import cast, maximum
 from .indexing import cat
 from .pool import avg_pool2d

@@ -29,9 +29,10 @@ import numpy
 from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
+from ..checks import require_floating
 from ..tensor import Tensor
 from . import arith
-from ._util import compute_in_fp32, normalize_dim, require_floating, xp_of
+from ._util import compute_in_fp32, normalize_dim, xp_of
 from .arith import cast
 from .indexing import IndexAddZeros, along_dim_index, cat, flip, getitem, stack, where
 from .shape import broadcast_to, reshape, unsqueeze

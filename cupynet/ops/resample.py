@@ -22,10 +22,11 @@ from typing import NamedTuple
 import numpy
 
 from ..autograd.function import Function
+from ..checks import require_floating, require_tensor
 from ..tensor import Tensor
 from ._conv_args import ntuple
 from ._im2col import Geometry, col2im, output_length, windows
-from ._util import compute_in_fp32, require_floating, scatter_at, xp_of
+from ._util import compute_in_fp32, scatter_at, xp_of
 from .pool import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 from .shape import permute, reshape
 
@@ -223,8 +224,7 @@ _PAD_MODES = {"constant": None, "reflect": ReflectionPad, "replicate": Replicati
 
 
 def _check_pad_args(input, pad, mode, value):  # noqa: A002
-    if not isinstance(input, Tensor):
-        raise TypeError(f"pad: input must be a Tensor, got {type(input).__name__}")
+    require_tensor("pad", input, "input")
     if not isinstance(pad, (tuple, list)) or not all(isinstance(p, int) and not isinstance(p, bool) for p in pad):
         raise TypeError(f"pad(): argument 'pad' must be tuple of ints, got {pad!r}")
     if len(pad) % 2:
@@ -360,8 +360,7 @@ def _output_sizes(op, input, nd, size, scale_factor, recompute_scale_factor):  #
 
 
 def _check_interpolate(input, mode, align_corners, antialias):  # noqa: A002
-    if not isinstance(input, Tensor):
-        raise TypeError(f"interpolate: input must be a Tensor, got {type(input).__name__}")
+    require_tensor("interpolate", input, "input")
     if mode not in _MODE_DIMS:
         raise NotImplementedError(f"interpolate: mode {mode!r} is not supported (expected one of "
                                   f"{', '.join(_MODE_DIMS)})")
@@ -449,8 +448,7 @@ def upsample_bilinear(input, size=None, scale_factor=None):  # noqa: A002
 
 
 def _check_factor(op, input, factor, what):  # noqa: A002
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{op}: input must be a Tensor, got {type(input).__name__}")
+    require_tensor(op, input, "input")
     if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
         raise RuntimeError(f"{op}: {what} must be greater than 0, but got: {factor!r}")
     if input.ndim < 3:

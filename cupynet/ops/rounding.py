@@ -12,8 +12,9 @@ import numpy
 
 from .. import dtypes
 from ..autograd.function import Function
+from ..checks import require_tensor
 from ._util import compute_in_fp32, round_from_fp32, xp_of
-from .unary import _refuse_bool, _require_tensor, _zero_grad
+from .unary import _refuse_bool, _zero_grad
 
 __all__ = ["floor", "ceil", "round", "trunc"]
 
@@ -80,7 +81,7 @@ def floor(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integers allowed, bool not: as in PyTorch).
     """
-    _require_tensor("floor", input)
+    require_tensor("floor", input)
     _refuse_bool("floor", input)
     return Floor.apply(input)
 
@@ -103,7 +104,7 @@ def ceil(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integers allowed, bool not: as in PyTorch).
     """
-    _require_tensor("ceil", input)
+    require_tensor("ceil", input)
     _refuse_bool("ceil", input)
     return Ceil.apply(input)
 
@@ -127,7 +128,7 @@ def round(input, decimals=0):  # noqa: A001, A002 - PyTorch's names
         input: a Tensor (integers allowed with ``decimals=0`` only, bool not: as in PyTorch).
         decimals: number of decimal places (may be negative).
     """
-    _require_tensor("round", input)
+    require_tensor("round", input)
     _refuse_bool("round", input)
     if not isinstance(decimals, int) or isinstance(decimals, bool):
         raise TypeError(f"round: decimals must be an int, got {decimals!r}")
@@ -155,7 +156,7 @@ def trunc(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integers allowed, bool not: as in PyTorch).
     """
-    _require_tensor("trunc", input)
+    require_tensor("trunc", input)
     _refuse_bool("trunc", input)
     return Trunc.apply(input)
 

@@ -25,6 +25,7 @@ import numpy
 
 from .. import creation, dtypes
 from ..autograd.function import Function
+from ..checks import require_tensor
 from ..random import resolve_generator
 from ..tensor import Tensor
 from ._util import xp_of
@@ -211,8 +212,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):  # noqa: A002 - PyTor
     """
     if out is not None:
         raise TypeError("bernoulli: out= is not supported by cupynet; use the returned tensor")
-    if not isinstance(input, Tensor):
-        raise TypeError(f"bernoulli: expected a Tensor as input, got {type(input).__name__}")
+    require_tensor("bernoulli", input, "input")
     if not dtypes.is_floating(input.dtype):
         raise TypeError(f"bernoulli: expected a floating point tensor, got {input.dtype}")
     if p is not None:
@@ -242,8 +242,7 @@ def poisson(input, generator=None):  # noqa: A002 - PyTorch's names
         input: a floating Tensor of rates (>= 0).
         generator: a ``cupynet.Generator`` (default: the device's).
     """
-    if not isinstance(input, Tensor):
-        raise TypeError(f"poisson: expected a Tensor as input, got {type(input).__name__}")
+    require_tensor("poisson", input, "input")
     if not dtypes.is_floating(input.dtype):
         raise TypeError(f"poisson: expected a floating point tensor, got {input.dtype}")
     if input.array.size and not bool((input.array >= 0).all()):

@@ -26,6 +26,7 @@ import numpy
 
 from .. import dtypes
 from ..autograd.function import Function
+from ..checks import require_tensor
 from ..tensor import Tensor
 from ._util import check_same_device, compute_in_fp32, normalize_dim, scatter_at, xp_of
 from .indexing import (
@@ -201,8 +202,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
     """
     if reduce not in _REDUCTIONS:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
-    if not isinstance(src, Tensor):
-        raise TypeError(f"scatter_reduce(): expected src to be a Tensor, got {type(src).__name__}")
+    require_tensor("scatter_reduce()", src, "src")
     index_tuple, src_view = _scatter_args("scatter_reduce", input, dim, index, src)
     return ScatterReduce.apply(input, src, index=index_tuple, src_view=src_view, reduce=reduce,
                                include_self=include_self)
@@ -265,8 +265,7 @@ def _index_args(op_name, input, dim, index, source=None):  # noqa: A002
     positions = index.array.reshape(-1)
     _check_bounds(op_name, positions, input.shape[d] if input.ndim else 1, d)
     if source is not None:
-        if not isinstance(source, Tensor):
-            raise TypeError(f"{op_name}(): expected source to be a Tensor, got {type(source).__name__}")
+        require_tensor(f"{op_name}()", source, "source")
         n = source.shape[d] if source.ndim else 1
         if n != positions.size:
             raise RuntimeError(f"{op_name}(): Number of indices ({positions.size}) should be equal to "

@@ -14,17 +14,13 @@ from __future__ import annotations
 import numpy
 
 from .. import backend, dtypes, random
+from ..checks import require_tensor
 from ..tensor import Tensor
 from ._util import xp_of
 from .indexing import GetItem, normalize_dims
 from .shape import broadcast_to
 
 __all__ = ["nonzero", "argwhere", "masked_select", "count_nonzero", "isin", "bincount", "histc", "multinomial"]
-
-
-def _require_tensor(op_name, value, what="input"):
-    if not isinstance(value, Tensor):
-        raise TypeError(f"{op_name}: expected {what} to be a Tensor, got {type(value).__name__}")
 
 
 def nonzero(input, *, as_tuple=False):  # noqa: A002 - PyTorch's name
@@ -34,7 +30,7 @@ def nonzero(input, *, as_tuple=False):  # noqa: A002 - PyTorch's name
         input: a Tensor.
         as_tuple: return a tuple of 1-D index tensors (NumPy's form) instead.
     """
-    _require_tensor("nonzero", input)
+    require_tensor("nonzero", input)
     array = input.array.reshape(1) if input.ndim == 0 else input.array
     found = xp_of(input).nonzero(array)
     if as_tuple:
@@ -65,8 +61,8 @@ def masked_select(input, mask):  # noqa: A002
         input: a Tensor.
         mask: a bool Tensor broadcastable with input.
     """
-    _require_tensor("masked_select", input)
-    _require_tensor("masked_select", mask, "mask")
+    require_tensor("masked_select", input)
+    require_tensor("masked_select", mask, "mask")
     if mask.dtype != dtypes.bool_:
         raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {mask.dtype}")
     try:
@@ -86,7 +82,7 @@ def count_nonzero(input, dim=None):  # noqa: A002
         input: a Tensor.
         dim: dimension(s) to count along, or None for all.
     """
-    _require_tensor("count_nonzero", input)
+    require_tensor("count_nonzero", input)
     axes = None if dim is None else normalize_dims("count_nonzero", dim, input.ndim)
     return Tensor(xp_of(input).asarray((input.array != 0).sum(axis=axes), dtype=dtypes.int64))
 
@@ -117,7 +113,7 @@ def bincount(input, weights=None, minlength=0):  # noqa: A002
         weights: a Tensor of input's shape, or None.
         minlength: the least number of bins.
     """
-    _require_tensor("bincount", input)
+    require_tensor("bincount", input)
     if input.dtype.kind not in "iu":
         raise NotImplementedError(f'"bincount_cpu" not implemented for \'{input.dtype}\'')
     if input.ndim != 1 or (input.numel() and int(input.array.min()) < 0):
@@ -146,7 +142,7 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002 - PyTorch's names
         min: lower end of the range.
         max: upper end of the range.
     """
-    _require_tensor("histc", input)
+    require_tensor("histc", input)
     if not dtypes.is_floating(input.dtype):
         raise NotImplementedError(f'"histogram_cpu" not implemented for \'{input.dtype}\'')
     if bins <= 0:
@@ -195,7 +191,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):  # no
         replacement: draw with replacement.
         generator: a ``cupynet.Generator`` (or a NumPy/CuPy ``Generator``) to draw from instead of the device's.
     """
-    _require_tensor("multinomial", input)
+    require_tensor("multinomial", input)
     p = _check_distribution(input, num_samples, replacement)
     rows = p.reshape(-1, p.shape[-1])
     xp = xp_of(input)

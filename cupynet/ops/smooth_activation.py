@@ -25,9 +25,10 @@ import math
 import numpy
 
 from ..autograd.function import Function
+from ..checks import check_choice, check_finite, require_tensor
 from ._special import erf_kernel
 from ._util import compute_in_fp32, normalize_dim, round_from_fp32, xp_of
-from .activation import _check, _check_number, _check_tensor, _float, _maybe_inplace
+from .activation import _check, _float, _maybe_inplace
 from .indexing import cat, chunk
 from .trigonometric import tanh
 from .unary import _Pointwise, abs, erf, exp  # noqa: A004 - cupynet's abs
@@ -91,8 +92,7 @@ def gelu(input, approximate="none"):  # noqa: A002
         approximate: ``'none'`` (exact, with erf) or ``'tanh'``.
     """
     _check("gelu", input)
-    if approximate not in ("none", "tanh"):
-        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    check_choice("gelu", "approximate", approximate, ("none", "tanh"))
     return Gelu.apply(input, approximate=approximate)
 
 
@@ -177,7 +177,7 @@ def sigmoid(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integer and bool tensors are promoted to the default float dtype, as in PyTorch).
     """
-    _check_tensor("sigmoid", input)
+    require_tensor("sigmoid", input)
     return Sigmoid.apply(input)
 
 
@@ -238,8 +238,8 @@ def softplus(input, beta=1.0, threshold=20.0):  # noqa: A002
         threshold: above this value of ``beta * input`` the result is ``input``.
     """
     _check("softplus", input)
-    _check_number("softplus", "beta", beta)
-    _check_number("softplus", "threshold", threshold)
+    check_finite("softplus", "beta", beta)
+    check_finite("softplus", "threshold", threshold)
     if beta == 0:
         raise ValueError("softplus: beta must be non-zero, got 0")
     return Softplus.apply(input, beta=float(beta), threshold=float(threshold))
@@ -267,7 +267,7 @@ def softsign(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integer and bool tensors are promoted to the default float dtype, as in PyTorch).
     """
-    _check_tensor("softsign", input)
+    require_tensor("softsign", input)
     return Softsign.apply(input)
 
 
@@ -293,7 +293,7 @@ def tanhshrink(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _check_tensor("tanhshrink", input)
+    require_tensor("tanhshrink", input)
     return Tanhshrink.apply(input)
 
 

@@ -16,9 +16,10 @@ import numpy
 from .. import dtypes
 from .. import random as rng
 from ..autograd.function import Function
+from ..checks import check_finite, require_floating, require_tensor
 from ..tensor import Tensor
-from ._util import compute_in_fp32, normalize_dim, require_floating, xp_of
-from .activation import _check, _check_number, _check_tensor
+from ._util import compute_in_fp32, normalize_dim, xp_of
+from .activation import _check
 from .reduce import sum as reduce_sum
 from .unary import exp
 
@@ -42,7 +43,7 @@ def implicit_dim(op_name, ndim, stacklevel=3) -> int:
 
 
 def _softmax_args(op_name, input, dim, dtype):  # noqa: A002
-    _check_tensor(op_name, input)
+    require_tensor(op_name, input)
     if dim is None:
         dim = implicit_dim(op_name, input.ndim, stacklevel=4)
     axis = normalize_dim(op_name, dim, input.ndim)
@@ -144,7 +145,7 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002 - PyTorch
         _stacklevel: accepted for PyTorch compatibility.
         dtype: cast the input to this dtype first.
     """
-    _check_tensor("softmin", input)
+    require_tensor("softmin", input)
     if dim is None:
         dim = implicit_dim("softmin", input.ndim)
     if dtype is not None:
@@ -168,7 +169,7 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1, generator=Non
         generator: a ``cupynet.Generator`` to draw from (cupynet's addition).
     """
     _check("gumbel_softmax", logits, "logits")
-    _check_number("gumbel_softmax", "tau", tau)
+    check_finite("gumbel_softmax", "tau", tau)
     if tau <= 0:
         raise ValueError(f"gumbel_softmax: tau must be > 0, got {tau}")
     if eps != 1e-10:

@@ -20,6 +20,7 @@ import collections
 import numpy
 
 from .. import dtypes
+from ..checks import require_tensor
 from ..tensor import Tensor
 from ._util import normalize_dim, xp_of
 from .indexing import GetItem, along_dim_index, check_index_tensor
@@ -33,11 +34,6 @@ SortResult = collections.namedtuple("sort", ["values", "indices"])
 TopkResult = collections.namedtuple("topk", ["values", "indices"])
 KthvalueResult = collections.namedtuple("kthvalue", ["values", "indices"])
 MedianResult = collections.namedtuple("median", ["values", "indices"])
-
-
-def _require_tensor(op_name, value, what="input"):
-    if not isinstance(value, Tensor):
-        raise TypeError(f"{op_name}: expected {what} to be a Tensor, got {type(value).__name__}")
 
 
 def _stable_argsort(array, axis, descending):
@@ -86,7 +82,7 @@ def sort(input, dim=-1, descending=False, stable=False):  # noqa: A002
     Returns:
         ``(values, indices)``: values is differentiable; indices are int64.
     """
-    _require_tensor("sort", input)
+    require_tensor("sort", input)
     d = normalize_dim("sort", dim, input.ndim)
     flat = _as_1d(input)
     order = _stable_argsort(flat.array, d, descending)
@@ -124,7 +120,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's
         largest: the largest values (False: the smallest).
         sorted: return them in order (always so in cupynet).
     """
-    _require_tensor("topk", input)
+    require_tensor("topk", input)
     d = normalize_dim("topk", dim, input.ndim)
     flat = _as_1d(input)
     if not isinstance(k, int) or not 0 <= k <= flat.shape[d]:
@@ -158,7 +154,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
         dim: the dimension to search.
         keepdim: keep ``dim`` with size 1.
     """
-    _require_tensor("kthvalue", input)
+    require_tensor("kthvalue", input)
     d = normalize_dim("kthvalue", dim, input.ndim)
     n = input.shape[d] if input.ndim else 1
     if not isinstance(k, int) or not 1 <= k <= n:
@@ -183,7 +179,7 @@ def _median_positions(input, d, ignore_nan):  # noqa: A002
 
 
 def _median(op_name, input, dim, keepdim, ignore_nan):  # noqa: A002
-    _require_tensor(op_name, input)
+    require_tensor(op_name, input)
     if dim is None:
         flat = reshape(input, (-1,))
         if flat.shape[0] == 0:
@@ -239,7 +235,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         return_counts: also return how often each distinct value occurs.
         dim: the dimension whose slices are compared, or None to flatten.
     """
-    _require_tensor("unique", input)
+    require_tensor("unique", input)
     xp = xp_of(input)
     if dim is None:
         values, inverse, counts = xp.unique(input.array.reshape(-1), return_inverse=True, return_counts=True)
@@ -260,7 +256,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
         return_counts: also return the length of each run.
         dim: the dimension whose slices are compared, or None to flatten.
     """
-    _require_tensor("unique_consecutive", input)
+    require_tensor("unique_consecutive", input)
     xp = xp_of(input)
     d = 0 if dim is None else normalize_dim("unique_consecutive", dim, input.ndim)
     array = input.array.reshape(-1) if dim is None else xp.moveaxis(input.array, d, 0)
@@ -298,7 +294,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         side: "left" or "right" (the same as right=False/True).
         sorter: indices that sort an unsorted ``sorted_sequence`` along its last dimension.
     """
-    _require_tensor("searchsorted", sorted_sequence, "sorted_sequence")
+    require_tensor("searchsorted", sorted_sequence, "sorted_sequence")
     side = _search_side("searchsorted", right, side)
     xp = xp_of(sorted_sequence)
     scalar = not isinstance(input, Tensor)
@@ -328,7 +324,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):  # noqa: A002
         out_int32: int32 indices instead of int64.
         right: buckets closed on the left instead.
     """
-    _require_tensor("bucketize", boundaries, "boundaries")
+    require_tensor("bucketize", boundaries, "boundaries")
     if boundaries.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .. import dtypes
 from ..autograd.function import Function
+from ..checks import require_tensor
 from ..tensor import Tensor
 from ._util import compute_in_fp32, data, lift, xp_of
 from .shape import sum_to
@@ -96,8 +97,7 @@ class _AddCombined(Function):
 
 def _check_three(op_name, input, tensor1, tensor2):  # noqa: A002
     for name, t in (("input", input), ("tensor1", tensor1), ("tensor2", tensor2)):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{op_name}: expected {name} to be a Tensor, got {type(t).__name__}")
+        require_tensor(op_name, t, name)
 
 
 class Addcmul(_AddCombined):

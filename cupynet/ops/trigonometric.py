@@ -9,7 +9,8 @@ CUDA lists).
 
 from __future__ import annotations
 
-from .unary import _Pointwise, _require_tensor, rsqrt
+from ..checks import require_tensor
+from .unary import _Pointwise, rsqrt
 
 __all__ = ["sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh"]
 
@@ -37,7 +38,7 @@ def sin(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_tensor("sin", input)
+    require_tensor("sin", input)
     return Sin.apply(input)
 
 
@@ -64,7 +65,7 @@ def cos(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_tensor("cos", input)
+    require_tensor("cos", input)
     return Cos.apply(input)
 
 
@@ -91,7 +92,7 @@ def tan(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_tensor("tan", input)
+    require_tensor("tan", input)
     return Tan.apply(input)
 
 
@@ -118,7 +119,7 @@ def asin(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_tensor("asin", input)
+    require_tensor("asin", input)
     return Asin.apply(input)
 
 
@@ -145,7 +146,7 @@ def acos(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_tensor("acos", input)
+    require_tensor("acos", input)
     return Acos.apply(input)
 
 
@@ -172,7 +173,7 @@ def atan(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_tensor("atan", input)
+    require_tensor("atan", input)
     return Atan.apply(input)
 
 
@@ -200,7 +201,7 @@ def sinh(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_tensor("sinh", input)
+    require_tensor("sinh", input)
     return Sinh.apply(input)
 
 
@@ -227,7 +228,7 @@ def cosh(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_tensor("cosh", input)
+    require_tensor("cosh", input)
     return Cosh.apply(input)
 
 
@@ -254,7 +255,7 @@ def tanh(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_tensor("tanh", input)
+    require_tensor("tanh", input)
     return Tanh.apply(input)
 
 

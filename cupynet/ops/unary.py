@@ -28,6 +28,7 @@ import math
 import numpy
 
 from ..autograd.function import Function
+from ..checks import require_tensor
 from ..tensor import Tensor
 from ._special import erf_kernel, erfinv_kernel
 from ._util import compute_in_fp32, floating_compute, round_from_fp32, xp_of
@@ -40,11 +41,6 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _SQRT_PI_OVER_TWO = 0.5 * math.sqrt(math.pi)
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
-
-
-def _require_tensor(name, value):
-    if not isinstance(value, Tensor):
-        raise TypeError(f"{name}: expected a Tensor as input, got {type(value).__name__}")
 
 
 def _refuse_bool(name, value):
@@ -122,7 +118,7 @@ def exp(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_tensor("exp", input)
+    require_tensor("exp", input)
     return Exp.apply(input)
 
 
@@ -149,7 +145,7 @@ def log(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_tensor("log", input)
+    require_tensor("log", input)
     return Log.apply(input)
 
 
@@ -176,7 +172,7 @@ def expm1(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_tensor("expm1", input)
+    require_tensor("expm1", input)
     return Expm1.apply(input)
 
 
@@ -203,7 +199,7 @@ def log2(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_tensor("log2", input)
+    require_tensor("log2", input)
     return Log2.apply(input)
 
 
@@ -230,7 +226,7 @@ def log10(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_tensor("log10", input)
+    require_tensor("log10", input)
     return Log10.apply(input)
 
 
@@ -257,7 +253,7 @@ def log1p(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_tensor("log1p", input)
+    require_tensor("log1p", input)
     return Log1p.apply(input)
 
 
@@ -285,7 +281,7 @@ def sqrt(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_tensor("sqrt", input)
+    require_tensor("sqrt", input)
     return Sqrt.apply(input)
 
 
@@ -312,7 +308,7 @@ def rsqrt(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_tensor("rsqrt", input)
+    require_tensor("rsqrt", input)
     return Rsqrt.apply(input)
 
 
@@ -344,7 +340,7 @@ def square(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integers allowed; bool gives int64, as PyTorch's pow).
     """
-    _require_tensor("square", input)
+    require_tensor("square", input)
     return Square.apply(input)
 
 
@@ -371,7 +367,7 @@ def reciprocal(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_tensor("reciprocal", input)
+    require_tensor("reciprocal", input)
     return Reciprocal.apply(input)
 
 
@@ -401,7 +397,7 @@ def abs(input):  # noqa: A001, A002 - PyTorch's names
     Args:
         input: a Tensor (integers allowed, bool not: as in PyTorch).
     """
-    _require_tensor("abs", input)
+    require_tensor("abs", input)
     _refuse_bool("abs", input)
     return Abs.apply(input)
 
@@ -432,7 +428,7 @@ def sign(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integers and bool allowed).
     """
-    _require_tensor("sign", input)
+    require_tensor("sign", input)
     return Sign.apply(input)
 
 
@@ -460,7 +456,7 @@ def erf(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_tensor("erf", input)
+    require_tensor("erf", input)
     return Erf.apply(input)
 
 
@@ -487,7 +483,7 @@ def erfinv(input):  # noqa: A002 - PyTorch's argument name
     Args:
         input: a Tensor (integer and bool tensors are promoted to the default float dtype).
     """
-    _require_tensor("erfinv", input)
+    require_tensor("erfinv", input)
     return Erfinv.apply(input)
 
 

@@ -1,4 +1,6 @@
-"""Array-level helpers shared by the optimizers: argument checks, fp32 gradients, device-side skipping.
+"""Array-level helpers shared by the optimizers: gradient checks, fp32 gradients, device-side skipping.
+The hyper-parameter checks (``check_number``, ``check_pair``, ``positive_int``) are cupynet's shared
+argument checks, in ``cupynet/checks.py``.
 
 Everything here works on the raw xp arrays (``tensor.array``) and never reads a
 device value on the host: the AMP skip decision (``found_inf``) stays on the
@@ -7,31 +9,16 @@ GPU, so an optimizer step costs no synchronisation.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy
 
 from cupynet import backend, dtypes
 from cupynet.tensor import Tensor
 
 __all__ = [
-    "check_number", "check_pair", "check_found_inf", "check_grads", "params_with_grads", "compute_dtype_of", "scalar",
+    "check_found_inf", "check_grads", "params_with_grads", "compute_dtype_of", "scalar",
     "read_grad", "commit", "blend", "lerp_like_torch", "new_state_tensor", "copy_tensor", "validate_fused",
     "use_fused", "kernel_grads", "torch_flags",
 ]
-
-
-def positive_int(owner, name, value):
-    """``value`` as an int; ValueError naming ``owner`` and ``name`` unless it is a positive integer.
-
-    Args:
-        owner: the optimizer's or scheduler's name, for the message.
-        name: the argument's name.
-        value: the value given.
-    """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
-        raise ValueError(f"{owner}: {name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def host_value(owner, what, value) -> float:
@@ -46,49 +33,6 @@ def host_value(owner, what, value) -> float:
         return float(value)
     except (TypeError, ValueError, RuntimeError):
         raise TypeError(f"{owner}: {what} must be a number or a one-element Tensor, got {value!r:.80}") from None
-
-
-def check_number(owner: str, name: str, value, low=0.0, low_inclusive=True, high=None, high_inclusive=False,
-                 label=None):
-    """Check a real hyper-parameter against bounds; raise ValueError naming the optimizer otherwise.
-
-    Args:
-        owner: the optimizer's class name, for the message.
-        name: the hyper-parameter's name.
-        value: the value given.
-        low: lower bound (None for none).
-        low_inclusive: whether ``value == low`` is allowed.
-        high: upper bound (None for none).
-        high_inclusive: whether ``value == high`` is allowed.
-        label: PyTorch's wording for the message ("learning rate"), default ``name``.
-    """
-    label = label or name
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != value:
-        raise ValueError(f"{owner}: Invalid {label}: {value!r} (expected a real number)")
-    below = low is not None and (value < low or (value == low and not low_inclusive))
-    above = high is not None and (value > high or (value == high and not high_inclusive))
-    if below or above:
-        lo = "(-inf" if low is None else ("[" if low_inclusive else "(") + f"{low}"
-        hi = "inf)" if high is None else f"{high}" + ("]" if high_inclusive else ")")
-        raise ValueError(f"{owner}: Invalid {label}: {value!r} (expected a value in {lo}, {hi})")
-    return value
-
-
-def check_pair(owner: str, name: str, value, label: str, **bounds):
-    """Check a pair of hyper-parameters (``betas``, ``etas``...): two reals, each within ``bounds``.
-
-    Args:
-        owner: the optimizer's class name, for the message.
-        name: the argument's name (``"betas"``).
-        value: the value given.
-        label: PyTorch's wording for one element ("beta parameter" gives "... at index 0").
-        **bounds: ``check_number``'s bounds for each element.
-    """
-    if not isinstance(value, (tuple, list)) or len(value) != 2:
-        raise ValueError(f"{owner}: {name} must be a pair, got {value!r}")
-    for i, item in enumerate(value):
-        check_number(owner, name, item, label=f"{label} at index {i}", **bounds)
-    return value
 
 
 def _place(array) -> str:

@@ -30,6 +30,7 @@ import numbers
 
 from cupynet import backend
 from cupynet.autograd import enable_grad, no_grad
+from cupynet.checks import positive_int
 from cupynet.optim import _common
 from cupynet.optim.optimizer import Optimizer
 from cupynet.tensor import Tensor
@@ -174,7 +175,7 @@ class LBFGS(Optimizer):
     def _validate_group(self, group) -> None:
         super()._validate_group(group)
         for key in ("max_iter", "max_eval", "history_size"):
-            _common.positive_int("LBFGS", key, group[key])
+            positive_int("LBFGS", key, group[key])
         if group["line_search_fn"] not in (None, "strong_wolfe"):
             raise ValueError(f"LBFGS: only 'strong_wolfe' is supported as line_search_fn (or None), got "
                              f"{group['line_search_fn']!r}")

@@ -8,8 +8,7 @@ sequence.
 
 from __future__ import annotations
 
-from cupynet.optim import _common
-from cupynet.optim._common import positive_int
+from cupynet.checks import check_number, positive_int
 from cupynet.optim.optimizer import Optimizer
 
 __all__ = ["LRScheduler", "positive_int", "per_group"]
@@ -115,5 +114,5 @@ def per_group(owner, name, optimizer, value) -> list:
     else:
         values = [value] * len(optimizer.param_groups)
     for i, v in enumerate(values):
-        _common.check_number(owner, name, v, low=None, label=f"{name}[{i}]" if len(values) > 1 else name)
+        check_number(owner, name, v, low=None, label=f"{name}[{i}]" if len(values) > 1 else name)
     return values

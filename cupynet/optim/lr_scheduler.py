@@ -13,7 +13,8 @@ import types
 from bisect import bisect_right
 from collections import Counter
 
-from cupynet.optim.lr_base import LRScheduler, positive_int
+from cupynet.checks import positive_int
+from cupynet.optim.lr_base import LRScheduler
 from cupynet.optim.lr_cyclic import CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR
 from cupynet.optim.lr_plateau import ReduceLROnPlateau
 

@@ -23,6 +23,7 @@ import numpy
 
 from cupynet import backend, dtypes
 from cupynet.autograd import enable_grad, no_grad
+from cupynet.checks import check_number, check_pair
 from cupynet.optim import _common
 from cupynet.optim._state_io import load_optimizer_state, pack_state_dict
 from cupynet.tensor import Tensor
@@ -103,9 +104,9 @@ class Optimizer:
         """
         name = type(self).__name__
         for key, label, bounds in self._checks:
-            _common.check_number(name, key, group[key], label=label, **bounds)
+            check_number(name, key, group[key], label=label, **bounds)
         if "betas" in group:
-            _common.check_pair(name, "betas", group["betas"], "beta parameter", high=1.0)
+            check_pair(name, "betas", group["betas"], "beta parameter", high=1.0)
 
     # ---- gradients -----------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True):

@@ -12,6 +12,7 @@ Per parameter (fp32 math; ``prev`` starts at 0, ``step_size`` at ``lr``)::
 
 from __future__ import annotations
 
+from cupynet.checks import check_pair
 from cupynet.optim import _common
 from cupynet.optim._common import commit, scalar
 from cupynet.optim.optimizer import Optimizer
@@ -45,10 +46,10 @@ class Rprop(Optimizer):
 
     def _validate_group(self, group) -> None:
         super()._validate_group(group)
-        etas = _common.check_pair("Rprop", "etas", group["etas"], "eta value", low=None)
+        etas = check_pair("Rprop", "etas", group["etas"], "eta value", low=None)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Rprop: Invalid eta values: {etas[0]}, {etas[1]} (expected 0 < etaminus < 1 < etaplus)")
-        _common.check_pair("Rprop", "step_sizes", group["step_sizes"], "step size", low=None)
+        check_pair("Rprop", "step_sizes", group["step_sizes"], "step size", low=None)
 
     def _state_names(self, group) -> dict:
         return {"prev": 0.0, "step_size": group["lr"]}

@@ -18,6 +18,7 @@ Unfused, each parameter goes through that reference's rule,
 from __future__ import annotations
 
 from cupynet import backend, dtypes
+from cupynet.checks import check_number
 from cupynet.optim import _common, kernels
 from cupynet.optim._common import commit
 from cupynet.optim.kernels import reference
@@ -58,10 +59,10 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def _validate_group(self, group) -> None:
-        _common.check_number("SGD", "lr", group["lr"], label="learning rate")
-        _common.check_number("SGD", "momentum", group["momentum"], label="momentum value")
-        _common.check_number("SGD", "dampening", group["dampening"], low=None, label="dampening value")
-        _common.check_number("SGD", "weight_decay", group["weight_decay"], label="weight_decay value")
+        check_number("SGD", "lr", group["lr"], label="learning rate")
+        check_number("SGD", "momentum", group["momentum"], label="momentum value")
+        check_number("SGD", "dampening", group["dampening"], low=None, label="dampening value")
+        check_number("SGD", "weight_decay", group["weight_decay"], label="weight_decay value")
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
             raise ValueError(f"SGD: Nesterov momentum requires a momentum and zero dampening (got momentum="
                              f"{group['momentum']}, dampening={group['dampening']})")

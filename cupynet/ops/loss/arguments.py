@@ -11,13 +11,13 @@ operands get their gradients summed back to their own shapes.
 
 from __future__ import annotations
 
-import numbers
 import warnings
 
 import numpy
 
-from ...tensor import Tensor
-from .._util import require_floating, xp_of
+from ... import checks as shared_checks
+from ...checks import require_floating, require_tensor
+from .._util import xp_of
 from ..shape import broadcast_to
 
 REDUCTIONS = ("none", "mean", "sum")
@@ -31,9 +31,7 @@ def check_reduction(op, reduction, allowed=REDUCTIONS):
         reduction: the given value.
         allowed: the accepted values.
     """
-    if reduction not in allowed:
-        raise ValueError(f"{op}: reduction must be one of {', '.join(repr(r) for r in allowed)}, "
-                         f"got {reduction!r}")
+    shared_checks.check_choice(op, "reduction", reduction, allowed)
 
 
 def check_tensor(op, name, t, floating=True):
@@ -45,8 +43,7 @@ def check_tensor(op, name, t, floating=True):
         t: the value.
         floating: require a floating dtype.
     """
-    if not isinstance(t, Tensor):
-        raise TypeError(f"{op}: expected {name} to be a Tensor, got {type(t).__name__}")
+    require_tensor(op, t, name)
     if floating:
         require_floating(op, t, name)
 
@@ -61,10 +58,7 @@ def check_number(op, name, value, low=None, high=None):
         low: the smallest allowed value (None: no bound).
         high: the largest allowed value (None: no bound).
     """
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    if not ok or (low is not None and value < low) or (high is not None and value > high):
-        bounds = f"in [{low if low is not None else '-inf'}, {high if high is not None else 'inf'}]"
-        raise ValueError(f"{op}: {name} must be a number {bounds}, got {value!r}")
+    shared_checks.check_number(op, name, value, low=low, high=high, high_inclusive=True)
 
 
 def check_optional_weight(op, name, weight, shape):
