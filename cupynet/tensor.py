@@ -685,6 +685,18 @@ class Tensor:
             return _ops.mul(_ops.reciprocal(self), other)
         return _ops.div(other, self)
 
+    def __mod__(self, other):
+        return _ops.remainder(self, other)
+
+    def __rmod__(self, other):
+        return _ops.remainder(other, self)
+
+    def __floordiv__(self, other):
+        return _ops.floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        return _ops.floor_divide(other, self)
+
     def __pow__(self, other):
         return _ops.pow(self, other)
 
