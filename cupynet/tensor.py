@@ -282,8 +282,8 @@ class Tensor:
     # ---- metadata --------------------------------------------------------------------------
     @property
     def dtype(self):
-        """The element dtype (a NumPy dtype; ``cupynet.float32`` is ``numpy.dtype('float32')``)."""
-        return self.array.dtype
+        """The element dtype: a ``cupynet.dtype`` (``torch.dtype``), equal to the array's NumPy dtype."""
+        return dtypes.public(self.array.dtype)
 
     @property
     def shape(self) -> tuple:

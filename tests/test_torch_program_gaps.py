@@ -416,3 +416,53 @@ def test_a_package_the_runner_does_not_map_is_still_reported_missing(tmp_path, c
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert importlib.metadata.version("torch") == torch.__version__  # NOTE: outside the run: the real one
+
+
+# ----------------------------------------------------------------------------- torch.dtype
+DTYPE_NAMES = ["float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64", "bool"]
+
+
+@pytest.mark.parametrize("name", DTYPE_NAMES)
+def test_dtype_objects_carry_torchs_attributes(name):
+    ours, theirs = getattr(cn, name), getattr(torch, name)
+    assert isinstance(ours, cn.dtype) and isinstance(cn.zeros(1, dtype=ours).dtype, cn.dtype)
+    for attribute in ("is_floating_point", "is_complex", "is_signed", "itemsize"):
+        assert getattr(ours, attribute) == getattr(theirs, attribute), attribute
+    assert ours.to_real().name == str(theirs.to_real()).replace("torch.", "")
+    try:
+        want = str(theirs.to_complex()).replace("torch.", "")
+    except RuntimeError:
+        want = None
+    if want is None or want == "complex32":  # NOTE: cupynet has no complex32 (torch's to_complex of float16)
+        with pytest.raises(RuntimeError, match="Unknown Complex ScalarType"):
+            ours.to_complex()
+    else:
+        assert ours.to_complex().name == want and ours.to_complex().is_complex
+
+
+@pytest.mark.parametrize("name", DTYPE_NAMES)
+def test_dtype_objects_stand_for_their_numpy_dtype(name):
+    import pickle  # noqa: PLC0415
+    ours, numpy_dtype = getattr(cn, name), cn.dtypes.as_dtype(name)
+    t = cn.zeros(2, dtype=ours)
+    assert t.dtype is ours and t.dtype == numpy_dtype and numpy_dtype == t.dtype and hash(ours) == hash(numpy_dtype)
+    assert t.dtype == numpy_dtype.type and numpy_dtype.type == t.dtype and t.dtype == numpy_dtype.name
+    assert not (t.dtype != numpy_dtype) and {numpy_dtype: 1}[t.dtype] == 1 and {ours: 2}[numpy_dtype] == 2
+    assert np.zeros(1, dtype=ours).dtype == numpy_dtype and np.dtype(ours) == numpy_dtype
+    assert pickle.loads(pickle.dumps(ours)) is ours and str(ours) == str(numpy_dtype)
+    assert ours.kind == numpy_dtype.kind and ours.type is numpy_dtype.type
+    with pytest.raises(AttributeError, match="immutable"):
+        ours.is_signed = False
+
+
+def test_default_dtype_and_an_ema_update_read_dtype_attributes():
+    assert cn.get_default_dtype().is_floating_point and cn.get_default_dtype() == np.float32
+    model = cn.nn.Sequential(cn.nn.Linear(2, 2), cn.nn.BatchNorm1d(2))
+    ema = {k: v.clone() for k, v in model.state_dict().items()}
+    with cn.no_grad():
+        for k, v in ema.items():
+            if v.dtype.is_floating_point:  # NOTE: YOLOv5's ModelEMA.update
+                v *= 0.5
+                v += 0.5 * model.state_dict()[k].detach()
+    assert ema["1.num_batches_tracked"].dtype == cn.int64 and not ema["1.num_batches_tracked"].dtype.is_floating_point
+    assert cn.float16 != cn.float32 and cn.float32 != np.float64 and cn.float32 != "nonsense"
