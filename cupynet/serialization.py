@@ -194,6 +194,8 @@ class _Encoder:
     def encode(self, obj, path="obj", depth=0):
         if isinstance(obj, pathlib.PurePath):
             return {"__path__": [_path_kind(obj), str(obj)]}
+        if isinstance(obj, dtypes.dtype):
+            obj = obj.dtype  # NOTE: a Tensor's dtype object is saved as the NumPy dtype it stands for
         if isinstance(obj, Tensor) or _is_instance_object(obj):
             return self._once(obj, path, depth)
         if depth > _MAX_DEPTH:
@@ -878,7 +880,7 @@ class _Decoder:
     def _dtype(self, value, node, depth):
         if not isinstance(value, str) or value not in _ALLOWED_DTYPES:
             self.fail(f"bad dtype {value!r:.80}")
-        return _ALLOWED_DTYPES[value]
+        return dtypes.public(_ALLOWED_DTYPES[value])  # NOTE: as torch.load gives torch.float32: a dtype object
 
     def _scalar(self, value, node, depth):
         if not isinstance(value, str) or value not in _ALLOWED_DTYPES or "value" not in node:

@@ -466,3 +466,10 @@ def test_default_dtype_and_an_ema_update_read_dtype_attributes():
                 v += 0.5 * model.state_dict()[k].detach()
     assert ema["1.num_batches_tracked"].dtype == cn.int64 and not ema["1.num_batches_tracked"].dtype.is_floating_point
     assert cn.float16 != cn.float32 and cn.float32 != np.float64 and cn.float32 != "nonsense"
+
+
+def test_dtype_objects_save_and_load_as_dtype_objects(tmp_path):
+    import numpy  # noqa: PLC0415
+    cn.save({"d": cn.ones(1).dtype, "b": cn.bfloat16, "n": numpy.dtype("float16")}, tmp_path / "d.pt")
+    back = cn.load(tmp_path / "d.pt")
+    assert back["d"] is cn.float32 and back["b"] is cn.bfloat16 and back["n"] is cn.float16
