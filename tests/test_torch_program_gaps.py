@@ -473,3 +473,92 @@ def test_dtype_objects_save_and_load_as_dtype_objects(tmp_path):
     cn.save({"d": cn.ones(1).dtype, "b": cn.bfloat16, "n": numpy.dtype("float16")}, tmp_path / "d.pt")
     back = cn.load(tmp_path / "d.pt")
     assert back["d"] is cn.float32 and back["b"] is cn.bfloat16 and back["n"] is cn.float16
+
+
+def test_a_yolov5_shaped_training_loop_runs_under_the_runner(tmp_path, capsys, monkeypatch):
+    # NOTE: the patterns of YOLOv5's train.py that met the gaps above, in one small program (the real one could
+    # not be fetched here): InfiniteDataLoader, a collate_fn with paths and shapes, ModelEMA, AMP off on the CPU,
+    # a checkpoint holding Path options, NMS in validation, version checks
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = _run(tmp_path, capsys, """
+        import math, warnings
+        from copy import deepcopy
+        from pathlib import Path
+        import numpy as np
+        import torch, torch.nn as nn, torchvision
+        from torch.utils.data import Dataset, dataloader
+        from packaging.version import parse
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+        torch.set_printoptions(linewidth=320, precision=5, profile="long")
+        assert parse(torch.__version__) >= parse("1.13.0")
+
+        class Images(Dataset):
+            def __len__(self):
+                return 8
+            def __getitem__(self, i):
+                labels = torch.tensor([[0, i % 3, 0.5, 0.5, 0.2, 0.2]], dtype=torch.float32)
+                return torch.full((3, 16, 16), i / 8.0), labels, f"im{i}.jpg", ((16, 16), ((1.0, 1.0), (0.0, 0.0)))
+            @staticmethod
+            def collate_fn(batch):
+                im, label, path, shapes = zip(*batch)
+                for i, lb in enumerate(label):
+                    lb[:, 0] = i
+                return torch.stack(im, 0), torch.cat(label, 0), path, shapes
+
+        class _RepeatSampler:
+            def __init__(self, sampler):
+                self.sampler = sampler
+            def __iter__(self):
+                while True:
+                    yield from iter(self.sampler)
+
+        class InfiniteDataLoader(dataloader.DataLoader):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                object.__setattr__(self, "batch_sampler", _RepeatSampler(self.batch_sampler))
+                self.iterator = super().__iter__()
+            def __len__(self):
+                return len(self.batch_sampler.sampler)
+            def __iter__(self):
+                for _ in range(len(self)):
+                    yield next(self.iterator)
+
+        model = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1, bias=False), nn.BatchNorm2d(8), nn.SiLU(), nn.Conv2d(8, 6, 1))
+        ema = deepcopy(model).eval()
+        for p in ema.parameters():
+            p.requires_grad_(False)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, nesterov=True)
+        scaler = torch.cuda.amp.GradScaler(enabled=False)
+        loader = InfiniteDataLoader(Images(), batch_size=4, shuffle=True, num_workers=0,
+                                    collate_fn=Images.collate_fn)
+        for epoch in range(2):
+            for i, (imgs, targets, paths, _) in enumerate(loader):
+                with torch.cuda.amp.autocast(enabled=False):
+                    pred = model(imgs)
+                    loss = (pred.sigmoid() - targets[:, 1].mean() / 3).pow(2).mean()
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
+                opt.zero_grad()
+                with torch.no_grad():
+                    d = 0.9 * (1 - math.exp(-(epoch * 2 + i + 1) / 2000))
+                    msd = model.state_dict()
+                    for k, v in ema.state_dict().items():
+                        if v.dtype.is_floating_point:
+                            v *= d
+                            v += (1 - d) * msd[k].detach()
+            assert len(paths) == 4 and paths[0].endswith(".jpg")
+        xywh = torch.tensor([[8.0, 8.0, 4.0, 4.0], [8.5, 8.5, 4.0, 4.0], [2.0, 2.0, 2.0, 2.0]])
+        boxes = torchvision.ops.box_convert(xywh, "cxcywh", "xyxy")
+        offsets = (torch.tensor([0, 0, 1]) % 2 * 4096)[:, None]
+        keep = torchvision.ops.nms(boxes + offsets, torch.tensor([.9, .8, .7]), 0.45)
+        ckpt = {"epoch": 1, "model": deepcopy(ema).half(), "opt": {"save_dir": Path("runs/exp"), "epochs": 2},
+                "date": "today"}
+        torch.save(ckpt, "last.pt")
+        back = torch.load("last.pt", weights_only=False)
+        assert back["opt"]["save_dir"] == Path("runs/exp") and isinstance(back["opt"]["save_dir"], Path)
+        print(keep.tolist(), round(float(loss), 3) >= 0, len(loader))
+    """)
+    assert rc == 0, err
+    assert out.strip() == "[0, 2] True 2"  # NOTE: len(loader): the batches of one pass, as torch's
+    cn.set_printoptions(profile="default")
