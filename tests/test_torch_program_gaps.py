@@ -342,6 +342,14 @@ def test_box_iou_area_convert_and_clip_as_torchvision():
         vops.box_convert(cn.tensor(b1), "xyxy", "xyzz")
     with pytest.raises(ValueError, match=r"shape \(N, 4\)"):
         vops.box_iou(cn.ones(3, 5), cn.ones(3, 4))
+    with pytest.raises(TypeError, match="boxes1 must be a Tensor"):
+        vops.box_iou(b1, cn.ones(3, 4))
+    with pytest.raises(ValueError, match=r"size must be \(height, width\)"):
+        vops.clip_boxes_to_image(cn.tensor(b1), 30)
+    with pytest.raises(ValueError, match=r"shape \(\.\.\., 4\)"):
+        vops.clip_boxes_to_image(cn.ones(2, 3), (3, 3))
+    with pytest.raises(TypeError, match="iou_threshold must be a number"):
+        vops.nms(cn.tensor(b1), cn.ones(6), "0.5")
 
 
 def test_nms_ties_by_hand():
