@@ -33,27 +33,17 @@ from .creation import (
                        zeros,
                        zeros_like,
 )
-from .dtypes import (
-    bfloat16,
-    bool_,
-    double,
-    float16,
-    float32,
-    float64,
-    get_default_dtype,
-    half,
-    int8,
-    int16,
-    int32,
-    int64,
-    long,
-    set_default_dtype,
-    uint8,
-)
+from .dtypes import dtype, get_default_dtype, set_default_dtype
 from .ops import *  # noqa: F403 - the functional API: cupynet.matmul, cupynet.exp, ...
 from .random import get_rng_state, initial_seed, manual_seed, set_rng_state
 from .tensor import Size, Tensor
 
+# NOTE: the dtypes a program sees are cupynet.dtypes.dtype objects (PyTorch's torch.dtype), each equal to the
+# NumPy dtype of cupynet.dtypes it stands for; the internals compute with the NumPy dtypes themselves
+float16, bfloat16, float32, float64, int8, uint8, int16, int32, int64, bool_ = (dtypes.public(d) for d in (
+    dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64, dtypes.int8, dtypes.uint8, dtypes.int16,
+    dtypes.int32, dtypes.int64, dtypes.bool_))
+half, double, long = float16, float64, int64
 bool = bool_  # noqa: A001 - PyTorch's name: cupynet.bool
 float = float32  # noqa: A001
 int = int32  # noqa: A001

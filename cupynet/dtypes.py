@@ -1,8 +1,13 @@
-"""The dtypes cupynet speaks: NumPy dtype objects, with bfloat16 from ml_dtypes.
+"""The dtypes cupynet speaks: NumPy dtype objects, with bfloat16 from ml_dtypes; and ``dtype``, their public face.
 
-``cupynet.float32`` *is* ``numpy.dtype("float32")``, so a learner can compare a
-tensor's dtype with NumPy's and CuPy's without a translation table. bfloat16
-comes from ``ml_dtypes`` (NumPy has none); CuPy 14 understands the same dtype.
+Inside, cupynet computes with NumPy dtypes: ``cupynet.dtypes.float32`` *is* ``numpy.dtype("float32")``,
+and arrays carry them. What a program sees (``cupynet.float32``, ``Tensor.dtype``, ``torch.float32`` under
+``cupynet run``) is a ``dtype``: one object per NumPy dtype that wraps it, carries PyTorch's
+attributes (``is_floating_point``, ``is_complex``, ``is_signed``, ``itemsize``, ``to_real``, ``to_complex``)
+and stands for its NumPy dtype everywhere: it compares and hashes equal to it (``x.dtype == numpy.float32``,
+dict lookups), and NumPy and CuPy accept it wherever they take a dtype (its ``.dtype`` attribute is the
+NumPy dtype, the protocol NumPy reads). bfloat16 comes from ``ml_dtypes`` (NumPy has none); CuPy 14
+understands the same dtype.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ __all__ = [
     "float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64",
     "bool_", "FLOATING", "LOW_PRECISION", "as_dtype", "is_dtype_like", "is_floating", "is_low_precision",
     "result_type", "compute_dtype", "get_default_dtype", "set_default_dtype", "finfo", "iinfo",
-    "TORCH_SCALAR_NAMES", "torch_scalar_name",
+    "TORCH_SCALAR_NAMES", "torch_scalar_name", "dtype", "public",
 ]
 
 
@@ -47,9 +52,9 @@ class _DefaultDtype:
     value = float32
 
 
-def get_default_dtype() -> numpy.dtype:
+def get_default_dtype() -> dtype:
     """The floating dtype that Python floats and float-producing factories default to (float32 at start)."""
-    return _DefaultDtype.value
+    return public(_DefaultDtype.value)
 
 
 def set_default_dtype(dtype) -> None:
@@ -71,6 +76,94 @@ def set_default_dtype(dtype) -> None:
 # ("torch.FloatTensor") use them
 TORCH_SCALAR_NAMES = {float32: "Float", float64: "Double", float16: "Half", bfloat16: "BFloat16", uint8: "Byte",
                       int8: "Char", int16: "Short", int32: "Int", int64: "Long", bool_: "Bool"}
+
+
+_COMPLEX_OF = {"float32": "complex64", "bfloat16": "complex64", "float64": "complex128"}
+_REAL_OF = {"complex64": "float32", "complex128": "float64"}
+
+
+class dtype:  # noqa: N801 - PyTorch's name (torch.dtype)
+    """A tensor element type as PyTorch shows it, standing for (and equal to) its NumPy dtype.
+
+    NOTE: the one object per NumPy dtype (``public``); it hashes as its NumPy dtype and compares equal to
+    anything NumPy reads as that dtype (``numpy.float32``, ``"float32"``, ``numpy.dtype("float32")``), and
+    NumPy/CuPy take it as a dtype through its ``__numpy_dtype__`` (NumPy 2.4) or ``dtype`` attribute. Other
+    NumPy dtype attributes (``kind``, ``name``, ``type`` ...) are the NumPy dtype's.
+
+    Args:
+        numpy_dtype: the NumPy dtype it stands for.
+    """
+
+    __slots__ = ("dtype", "__numpy_dtype__", "kind", "itemsize", "name", "is_floating_point", "is_complex",
+                 "is_signed")
+
+    def __init__(self, numpy_dtype):
+        d = numpy.dtype(numpy_dtype)
+        object.__setattr__(self, "dtype", d)
+        object.__setattr__(self, "__numpy_dtype__", d)  # NOTE: the protocol NumPy 2.4 reads first
+        object.__setattr__(self, "kind", d.kind)
+        object.__setattr__(self, "itemsize", d.itemsize)
+        object.__setattr__(self, "name", "bool" if d == numpy.bool_ else d.name)
+        object.__setattr__(self, "is_floating_point", d.kind == "f" or d == bfloat16)
+        object.__setattr__(self, "is_complex", d.kind == "c")
+        object.__setattr__(self, "is_signed", d.kind in "ifc" or d == bfloat16)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"cupynet.{self.name} is immutable")
+
+    def __getattr__(self, name):
+        return getattr(self.dtype, name)
+
+    def __eq__(self, other):
+        if other is self:
+            return True
+        return self.dtype == (other.dtype if type(other) is dtype else other)
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __hash__(self):
+        return hash(self.dtype)
+
+    def __str__(self):
+        return str(self.dtype)
+
+    def __repr__(self):
+        return f"cupynet.{self.name}"
+
+    def __reduce__(self):
+        return public, (self.dtype.str if self.dtype != bfloat16 else "bfloat16",)
+
+    def to_real(self):
+        """The real dtype of a complex one (complex64 -> float32); any other dtype itself."""
+        return public(_REAL_OF[self.name]) if self.is_complex else self
+
+    def to_complex(self):
+        """The complex dtype with this dtype's real parts (float32 -> complex64, float64 -> complex128)."""
+        if self.is_complex:
+            return self
+        if self.name not in _COMPLEX_OF:
+            what = "complex32 (cupynet has none)" if self.name == "float16" else "a complex dtype"
+            raise RuntimeError(f"Unknown Complex ScalarType for {torch_scalar_name(self.dtype)}: {self.name} has no "
+                               f"{what}")
+        return public(_COMPLEX_OF[self.name])
+
+
+_PUBLIC = {}
+
+
+def public(numpy_dtype) -> dtype:
+    """The ``dtype`` object standing for a NumPy dtype (one per dtype; what ``Tensor.dtype`` returns).
+
+    Args:
+        numpy_dtype: a NumPy dtype, or anything ``numpy.dtype`` reads (``"bfloat16"`` names ml_dtypes' one).
+    """
+    found = _PUBLIC.get(numpy_dtype)
+    if found is None:
+        d = bfloat16 if isinstance(numpy_dtype, str) and numpy_dtype == "bfloat16" else numpy.dtype(numpy_dtype)
+        found = _PUBLIC.setdefault(d, dtype(d))
+        _PUBLIC.setdefault(numpy_dtype, found)
+    return found
 
 
 def torch_scalar_name(dtype) -> str:

@@ -40,6 +40,7 @@ import io
 import json
 import math
 import os
+import pathlib
 import pickle
 import re
 import struct
@@ -191,6 +192,10 @@ class _Encoder:
         self.in_object = 0  # how many objects' states are being encoded around the current node
 
     def encode(self, obj, path="obj", depth=0):
+        if isinstance(obj, pathlib.PurePath):
+            return {"__path__": [_path_kind(obj), str(obj)]}
+        if isinstance(obj, dtypes.dtype):
+            obj = obj.dtype  # NOTE: a Tensor's dtype object is saved as the NumPy dtype it stands for
         if isinstance(obj, Tensor) or _is_instance_object(obj):
             return self._once(obj, path, depth)
         if depth > _MAX_DEPTH:
@@ -282,6 +287,17 @@ class _Encoder:
         if str(dtype) not in _ALLOWED_DTYPES:
             raise TypeError(f"save: {path} has dtype {dtype}, which checkpoints do not support "
                             f"(supported: {', '.join(_ALLOWED_DTYPES)})")
+
+
+# NOTE: filesystem paths are data (a flavour and a string), so a checkpoint holding a program's options (YOLOv5's
+# `opt` namespace with Path values) saves and loads back the same Path type, without naming a class to import
+_PATH_TYPES = {cls.__name__: cls for cls in (pathlib.PurePath, pathlib.PurePosixPath, pathlib.PureWindowsPath,
+                                            pathlib.Path, pathlib.PosixPath, pathlib.WindowsPath)}
+
+
+def _path_kind(path) -> str:
+    """The pathlib class a path is saved as: its own, or for a subclass the nearest pathlib one."""
+    return next(cls.__name__ for cls in type(path).__mro__ if _PATH_TYPES.get(cls.__name__) is cls)
 
 
 def _is_instance_object(obj):
@@ -720,7 +736,7 @@ class _Decoder:
                          "__scalar__": (self._scalar, ("value",)), "__ndarray__": (self._ndarray, ()),
                          "__tensor__": (self._tensor, ("requires_grad", "parameter", "memo")),
                          "__object__": (self._object, ("state", "memo")), "__global__": (self._global, ()),
-                         "__memo__": (self._memo_ref, ())}
+                         "__memo__": (self._memo_ref, ()), "__path__": (self._path, ())}
 
     def fail(self, message):
         raise CheckpointError(f"load: {self.path}: {message}")
@@ -827,6 +843,18 @@ class _Decoder:
             found = getattr(found, part)
         return found
 
+    def _path(self, value, node, depth):
+        """A pathlib path of the saved flavour; a concrete one this system cannot make loads as its pure flavour."""
+        if not isinstance(value, list) or len(value) != 2 or value[0] not in _PATH_TYPES or \
+                not isinstance(value[1], str):
+            self.fail(f"__path__ holds {value!r:.80}, not a [pathlib class name, path string] pair")
+        cls = _PATH_TYPES[value[0]]
+        try:
+            return cls(value[1])
+        except NotImplementedError:  # NOTE: a WindowsPath on Linux (or a PosixPath on Windows)
+            return (pathlib.PureWindowsPath if issubclass(cls, pathlib.PureWindowsPath) else
+                    pathlib.PurePosixPath)(value[1])
+
     def _global(self, value, node, depth):
         return self._resolve(value, "__global__")
 
@@ -852,7 +880,7 @@ class _Decoder:
     def _dtype(self, value, node, depth):
         if not isinstance(value, str) or value not in _ALLOWED_DTYPES:
             self.fail(f"bad dtype {value!r:.80}")
-        return _ALLOWED_DTYPES[value]
+        return dtypes.public(_ALLOWED_DTYPES[value])  # NOTE: as torch.load gives torch.float32: a dtype object
 
     def _scalar(self, value, node, depth):
         if not isinstance(value, str) or value not in _ALLOWED_DTYPES or "value" not in node:

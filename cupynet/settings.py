@@ -128,16 +128,17 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
         threshold: number of elements above which the print is summarised (default 1000).
         edgeitems: items shown at each edge of a summarised dimension (default 3).
         linewidth: characters per line (default 80).
-        profile: ``"default"``, ``"short"`` or ``"full"``: a preset of the four above, applied first.
+        profile: ``"default"``, ``"short"`` or ``"full"``: a preset of the four above, applied first. Any other
+            string is ignored, as PyTorch ignores it (YOLOv5 passes ``"long"``); a non-string is a TypeError.
         sci_mode: True for scientific notation always, False never, None: chosen from the values (as PyTorch:
             when the largest magnitude is at least 1e8, the smallest non-zero one below 1e-4, or their ratio
             above 1000).
     """
     options = {}
     if profile is not None:
-        if profile not in _PROFILES:
-            raise ValueError(f"set_printoptions: profile must be one of {list(_PROFILES)}, got {profile!r}")
-        options.update(_PROFILES[profile])
+        if not isinstance(profile, str):
+            raise TypeError(f"set_printoptions: profile must be a string such as {list(_PROFILES)}, got {profile!r}")
+        options.update(_PROFILES.get(profile, {}))  # NOTE: an unknown profile changes nothing, as in PyTorch
     for name, value in (("precision", precision), ("threshold", threshold), ("edgeitems", edgeitems),
                         ("linewidth", linewidth)):
         if value is not None:

@@ -282,8 +282,8 @@ class Tensor:
     # ---- metadata --------------------------------------------------------------------------
     @property
     def dtype(self):
-        """The element dtype (a NumPy dtype; ``cupynet.float32`` is ``numpy.dtype('float32')``)."""
-        return self.array.dtype
+        """The element dtype: a ``cupynet.dtype`` (``torch.dtype``), equal to the array's NumPy dtype."""
+        return dtypes.public(self.array.dtype)
 
     @property
     def shape(self) -> tuple:
@@ -684,6 +684,18 @@ class Tensor:
         if dtypes.is_floating(self.dtype) and isinstance(other, (int, float)):
             return _ops.mul(_ops.reciprocal(self), other)
         return _ops.div(other, self)
+
+    def __mod__(self, other):
+        return _ops.remainder(self, other)
+
+    def __rmod__(self, other):
+        return _ops.remainder(other, self)
+
+    def __floordiv__(self, other):
+        return _ops.floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        return _ops.floor_divide(other, self)
 
     def __pow__(self, other):
         return _ops.pow(self, other)

@@ -300,7 +300,7 @@ def test_banned_mechanism_raises_and_leaves_state():
         assert _Risky.apply(x).dtype == cn.float32
 
 
-UNLISTED_BINARY = ["add", "sub", "mul", "div", "maximum", "minimum"]
+UNLISTED_BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "remainder", "fmod", "floor_divide"]
 
 
 @pytest.mark.parametrize("autocast_dtype", HALF_DTYPES, ids=str)

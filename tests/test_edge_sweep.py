@@ -282,6 +282,22 @@ for _name in ("add", "sub", "mul", "maximum", "minimum", "eq", "ne", "lt", "le",
     _binary(_name, _fn(_name), scalar=_name not in ("maximum", "minimum", "logical_and", "logical_or"))
 _binary("div", _fn("div"), bwd=16)  # NOTE: a / b**2 in the gradient: two more roundings
 _binary("pow", _fn("pow"), doms=("pos", "sym"), fwd=8, bwd=16)  # NOTE: exp(b log a): log and exp amplify
+# NOTE: the rounding divisions are exact on these inputs (fmod of multiples of 1/64 is one; the quotient
+# an integer), in every dtype; floor_divide has no derivative in torch, so its rows differentiate nothing
+_binary("remainder", _fn("remainder"), fwd=1, bwd=1)
+_binary("fmod", _fn("fmod"), fwd=1, bwd=1)
+for _label, _specs in (("0d", (X(grad=False), X(grad=False))), ("0d-mat", (X(grad=False), X(3, 4, grad=False))),
+                       ("bcast", (X(3, 1, grad=False), X(1, 4, grad=False))),
+                       ("views", (X(3, 4, lay="T", grad=False), X(3, 4, lay="flip", grad=False))),
+                       ("empty", (X(0, 3, grad=False), X(3, grad=False)))):
+    case("floor_divide", _label, _fn("floor_divide"), *_specs, fwd=1)
+# NOTE: torch defines no derivative of remainder(number, tensor): the rmod row differentiates nothing (cupynet's
+# gradient there, -grad * floor(number / x), is tested in tests/test_torch_program_gaps.py)
+for _label, _f in (("mod", lambda lib, x: x % 1.5), ("rmod", lambda lib, x: 1.5 % x.detach()),
+                   ("mod-neg", lambda lib, x: x % -0.75)):
+    _elementwise("remainder", _f, fwd=1, bwd=1)
+for _label, _f in (("floordiv", lambda lib, x: x.detach() // 1.5), ("rfloordiv", lambda lib, x: 1.5 // x.detach())):
+    case("floor_divide", _label, _f, X(3, 4, lay="T"), fwd=1)
 _binary("add", lambda lib, x, y: lib.add(x, y, alpha=0.5), fwd=4)
 _binary("sub", lambda lib, x, y: lib.sub(x, y, alpha=2), fwd=4)
 # NOTE: the reflected operators (a Python number on the left) take other paths than the named ops

@@ -53,7 +53,7 @@ def test_print_options_leave_numpy_alone_and_every_call_sets_sci_mode(restore_pr
     ({"precision": -1}, "precision must be a non-negative integer"),
     ({"threshold": 2.5}, "threshold must be a non-negative integer"),
     ({"linewidth": "80"}, "linewidth must be a non-negative integer"),
-    ({"profile": "tiny"}, "profile must be one of"),
+    ({"profile": 3}, "profile must be a string"),
     ({"sci_mode": "yes"}, "sci_mode"),
 ])
 def test_bad_print_options_are_refused_and_change_nothing(kwargs, message, restore_print_options):
@@ -61,3 +61,13 @@ def test_bad_print_options_are_refused_and_change_nothing(kwargs, message, resto
     with pytest.raises((ValueError, TypeError), match=message):
         cn.set_printoptions(**kwargs)
     assert cn.settings.print_options() == before
+
+
+def test_an_unknown_profile_changes_nothing_as_in_torch(restore_print_options):
+    # NOTE: YOLOv5 calls set_printoptions(linewidth=320, precision=5, profile="long"); torch ignores the profile
+    for lib in (cn, torch):
+        lib.set_printoptions(precision=2, threshold=5, edgeitems=1)
+        lib.set_printoptions(profile="long", linewidth=40)
+    for values in CASES:
+        assert repr(cn.tensor(values)) == repr(torch.tensor(values)), values
+    assert cn.settings.print_options()["precision"] == 2 and cn.settings.print_options()["linewidth"] == 40

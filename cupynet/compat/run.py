@@ -33,15 +33,18 @@ import argparse
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.metadata
 import importlib.util
 import os
+import pathlib
 import re
 import runpy
 import sys
 import traceback
 import types
 
-__all__ = ["TORCH_MODULES", "TORCH_EMPTY_MODULES", "EXIT_MISSING", "TorchAttributeMissing", "TorchModuleMissing",
+__all__ = ["TORCH_MODULES", "TORCH_EMPTY_MODULES", "MAPPED_VERSIONS", "MappedDistribution", "EXIT_MISSING",
+           "TorchAttributeMissing", "TorchModuleMissing",
            "TorchAlias", "TorchFinder", "torch_modules", "has_module", "run_script", "main"]
 
 EXIT_MISSING = 3
@@ -78,6 +81,7 @@ TORCH_MODULES = {
     "torch.nn.modules.upsampling": "cupynet.compat.nn_modules.upsampling",
     "torch.nn.utils": "cupynet.nn.utils",
     "torch.nn.utils.rnn": "cupynet.nn.utils.rnn",
+    "torch.nn.utils.fusion": "cupynet.compat.fusion",
     "torch.nn.parallel": "cupynet.nn.parallel",
     "torch.optim": "cupynet.optim",
     "torch.optim.lr_scheduler": "cupynet.optim.lr_scheduler",
@@ -89,8 +93,10 @@ TORCH_MODULES = {
     "torch.utils.data.sampler": "cupynet.data.sampler",
     "torch.utils.data.distributed": "cupynet.data.distributed",
     "torch.utils.checkpoint": "cupynet.utils.checkpoint",
+    "torch.utils._pytree": "cupynet.compat.pytree",
     "torch.utils.tensorboard": "cupynet.utils.tensorboard",
     "torch.amp": "cupynet.amp",
+    "torch.jit": "cupynet.compat.jit",
     "torch.cuda": "cupynet.cuda",
     "torch.cuda.amp": "cupynet.compat.cuda_amp",
     "torch.backends": "cupynet.backends",
@@ -113,7 +119,14 @@ TORCH_MODULES = {
     "torchvision.transforms.functional": "cupynet.vision.transforms.functional",
     "torchvision.utils": "cupynet.vision.utils",
     "torchvision.models": "cupynet.vision.models",
+    "torchvision.ops": "cupynet.vision.ops",
 }
+
+# NOTE: what ``torch.__version__`` (and ``importlib.metadata.version("torch")``) say under the runner: the
+# torch release whose API cupynet follows (docs/pytorch_compat.md's tables are generated against it), with a
+# local version label naming cupynet, so version checks in programs (``packaging.version``) take the paths
+# of that release. ``cupynet.__version__`` stays cupynet's own. torchvision 0.28 is torch 2.13's companion.
+MAPPED_VERSIONS = {"torch": "2.13.0+cupynet", "torchvision": "0.28.0+cupynet"}
 
 # NOTE: torch modules that scripts import at the top but use only on an optional path (word_language_model's
 # `import torch.onnx`, used by --onnx-export alone). cupynet has no counterpart; the import gives an empty
@@ -223,7 +236,10 @@ class _AliasLoader(importlib.abc.Loader):
         self.target = target
 
     def create_module(self, spec):
-        return TorchAlias(spec.name, self.target)
+        alias = TorchAlias(spec.name, self.target)
+        if spec.name in MAPPED_VERSIONS:
+            alias.__version__ = MAPPED_VERSIONS[spec.name]  # NOTE: a dunder: kept on the alias, not on cupynet
+        return alias
 
     def exec_module(self, module):
         return None
@@ -264,6 +280,53 @@ class TorchFinder(importlib.abc.MetaPathFinder):
         spec = importlib.machinery.ModuleSpec(fullname, _AliasLoader(target), is_package=True)
         spec.submodule_search_locations = []  # NOTE: empty: nothing on disk is ever imported as torch.*
         return spec
+
+    def find_distributions(self, context=None):
+        """The installed-package records of torch and torchvision as the run maps them (``importlib.metadata``).
+
+        NOTE: a program asks ``importlib.metadata.version("torchvision")`` (ultralytics' requirement checks);
+        under the runner the answer is the mapped version (``MAPPED_VERSIONS``), found before any real
+        torch's record, since this finder comes first on ``sys.meta_path``.
+
+        Args:
+            context: ``importlib.metadata.DistributionFinder.Context``; its ``name`` is the package asked for.
+        """
+        name = getattr(context, "name", None)
+        normal = re.sub(r"[-_.]+", "-", name).lower() if isinstance(name, str) else None
+        if normal in MAPPED_VERSIONS:
+            return iter([MappedDistribution(normal, MAPPED_VERSIONS[normal])])
+        return iter(())
+
+
+class MappedDistribution(importlib.metadata.Distribution):
+    """The ``importlib.metadata`` record of a package the runner maps to cupynet (name and version only).
+
+    Args:
+        name: ``"torch"`` or ``"torchvision"``.
+        version: its mapped version.
+    """
+
+    def __init__(self, name: str, version: str):
+        self._name, self._version = name, version
+
+    def read_text(self, filename):
+        """The METADATA text (name, version, a summary); None for every other file, as for a bare record.
+
+        Args:
+            filename: the metadata file asked for.
+        """
+        if filename != "METADATA":
+            return None
+        return (f"Metadata-Version: 2.1\nName: {self._name}\nVersion: {self._version}\n"
+                f"Summary: {self._name} mapped to cupynet by `cupynet run`\n")
+
+    def locate_file(self, path):
+        """A path under cupynet's package folder (the mapped package has no files of its own).
+
+        Args:
+            path: a file path relative to the distribution.
+        """
+        return pathlib.Path(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) / path
 
 
 _CANNOT_IMPORT = re.compile(r"^cannot import name '([^']+)' from '((?:torch|torchvision)(?:\.[\w.]+)?)'")

@@ -20,12 +20,12 @@ import numpy
 
 from cupynet import backend
 from cupynet.data.dataset import IterableDataset
-from cupynet.data.sampler import BatchSampler, numpy_generator
+from cupynet.data.sampler import BatchSampler, RandomSampler, SequentialSampler, numpy_generator
 from cupynet.data.workers import WorkerPool, default_context, fetch_batch, fetch_stream
 from cupynet.random import cpu_generator
 from cupynet.tensor import Tensor
 
-__all__ = ["DataLoader", "default_collate", "pack_arrays", "unpack_arrays"]
+__all__ = ["DataLoader", "EpochShuffleSampler", "default_collate", "pack_arrays", "unpack_arrays"]
 
 _ALIGN = 16
 
@@ -132,6 +132,29 @@ def _move(leaves, device):
         return unpack_arrays(cupy.asarray(buffer), layout)  # NOTE: the one host->device copy of the batch
 
 
+class EpochShuffleSampler(RandomSampler):
+    """The sampler of ``DataLoader(shuffle=True)``: pass ``e`` is the permutation of ``PCG64([seed, e])``.
+
+    The loader sets ``seed`` and ``epoch`` before each epoch (so a resumed loader repeats the order);
+    each pass then moves ``epoch`` on by one, so a program that iterates the loader's ``batch_sampler``
+    itself, again and again (YOLOv5's repeating sampler), gets a new order every pass, as from torch's
+    ``RandomSampler``.
+
+    Args:
+        data_source: the dataset.
+        seed: the shuffle seed.
+    """
+
+    def __init__(self, data_source, seed: int):
+        super().__init__(data_source)
+        self.seed, self.epoch = seed, 0
+
+    def __iter__(self):
+        epoch, self.epoch = self.epoch, self.epoch + 1
+        order = numpy.random.Generator(numpy.random.PCG64([self.seed, epoch])).permutation(len(self.data_source))
+        return iter(order.tolist())
+
+
 def _check_options(dataset, batch_size, shuffle, sampler, batch_sampler, drop_last, num_workers, timeout,
                    prefetch_factor, persistent_workers, collate_fn, worker_init_fn) -> None:
     """PyTorch's DataLoader argument checks (its messages), before anything starts."""
@@ -179,9 +202,14 @@ class DataLoader:
         batch_size: samples per batch.
         shuffle: reshuffle every epoch (order fixed by ``seed`` and the epoch number).
         sampler: the indices to visit, in order (a Sampler or any iterable of indices); excludes shuffle.
-        batch_sampler: yields whole index lists; excludes batch_size, shuffle, sampler and drop_last.
+            Not given: a ``SequentialSampler``, or with ``shuffle`` an ``EpochShuffleSampler`` (``.sampler``).
+        batch_sampler: yields whole index lists; excludes batch_size, shuffle, sampler and drop_last. Not
+            given: ``BatchSampler(sampler, batch_size, drop_last)`` (``.batch_sampler``), as PyTorch builds;
+            the loader iterates whatever ``.batch_sampler`` holds when an epoch starts.
         num_workers: worker processes (0: load in this process). See ``cupynet.data.workers``.
-        collate_fn: turns a list of samples (or what ``__getitems__`` returns) into host arrays.
+        collate_fn: turns a list of samples into a batch. Not given: ``default_collate``, whose host arrays
+            become Tensors on ``device``; a program's own collate_fn's batch is handed out untouched, as in
+            PyTorch (it may hold paths, shapes, Tensors it built).
         pin_memory: accepted; batches already move to the GPU in one packed transfer (a no-op on the CPU).
         drop_last: drop the last incomplete batch.
         timeout: seconds to wait for a worker's batch (0: no limit).
@@ -210,7 +238,6 @@ class DataLoader:
             raise ValueError("DataLoader: in_order=False is not supported (batches always come in order)")
         self.dataset, self.batch_size = dataset, int(batch_size)
         self.shuffle, self.drop_last = bool(shuffle), bool(drop_last)
-        self.sampler, self.batch_sampler = sampler, batch_sampler
         self.num_workers, self.timeout, self.worker_init_fn = int(num_workers), timeout, worker_init_fn
         self.prefetch_factor = prefetch_factor if prefetch_factor is not None or not num_workers else 2
         self.persistent_workers, self.pin_memory = bool(persistent_workers), bool(pin_memory)
@@ -220,27 +247,27 @@ class DataLoader:
         rng = numpy_generator(generator) if generator is not None else cpu_generator()
         self.seed = int(seed) if seed is not None else int(rng.integers(0, 2**63 - 1))
         self._epoch, self._resume_at, self._position, self._pool = 0, 0, None, None
+        self.sampler, self.batch_sampler = self._samplers(sampler, batch_sampler)
+
+    def _samplers(self, sampler, batch_sampler):
+        """(sampler, batch_sampler) as PyTorch builds them when not given (None for an IterableDataset)."""
+        if isinstance(self.dataset, IterableDataset) or batch_sampler is not None:
+            return sampler, batch_sampler
+        if sampler is None:
+            sampler = EpochShuffleSampler(self.dataset, self.seed) if self.shuffle else SequentialSampler(self.dataset)
+        return sampler, BatchSampler(sampler, self.batch_size, self.drop_last)
 
     def __len__(self):
         if self.batch_sampler is not None:
             return len(self.batch_sampler)
-        n = len(self.sampler) if self.sampler is not None else len(self.dataset)
+        n = len(self.dataset)  # NOTE: an IterableDataset's own length, batched, as PyTorch estimates it
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
-    def _order(self, epoch):
-        n = len(self.dataset)
-        if not self.shuffle:
-            return numpy.arange(n)
-        return numpy.random.Generator(numpy.random.PCG64([self.seed, epoch])).permutation(n)
-
     def _index_batches(self, epoch):
-        """The epoch's index lists: from batch_sampler, sampler + batch_size, or the seeded order."""
-        if self.batch_sampler is not None:
-            return (list(b) for b in self.batch_sampler)
-        if self.sampler is not None:
-            return iter(BatchSampler(self.sampler, self.batch_size, self.drop_last))
-        order = self._order(epoch).tolist()
-        return (order[b * self.batch_size:(b + 1) * self.batch_size] for b in range(len(self)))
+        """The epoch's index lists, from ``batch_sampler`` (the seeded shuffle set to this epoch first)."""
+        if isinstance(self.sampler, EpochShuffleSampler):
+            self.sampler.seed, self.sampler.epoch = self.seed, epoch
+        return (list(b) for b in self.batch_sampler)
 
     def _batched(self) -> bool:
         return self.collate_fn is default_collate and hasattr(self.dataset, "__getitems__")
@@ -249,6 +276,8 @@ class DataLoader:
         return fetch_batch(self.dataset, self.collate_fn, indices, self._batched())
 
     def _to_tensors(self, batch):
+        if self.collate_fn is not default_collate:
+            return batch  # NOTE: a program's own collate_fn: its batch as it made it, as in PyTorch
         if self._batched() and isinstance(batch, (tuple, list)) and batch and not isinstance(
                 batch[0], (tuple, list, dict)):
             batch = tuple(_to_host(b) for b in batch)

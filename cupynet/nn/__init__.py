@@ -142,6 +142,8 @@ __all__ += [
 # The recurrent, transformer and attention layers and a few rarer ones load on first use (cupynet.nn.LSTM).
 __getattr__, __dir__ = _lazy.lazy_names(__name__, {
     "modules": "cupynet.compat.nn_modules",
+    "DataParallel": "cupynet.compat.data_parallel:DataParallel",
+    "parallel": "cupynet.nn.parallel",
     "GRU": "cupynet.nn.rnn:GRU",
     "LSTM": "cupynet.nn.rnn:LSTM",
     "RNN": "cupynet.nn.rnn:RNN",

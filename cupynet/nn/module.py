@@ -246,7 +246,7 @@ def module_repr(module) -> str:
     extra_lines = extra.split("\n") if extra else []
     child_lines = [f"({key}): " + _add_indent(repr(child), 2) for key, child in module._modules.items()]
     lines = extra_lines + child_lines
-    text = type(module).__name__ + "("
+    text = module._get_name() + "("
     if lines:
         if len(extra_lines) == 1 and not child_lines:
             text += extra_lines[0]
@@ -693,6 +693,10 @@ class Module:
     def extra_repr(self) -> str:
         """The text inside the parentheses of ``repr`` (e.g. ``in_features=4, out_features=2, bias=True``)."""
         return ""
+
+    def _get_name(self) -> str:
+        """The class name ``repr`` starts with (PyTorch's hook; profilers such as thop read it)."""
+        return type(self).__name__
 
     def __repr__(self):
         return module_repr(self)
