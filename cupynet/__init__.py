@@ -62,7 +62,7 @@ __version__ = "0.1.0"
 # ---- PyTorch's names for the rest of the core (`cupynet run` maps torch.X to these) -------------------------
 from . import settings  # noqa: E402
 from .autograd import inference_mode, is_inference_mode_enabled  # noqa: E402
-from .creation import is_tensor, numel  # noqa: E402
+from .creation import is_tensor, logspace, numel, randint_like  # noqa: E402
 from .dtypes import finfo, iinfo  # noqa: E402
 from .random import Generator, default_generator, seed  # noqa: E402
 from .settings import (  # noqa: E402

@@ -619,6 +619,18 @@ class Tensor:
         """Cast to bfloat16."""
         return self.to(dtypes.bfloat16)
 
+    def byte(self):
+        """Cast to uint8."""
+        return self.to(dtypes.uint8)
+
+    def char(self):
+        """Cast to int8."""
+        return self.to(dtypes.int8)
+
+    def short(self):
+        """Cast to int16."""
+        return self.to(dtypes.int16)
+
     def long(self):
         """Cast to int64."""
         return self.to(dtypes.int64)
