@@ -78,6 +78,8 @@ TORCH_MODULES = {
     "torch.nn.modules.upsampling": "cupynet.compat.nn_modules.upsampling",
     "torch.nn.utils": "cupynet.nn.utils",
     "torch.nn.utils.rnn": "cupynet.nn.utils.rnn",
+    "torch.nn.utils.parametrize": "cupynet.nn.utils.parametrize",
+    "torch.nn.utils.parametrizations": "cupynet.nn.utils.parametrizations",
     "torch.nn.parallel": "cupynet.nn.parallel",
     "torch.optim": "cupynet.optim",
     "torch.optim.lr_scheduler": "cupynet.optim.lr_scheduler",
