@@ -36,6 +36,8 @@ from .creation import (
 from .dtypes import (
     bfloat16,
     bool_,
+    complex64,
+    complex128,
     double,
     float16,
     float32,
@@ -55,6 +57,7 @@ from .random import get_rng_state, initial_seed, manual_seed, set_rng_state
 from .tensor import Size, Tensor
 
 bool = bool_  # noqa: A001 - PyTorch's name: cupynet.bool
+cfloat, cdouble = complex64, complex128
 float = float32  # noqa: A001
 int = int32  # noqa: A001
 __version__ = "0.1.0"
@@ -91,5 +94,6 @@ _LAZY = {**{name: f"cupynet.{name}" for name in _LAZY_MODULES},
          "load": "cupynet.serialization:load",
          "load_safetensors": "cupynet.safetensors_io:load_safetensors",
          "save_safetensors": "cupynet.safetensors_io:save_safetensors",
-         **{name: f"cupynet.compat.legacy_tensors:{name}" for name in _LEGACY_TENSORS}}
+         **{name: f"cupynet.compat.legacy_tensors:{name}" for name in _LEGACY_TENSORS},
+         **{name: f"cupynet.ops.complex_math:{name}" for name in ops.COMPLEX_NAMES}}
 __getattr__, __dir__ = _lazy.lazy_names(__name__, _LAZY)

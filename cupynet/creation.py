@@ -41,6 +41,8 @@ def _infer_dtype(host):
         return dtypes.int64
     if host.dtype.kind == "f":
         return dtypes.get_default_dtype()
+    if host.dtype.kind == "c":  # NOTE: PyTorch's default complex dtype follows the default float dtype
+        return dtypes.complex128 if dtypes.get_default_dtype() == dtypes.float64 else dtypes.complex64
     raise TypeError(f"tensor: cannot make a tensor from data of dtype {host.dtype}")
 
 
@@ -50,7 +52,8 @@ def _array_dtype(host, fn="tensor"):
         return dtypes.as_dtype(host.dtype)
     except TypeError:
         raise TypeError(f"{fn}: cannot make a tensor from an array of dtype {host.dtype}; expected one of "
-                        f"float16, bfloat16, float32, float64, int8, uint8, int16, int32, int64, bool") from None
+                        "float16, bfloat16, float32, float64, complex64, complex128, int8, uint8, int16, int32, "
+                        "int64, bool") from None
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
