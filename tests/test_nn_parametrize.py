@@ -231,3 +231,38 @@ def test_register_parametrization_errors():
         parametrize.remove_parametrizations(layer, "bias")
     with pytest.raises(TypeError, match="parametrization must be a Module"):
         parametrize.register_parametrization(cn.nn.Linear(3, 4), "weight", lambda x: x)
+
+
+@pytest.mark.parametrize(("shape", "orthogonal_map"), [((4, 4), None), ((4, 4), "cayley"), ((4, 4), "householder"),
+                                                       ((5, 3), None), ((3, 5), None), ((5, 3), "matrix_exp")])
+def test_orthogonal_matches_torch(shape, orthogonal_map):
+    out_features, in_features = shape
+    layer, ref = cn.nn.Linear(in_features, out_features).double(), torch.nn.Linear(in_features, out_features).double()
+    with torch.no_grad():
+        ref.weight.copy_(torch.tensor(layer.weight.detach().numpy()))
+        ref.bias.copy_(torch.tensor(layer.bias.detach().numpy()))
+    cn.nn.utils.parametrizations.orthogonal(layer, orthogonal_map=orthogonal_map)
+    torch.nn.utils.parametrizations.orthogonal(ref, orthogonal_map=orthogonal_map)
+    assert list(layer.state_dict()) == list(ref.state_dict())
+    if shape[0] == shape[1]:
+        # NOTE: a square weight's base is its QR factor with diag(R) > 0: unique, so cupynet's is torch's
+        np.testing.assert_allclose(layer.parametrizations.weight[0].base.numpy(),
+                                   ref.parametrizations.weight[0].base.numpy(), rtol=1e-10, atol=1e-12)
+    # NOTE: a rectangular base is completed with random columns: start both from torch's state
+    layer.load_state_dict({k: cn.tensor(v.detach().numpy()) for k, v in ref.state_dict().items()})
+    with torch.no_grad():  # NOTE: move the original off -I so that the map is not the identity
+        step = RNG.standard_normal(shape) * 0.3
+        np.fill_diagonal(step, 0.0)  # NOTE: the householder map reads its signs there; training never moves them
+        ref.parametrizations.weight.original.add_(torch.tensor(step))
+    layer.parametrizations.weight.original.array[...] += step
+    w = layer.weight.detach().numpy()
+    small = w.T @ w if shape[0] >= shape[1] else w @ w.T
+    np.testing.assert_allclose(small, np.eye(min(shape)), atol=1e-12)
+    _run(layer, ref, (2, in_features))
+
+
+def test_orthogonal_errors():
+    with pytest.raises(ValueError, match="Expected a matrix or batch of matrices. Got a tensor of 1 dimensions"):
+        cn.nn.utils.parametrizations.orthogonal(cn.nn.Linear(3, 4), "bias")
+    with pytest.raises(ValueError, match='orthogonal_map has to be one of "matrix_exp", "cayley", "householder"'):
+        cn.nn.utils.parametrizations.orthogonal(cn.nn.Linear(3, 4), orthogonal_map="qr")

@@ -7,19 +7,28 @@
   ``n_power_iterations``) per read in training mode, 15 at registration; the vectors are buffers ``_u``,
   ``_v`` of the parametrization, so ``parametrizations.weight.0._u`` in the state dict, as PyTorch.
 
+* ``orthogonal(module)``: the weight kept orthogonal (``Q^H Q = I``): ``base @ map(X)`` where ``map`` is the
+  matrix exponential or the Cayley map of a skew-symmetric matrix made from ``X``, or a product of
+  Householder reflections (PyTorch's three maps, its defaults); ``base`` (a buffer) is the weight's
+  orthogonal factor at registration.
+
 ``norm_hooks.py`` has the older forms (``nn.utils.weight_norm``, ``nn.utils.spectral_norm``), which
 compute the weight in a forward pre-hook instead.
 """
 
 from __future__ import annotations
 
+import numpy
+
+from ... import backend, creation, linalg
 from ...autograd import no_grad
-from ...ops import mv, normalize, vdot
+from ...ops import cat, mv, normalize, vdot
+from ...tensor import Tensor
 from ..conv import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from ..module import Module
 from . import parametrize
 
-__all__ = ["weight_norm", "spectral_norm", "norm_except_dim", "weight_norm_value", "matrix_view"]
+__all__ = ["weight_norm", "spectral_norm", "orthogonal", "norm_except_dim", "weight_norm_value", "matrix_view"]
 
 
 def norm_except_dim(v, dim: int):
@@ -173,3 +182,118 @@ def spectral_norm(module, name: str = "weight", n_power_iterations: int = 1, eps
     if dim is None:
         dim = 1 if isinstance(module, (ConvTranspose1d, ConvTranspose2d, ConvTranspose3d)) else 0
     return parametrize.register_parametrization(module, name, _SpectralNorm(weight, n_power_iterations, dim, eps))
+
+
+_ORTHOGONAL_MAPS = ("matrix_exp", "cayley", "householder")
+
+
+def _householder_product(reflectors, tau):
+    """The first k columns of ``H_1 ... H_k``, ``H_i = I - tau_i v_i v_i^T``, ``v_i`` column i of ``reflectors``
+    below the diagonal with a 1 on it (LAPACK's ``orgqr``; differentiable: cupynet ops)."""
+    n, k = reflectors.shape[-2], reflectors.shape[-1]
+    eye = creation.eye(n, dtype=reflectors.dtype, device=reflectors.device)
+    q = eye[:, :k]
+    for i in reversed(range(k)):
+        v = reflectors[..., :, i:i + 1] + eye[:, i:i + 1]
+        q = q - (v * tau[..., i:i + 1].unsqueeze(-1)) @ (v.mT @ q)
+    return q
+
+
+def _make_orthogonal(a):
+    """The Q of ``a = QR`` (``a`` tall) with ``diag(R) >= 0``: unique, so the same Q as PyTorch's."""
+    host = backend.to_numpy(a.array)
+    q, r = numpy.linalg.qr(host)
+    signs = numpy.sign(numpy.diagonal(r, axis1=-2, axis2=-1))
+    q = q * numpy.where(signs == 0, 1, signs)[..., None, :]
+    return Tensor(backend.array_module_for(a.device).asarray(q.astype(host.dtype)))
+
+
+class _Orthogonal(Module):
+    """The parametrization ``orthogonal`` registers (PyTorch's, with ``use_trivialization=True``).
+
+    Args:
+        weight: the weight it will be applied to (at least 2-D).
+        orthogonal_map: ``"matrix_exp"``, ``"cayley"`` or ``"householder"``.
+    """
+
+    def __init__(self, weight, orthogonal_map: str):
+        super().__init__()
+        self.shape, self.orthogonal_map = tuple(weight.shape), orthogonal_map
+        self.register_buffer("base", None)
+
+    def forward(self, x):
+        """The orthogonal weight ``base @ map(x)``.
+
+        Args:
+            x: the original (a matrix or a batch of them).
+        """
+        n, k = x.shape[-2], x.shape[-1]
+        transposed = n < k
+        if transposed:
+            x, n, k = x.mT, k, n
+        if self.orthogonal_map in ("matrix_exp", "cayley"):
+            x = x.tril()
+            if n != k:
+                x = cat([x, creation.zeros(*x.shape[:-2], n, n - k, dtype=x.dtype, device=x.device)], dim=-1)
+            a = x - x.mT
+            if self.orthogonal_map == "matrix_exp":
+                q = linalg.matrix_exp(a)
+            else:
+                eye = creation.eye(n, dtype=a.dtype, device=a.device)
+                q = linalg.solve(eye - a * 0.5, eye + a * 0.5)
+            q = q[..., :k] if n != k else q
+        else:
+            a = x.tril(-1)
+            tau = 2.0 / (1.0 + (a * a).sum(dim=-2))
+            # NOTE: the diagonal of x holds the signs (+-1), read without a gradient, as PyTorch
+            signs = Tensor(x.diagonal(dim1=-2, dim2=-1).array.astype(numpy.int64).astype(x.dtype))
+            q = _householder_product(a, tau) * signs.unsqueeze(-2)
+        q = self.base @ q
+        return q.mT if transposed else q
+
+    def right_inverse(self, q):
+        """Store ``q``'s orthogonal factor as ``base``; the original becomes ``-I`` (so the map starts at ``base``).
+
+        Args:
+            q: a Tensor of the weight's shape.
+        """
+        if tuple(q.shape) != self.shape:
+            raise ValueError(f"Expected a matrix or batch of matrices of shape {self.shape}. Got a tensor of shape "
+                             f"{tuple(q.shape)}.")
+        with no_grad():
+            start = q
+            n, k = q.shape[-2], q.shape[-1]
+            if n < k:
+                q, n, k = q.mT, k, n
+            if n != k:
+                # NOTE: completed with random columns, as PyTorch (its base differs: load its buffer to match)
+                q = cat([q, creation.randn(*q.shape[:-2], n, n - k, dtype=q.dtype, device=q.device)], dim=-1)
+            self.base = _make_orthogonal(q.detach())
+            neg_eye = creation.zeros(*start.shape, dtype=start.dtype, device=start.device)
+            neg_eye.array[..., range(min(start.shape[-2:])), range(min(start.shape[-2:]))] = -1
+            return neg_eye
+
+
+def orthogonal(module, name: str = "weight", orthogonal_map=None, *, use_trivialization: bool = True):
+    """Keep ``module.<name>`` orthogonal (or its transpose, for a wide matrix) (PyTorch's ``orthogonal``).
+
+    Args:
+        module: the Module.
+        name: the parameter's name (a matrix or a batch of matrices).
+        orthogonal_map: ``"matrix_exp"``, ``"cayley"`` or ``"householder"`` (default: matrix_exp for a square
+            weight, householder otherwise).
+        use_trivialization: must be True (cupynet's only form: the map starts from the weight's factor).
+    """
+    weight = getattr(module, name, None)
+    if not isinstance(weight, Tensor):
+        raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
+    if weight.ndim < 2:
+        raise ValueError(f"Expected a matrix or batch of matrices. Got a tensor of {weight.ndim} dimensions.")
+    if orthogonal_map is None:
+        orthogonal_map = "matrix_exp" if weight.shape[-2] == weight.shape[-1] else "householder"
+    if orthogonal_map not in _ORTHOGONAL_MAPS:
+        raise ValueError(f'orthogonal_map has to be one of "matrix_exp", "cayley", "householder". '
+                         f"Got: {orthogonal_map}")
+    if not use_trivialization:
+        raise NotImplementedError("orthogonal: use_trivialization=False is not supported by cupynet")
+    return parametrize.register_parametrization(module, name, _Orthogonal(weight, orthogonal_map), unsafe=True)
