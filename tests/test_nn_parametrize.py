@@ -156,7 +156,12 @@ def test_spectral_norm_parametrization_matches_torch_step_by_step(make_cn, make_
 
 
 def test_spectral_norm_estimates_the_largest_singular_value():
-    layer = cn.nn.utils.parametrizations.spectral_norm(cn.nn.Linear(6, 5).double())
+    # NOTE: singular values 3, 1, 0.5, ...: power iteration's error shrinks by (1/3)^2 a step, so 35 steps are
+    # far below the tolerance whatever the random start (a start orthogonal to the top vector has probability 0)
+    u, _, vt = np.linalg.svd(RNG.standard_normal((5, 6)), full_matrices=False)
+    linear = cn.nn.Linear(6, 5).double()
+    linear.weight.array[...] = u @ np.diag([3.0, 1.0, 0.5, 0.25, 0.125]) @ vt
+    layer = cn.nn.utils.parametrizations.spectral_norm(linear)
     for _ in range(20):
         weight = layer.weight  # NOTE: each read in training mode is one more power-iteration step
     assert abs(np.linalg.svd(weight.detach().numpy(), compute_uv=False)[0] - 1.0) < 1e-8
