@@ -40,11 +40,13 @@ from .tensor import Size, Tensor
 
 # NOTE: the dtypes a program sees are cupynet.dtypes.dtype objects (PyTorch's torch.dtype), each equal to the
 # NumPy dtype of cupynet.dtypes it stands for; the internals compute with the NumPy dtypes themselves
-float16, bfloat16, float32, float64, int8, uint8, int16, int32, int64, bool_ = (dtypes.public(d) for d in (
-    dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64, dtypes.int8, dtypes.uint8, dtypes.int16,
-    dtypes.int32, dtypes.int64, dtypes.bool_))
+float16, bfloat16, float32, float64, int8, uint8, int16, int32, int64, bool_, complex64, complex128 = (
+    dtypes.public(d) for d in (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64, dtypes.int8,
+                               dtypes.uint8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.bool_,
+                               dtypes.complex64, dtypes.complex128))
 half, double, long = float16, float64, int64
 bool = bool_  # noqa: A001 - PyTorch's name: cupynet.bool
+cfloat, cdouble = complex64, complex128
 float = float32  # noqa: A001
 int = int32  # noqa: A001
 __version__ = "0.1.0"
@@ -52,7 +54,7 @@ __version__ = "0.1.0"
 # ---- PyTorch's names for the rest of the core (`cupynet run` maps torch.X to these) -------------------------
 from . import settings  # noqa: E402
 from .autograd import inference_mode, is_inference_mode_enabled  # noqa: E402
-from .creation import is_tensor, numel  # noqa: E402
+from .creation import is_tensor, logspace, numel, randint_like  # noqa: E402
 from .dtypes import finfo, iinfo  # noqa: E402
 from .random import Generator, default_generator, seed  # noqa: E402
 from .settings import (  # noqa: E402
@@ -81,5 +83,6 @@ _LAZY = {**{name: f"cupynet.{name}" for name in _LAZY_MODULES},
          "load": "cupynet.serialization:load",
          "load_safetensors": "cupynet.safetensors_io:load_safetensors",
          "save_safetensors": "cupynet.safetensors_io:save_safetensors",
-         **{name: f"cupynet.compat.legacy_tensors:{name}" for name in _LEGACY_TENSORS}}
+         **{name: f"cupynet.compat.legacy_tensors:{name}" for name in _LEGACY_TENSORS},
+         **{name: f"cupynet.ops.complex_math:{name}" for name in ops.COMPLEX_NAMES}}
 __getattr__, __dir__ = _lazy.lazy_names(__name__, _LAZY)

@@ -17,8 +17,8 @@ from .random import generator_for, resolve_generator
 from .tensor import Tensor
 
 __all__ = ["is_tensor", "numel", "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange",
-           "linspace", "eye", "rand", "randn", "randint", "randperm", "zeros_like", "ones_like", "full_like",
-           "empty_like", "rand_like", "randn_like"]
+           "linspace", "logspace", "eye", "rand", "randn", "randint", "randperm", "zeros_like", "ones_like",
+           "full_like", "empty_like", "rand_like", "randn_like", "randint_like"]
 
 
 def _device(device):
@@ -41,6 +41,8 @@ def _infer_dtype(host):
         return dtypes.int64
     if host.dtype.kind == "f":
         return dtypes.get_default_dtype()
+    if host.dtype.kind == "c":  # NOTE: PyTorch's default complex dtype follows the default float dtype
+        return dtypes.complex128 if dtypes.get_default_dtype() == dtypes.float64 else dtypes.complex64
     raise TypeError(f"tensor: cannot make a tensor from data of dtype {host.dtype}")
 
 
@@ -50,7 +52,8 @@ def _array_dtype(host, fn="tensor"):
         return dtypes.as_dtype(host.dtype)
     except TypeError:
         raise TypeError(f"{fn}: cannot make a tensor from an array of dtype {host.dtype}; expected one of "
-                        f"float16, bfloat16, float32, float64, int8, uint8, int16, int32, int64, bool") from None
+                        "float16, bfloat16, float32, float64, complex64, complex128, int8, uint8, int16, int32, "
+                        "int64, bool") from None
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
@@ -242,6 +245,34 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     return _finish(numpy.linspace(start, end, steps).astype(dt), _device(device), requires_grad)
 
 
+def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
+    """``steps`` values ``base ** e`` for exponents evenly spaced from ``start`` to ``end`` inclusive.
+
+    NOTE: computed as PyTorch's CPU kernel does: ``start`` and ``end`` are first rounded to dtype and
+    their difference taken there; the exponents and the power are float64, the first half counting up
+    from ``start``, the second half down from ``end`` (both ends exact); then one rounding to dtype.
+
+    Args:
+        start: first exponent.
+        end: last exponent.
+        steps: how many values (>= 0).
+        base: the base of the power.
+        dtype: ``get_default_dtype()`` (float32 unless changed) when None.
+        device: default device when None.
+        requires_grad: make it a leaf that records gradients.
+    """
+    if not isinstance(steps, numbers.Integral) or steps < 0:
+        raise RuntimeError(f"logspace: number of steps must be a non-negative integer, got {steps!r}")
+    dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    first, last = numpy.array([start, end]).astype(dt)
+    with numpy.errstate(over="ignore"):  # NOTE: a power past the dtype's range is inf, as in PyTorch
+        step = float(last - first) / (steps - 1) if steps > 1 else 0.0
+        k = numpy.arange(steps, dtype=numpy.float64)
+        exponents = numpy.where(k < steps // 2, float(first) + step * k, float(last) - step * (steps - 1 - k))
+        values = numpy.power(float(base), exponents).astype(dt)
+    return _finish(values, _device(device), requires_grad)
+
+
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     """The identity matrix (n x m).
 
@@ -393,6 +424,33 @@ ones_like = _like(ones, "Ones with ``input``'s shape, dtype and device.")
 empty_like = _like(zeros, "An uninitialised (zero) tensor like ``input``.", "empty_like")
 rand_like = _like(rand, "Uniform [0, 1) values like ``input``.")
 randn_like = _like(randn, "Standard normal values like ``input``.")
+
+
+def randint_like(input, *args, low=None, high=None, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    """Random integers in [low, high) with ``input``'s shape, dtype and device: ``randint_like(input, high)``
+    or ``randint_like(input, low, high)``.
+
+    Args:
+        input: a Tensor.
+        *args: ``high`` or ``low, high``.
+        low: lowest value (default 0).
+        high: one above the highest value.
+        dtype: override the dtype (default ``input``'s, a float input gives whole-number floats).
+        device: override the device.
+        requires_grad: make it a leaf that records gradients (floating dtypes only).
+    """
+    if len(args) > 2:
+        raise TypeError(f"randint_like: expected (input, high) or (input, low, high), got {len(args) + 1} "
+                        "positional arguments")
+    if len(args) == 2:
+        low, high = args
+    elif len(args) == 1:
+        high = args[0]
+    if high is None:
+        raise TypeError("randint_like: high is required, e.g. randint_like(x, 10) or randint_like(x, 0, 10)")
+    out = randint(0 if low is None else low, high, tuple(input.shape), dtype=dtype or input.dtype,
+                  device=device or input.device)
+    return out.requires_grad_() if requires_grad else out
 
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):  # noqa: A002

@@ -27,6 +27,8 @@ int16 = numpy.dtype("int16")
 int32 = numpy.dtype("int32")
 int64 = numpy.dtype("int64")
 bool_ = numpy.dtype("bool")
+complex64 = numpy.dtype("complex64")
+complex128 = numpy.dtype("complex128")
 
 half, float, double, long, int = float16, float32, float64, int64, int32  # noqa: A001 - torch aliases
 
@@ -36,11 +38,13 @@ _BY_NAME = {
     "float16": float16, "half": float16, "bfloat16": bfloat16, "float32": float32,
     "float": float32, "float64": float64, "double": float64, "int8": int8, "uint8": uint8,
     "int16": int16, "int32": int32, "int64": int64, "long": int64, "bool": bool_,
+    "complex64": complex64, "cfloat": complex64, "complex128": complex128, "cdouble": complex128,
 }
 
 __all__ = [
     "float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64",
-    "bool_", "FLOATING", "LOW_PRECISION", "as_dtype", "is_dtype_like", "is_floating", "is_low_precision",
+    "bool_", "complex64", "complex128",
+    "FLOATING", "LOW_PRECISION", "as_dtype", "is_dtype_like", "is_floating", "is_low_precision",
     "result_type", "compute_dtype", "get_default_dtype", "set_default_dtype", "finfo", "iinfo",
     "TORCH_SCALAR_NAMES", "torch_scalar_name", "dtype", "public",
 ]
@@ -75,7 +79,8 @@ def set_default_dtype(dtype) -> None:
 # NOTE: PyTorch's scalar-type names ("Float", "Long"): its error texts and its legacy type names
 # ("torch.FloatTensor") use them
 TORCH_SCALAR_NAMES = {float32: "Float", float64: "Double", float16: "Half", bfloat16: "BFloat16", uint8: "Byte",
-                      int8: "Char", int16: "Short", int32: "Int", int64: "Long", bool_: "Bool"}
+                      int8: "Char", int16: "Short", int32: "Int", int64: "Long", bool_: "Bool",
+                      complex64: "ComplexFloat", complex128: "ComplexDouble"}
 
 
 _COMPLEX_OF = {"float32": "complex64", "bfloat16": "complex64", "float64": "complex128"}
@@ -235,6 +240,8 @@ def result_type(*dtypes) -> numpy.dtype:
     Args:
         *dtypes: NumPy dtypes.
     """
+    if any(d.kind == "c" for d in dtypes):  # NOTE: complex wins; bfloat16/float16 meet it as float32
+        return numpy.result_type(*(float32 if d in LOW_PRECISION else d for d in dtypes))
     floats = [d for d in dtypes if d in FLOATING]
     if floats:
         if len(set(floats)) == 1:

@@ -187,8 +187,9 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
                                "computed variable in a subgraph that doesn't require differentiation use "
                                "var_no_grad = var.detach().")
-        if value and not dtypes.is_floating(self.array.dtype):
-            raise RuntimeError(f"only Tensors of floating point dtype can require gradients, got {self.dtype}")
+        if value and not dtypes.is_floating(self.array.dtype) and self.array.dtype.kind != "c":
+            raise RuntimeError(f"only Tensors of floating point and complex dtype can require gradients, got "
+                               f"{self.dtype}")
         self._requires_grad = bool(value)
 
     @property
@@ -618,6 +619,28 @@ class Tensor:
     def bfloat16(self):
         """Cast to bfloat16."""
         return self.to(dtypes.bfloat16)
+
+    @property
+    def real(self):
+        """The real part (of a complex tensor; a real tensor is its own real part)."""
+        return _ops.real(self)
+
+    @property
+    def imag(self):
+        """The imaginary part of a complex tensor."""
+        return _ops.imag(self)
+
+    def byte(self):
+        """Cast to uint8."""
+        return self.to(dtypes.uint8)
+
+    def char(self):
+        """Cast to int8."""
+        return self.to(dtypes.int8)
+
+    def short(self):
+        """Cast to int16."""
+        return self.to(dtypes.int16)
 
     def long(self):
         """Cast to int64."""

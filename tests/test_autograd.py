@@ -257,7 +257,7 @@ def test_gradcheck_catches_a_wrong_backward():
 
 
 def test_requires_grad_rules():
-    with pytest.raises(RuntimeError, match="only Tensors of floating point dtype"):
+    with pytest.raises(RuntimeError, match="only Tensors of floating point and complex dtype"):
         cn.tensor([1, 2], requires_grad=True)
     y = cn.tensor([1.0], requires_grad=True) * 2
     with pytest.raises(RuntimeError, match="leaf variables"):

@@ -1110,6 +1110,37 @@ for _label, _specs in (("plain", (X(3, 4, lay="T"), X(4, 2, lay="flip"))), ("emp
                        ("npT", (X(2, 3, lay="npT"), X(3, 1)))):
     case("spmm", _label, lambda lib, a, b: lib.spmm(a.to_sparse(), b), *_specs, fwd=16, bwd=16)
 
+# --- torch names of round 3: comparisons as a whole, take, mode, bilinear.
+# NOTE: isclose's tolerances and the inputs (multiples of 1/64) make |x - y| and atol + rtol * |y| exact in every
+# dtype, so no comparison sits on a rounding; mode's inputs are distinct (each value once: the mode is the minimum)
+for _label, _specs in (("T", (X(3, 4, lay="T", grad=False), X(3, 4, lay="flip", grad=False))),
+                       ("bcast", (X(3, 4, grad=False), X(4, lay="npflip", grad=False))),
+                       ("0d", (X(grad=False), X(grad=False))), ("empty", (X(0, 3, grad=False), X(3, grad=False)))):
+    case("isclose", _label, lambda lib, x, y: lib.isclose(x, y, rtol=0.5, atol=0.125), *_specs)
+    case("isclose", _label + "-atol", lambda lib, x, y: lib.isclose(x, y, rtol=0.0, atol=0.25), *_specs)
+    case("allclose", _label, lambda lib, x, y: lib.tensor(lib.allclose(x, y, rtol=0.0, atol=4.0)), *_specs)
+    case("allclose", _label + "-self", lambda lib, x, y: lib.tensor(lib.allclose(x, x.clone())), *_specs)
+    case("allclose", _label + "-other", lambda lib, x, y: lib.tensor(x.allclose(y)), *_specs)
+    case("equal", _label, lambda lib, x, y: lib.tensor(lib.equal(x, y)), *_specs)
+    case("equal", _label + "-self", lambda lib, x, y: lib.tensor(lib.equal(x, x.clone())), *_specs)
+for _label, _specs in (("T", (X(3, 4, lay="T"), Idx(2, 3, high=12))), ("flip", (X(4, 3, lay="flip"), Idx(5, high=12))),
+                       ("0d", (X(), Idx(3, high=1))), ("empty-index", (X(3, 4, lay="npT"), Idx(0, high=12))),
+                       ("0d-index", (X(6, lay="npflip"), Idx(high=6)))):
+    case("take", _label, lambda lib, x, i: lib.take(x, i), *_specs, fwd=1, bwd=1)
+    case("take", _label + "-negative", lambda lib, x, i: x.take(i - x.numel()), *_specs, fwd=1, bwd=1)
+for _label, _spec in _PICK_SPECS:
+    if _label != "empty":  # NOTE: an empty reduced dimension is an error in both (tested in test_torch_names.py)
+        case("mode", _label, _fn("mode"), _spec, fwd=1, bwd=1)
+        case("mode", _label + "-dim0", lambda lib, x: lib.mode(x, 0, keepdim=True), _spec, fwd=1, bwd=1)
+case("mode", "empty-other", lambda lib, x: lib.mode(x, 1), X(0, 3), fwd=1, bwd=1)
+# NOTE: one contraction of in1 * in2 products, computed in fp32 and rounded once (torch: float64 oracle)
+for _label, _specs in (("plain", (X(2, 3, lay="T"), X(2, 4), X(5, 3, 4), X(5))),
+                       ("batched", (X(2, 2, 3), X(2, 2, 4, lay="flip"), X(5, 3, 4, lay="npT"))),
+                       ("1d", (X(3), X(4, lay="npflip"), X(2, 3, 4), X(2))),
+                       ("empty", (X(0, 3), X(0, 4), X(5, 3, 4), X(5))),
+                       ("bad-width", (X(2, 3), X(2, 5), X(5, 3, 4), X(5)))):
+    case("bilinear", _label, _F("bilinear"), *_specs, fwd=16, bwd=16)
+
 
 def _params():
     return [pytest.param(c, d, id=f"{c.name}-{c.label}-{d}") for c in CASES for d in c.dtypes]

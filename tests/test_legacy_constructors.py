@@ -120,7 +120,7 @@ def test_variable_is_a_new_leaf_sharing_the_data_as_torch():
 @pytest.mark.parametrize("call, error, match", [
     (lambda: cupynet.autograd.Variable([1.0, 2.0]), TypeError, "Variable data has to be a tensor, but got list"),
     (lambda: cupynet.autograd.Variable(cupynet.arange(2), requires_grad=True), RuntimeError,
-     "only Tensors of floating point dtype can require gradients"),
+     "only Tensors of floating point and complex dtype can require gradients"),
 ])
 def test_variable_refuses_what_torch_refuses(call, error, match):
     with pytest.raises(error, match=match):

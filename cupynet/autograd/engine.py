@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import warnings
 
 import numpy
 
@@ -38,7 +39,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False):
     _run(roots, seeds, create_graph if retain_graph is None else retain_graph, create_graph, capture=None)
 
 
-def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False):
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
+         allow_unused=False):
     """Return d(outputs)/d(inputs) without touching any ``.grad``.
 
     Args:
@@ -47,8 +49,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         grad_outputs: cotangents for ``outputs`` (None for scalar outputs).
         retain_graph: keep saved values for another backward (defaults to create_graph).
         create_graph: record the backward pass, for higher-order gradients.
+        only_inputs: ignored, as in PyTorch (deprecated there; False warns as torch does).
         allow_unused: return None for an input the outputs do not depend on instead of raising.
     """
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
+                      "gradient for other parts of the graph, please use torch.autograd.backward.", FutureWarning,
+                      stacklevel=2)
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     for i, t in enumerate(inputs):
         if not isinstance(t, Tensor):

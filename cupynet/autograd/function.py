@@ -333,7 +333,7 @@ def _link(cls, ctx, args, outputs):
     for i, out in enumerate(outputs):
         array = out.array
         dtype = array.dtype
-        if (dtype.kind == "f" or dtype == _BFLOAT16) and (not non_diff or id(out) not in non_diff):
+        if (dtype.kind == "f" or dtype == _BFLOAT16 or dtype.kind == "c") and (not non_diff or id(out) not in non_diff):
             out._requires_grad, out.grad_fn, out._output_nr = True, ctx, i
         meta.append((array.shape, dtype, array if keep else None))
     ctx._output_meta = tuple(meta)

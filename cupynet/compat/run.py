@@ -24,7 +24,11 @@ How the mapping works, top to bottom:
 
 Exit statuses: 0 when the script ends normally (or its ``sys.exit`` code), 1 when it
 raises (its traceback printed as python prints it), 2 when the script cannot be
-opened, 3 (``EXIT_MISSING``) when it touched a torch name cupynet does not have.
+opened, 3 (``EXIT_MISSING``) when it touched a torch name cupynet does not have: a module, a
+module's name, or an attribute the script read of a cupynet class or object it reached through
+torch (``nn.Embedding.from_pretrained``, ``nn.Sequential(...).get_extra_state``,
+``optim.SGD(...).register_step_post_hook``). A missing attribute of the script's own classes
+(subclasses of ``nn.Module`` included) stays a traceback: it may be the script's own typo.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ import types
 
 __all__ = ["TORCH_MODULES", "TORCH_EMPTY_MODULES", "MAPPED_VERSIONS", "MappedDistribution", "EXIT_MISSING",
            "TorchAttributeMissing", "TorchModuleMissing",
-           "TorchAlias", "TorchFinder", "torch_modules", "has_module", "run_script", "main"]
+           "TorchAlias", "TorchFinder", "torch_modules", "torch_name_of", "has_module", "run_script", "main"]
 
 EXIT_MISSING = 3
 
@@ -82,6 +86,8 @@ TORCH_MODULES = {
     "torch.nn.utils": "cupynet.nn.utils",
     "torch.nn.utils.rnn": "cupynet.nn.utils.rnn",
     "torch.nn.utils.fusion": "cupynet.compat.fusion",
+    "torch.nn.utils.parametrize": "cupynet.nn.utils.parametrize",
+    "torch.nn.utils.parametrizations": "cupynet.nn.utils.parametrizations",
     "torch.nn.parallel": "cupynet.nn.parallel",
     "torch.optim": "cupynet.optim",
     "torch.optim.lr_scheduler": "cupynet.optim.lr_scheduler",
@@ -347,12 +353,63 @@ def missing_torch_name(error: BaseException):
         return f"{found.group(2)}.{found.group(1)}" if found else None
     if isinstance(error, AttributeError) and _is_cupynet_tensor(getattr(error, "obj", None)):
         return f"torch.Tensor.{error.name}"
+    if isinstance(error, AttributeError) and error.name and _asked_by_user_code(error.__traceback__):
+        owner = torch_name_of(getattr(error, "obj", None))
+        return f"{owner}.{error.name}" if owner is not None else None
     return None
 
 
 def _is_cupynet_tensor(obj) -> bool:
     tensor = sys.modules.get("cupynet.tensor")
     return tensor is not None and isinstance(obj, tensor.Tensor)
+
+
+def _is_cupynet_name(name) -> bool:
+    return isinstance(name, str) and (name == "cupynet" or name.startswith("cupynet."))
+
+
+def torch_name_of(obj):
+    """The torch name of a cupynet module, class or object (``cupynet.nn.Embedding`` -> ``torch.nn.Embedding``).
+
+    NOTE: an object is named by its class. A class is named by the shortest torch module whose cupynet
+    module holds it (only modules already imported are searched); one held by none is named by its own
+    module path with ``cupynet`` read as ``torch``. None for anything that is not cupynet's (the user's own
+    classes, subclasses of cupynet's included: a missing attribute there is the user's to report).
+
+    Args:
+        obj: the object whose attribute was missing (``AttributeError.obj``).
+    """
+    if isinstance(obj, types.ModuleType):
+        if not _is_cupynet_name(obj.__name__):
+            return None
+        mapped = sorted(torch for torch, target in TORCH_MODULES.items() if target == obj.__name__)
+        return mapped[0] if mapped else "torch" + obj.__name__[len("cupynet"):]
+    cls = obj if isinstance(obj, type) else type(obj)
+    if not _is_cupynet_name(getattr(cls, "__module__", None)):
+        return None
+    for torch_module, target in sorted(TORCH_MODULES.items(), key=lambda item: (len(item[0]), item[0])):
+        module = sys.modules.get(target)
+        if module is not None and vars(module).get(cls.__name__) is cls:
+            return f"{torch_module}.{cls.__name__}"
+    return "torch" + cls.__module__[len("cupynet"):] + "." + cls.__qualname__
+
+
+def _asked_by_user_code(tb) -> bool:
+    """Whether the failed attribute read was written outside cupynet (its ``__getattr__`` hooks aside).
+
+    NOTE: an AttributeError raised by cupynet's own code reading its own objects is a cupynet bug, and
+    keeps its traceback; only a read the user's code made is a missing torch name.
+    """
+    frames = [frame for frame, _ in traceback.walk_tb(tb)]
+    while frames and frames[-1].f_code.co_name in ("__getattr__", "__getattribute__") and \
+            _in_package(frames[-1].f_code.co_filename):
+        frames.pop()
+    return bool(frames) and not _in_package(frames[-1].f_code.co_filename)
+
+
+def _in_package(filename: str) -> bool:
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # NOTE: cupynet/, above compat/
+    return filename.startswith("<frozen") or os.path.abspath(filename).startswith(package + os.sep)
 
 
 # NOTE: the folder of stand-in ``torch`` / ``torchvision`` modules a run puts on sys.path for its spawned children

@@ -12,7 +12,9 @@ The device questions (as ``torch.cuda``) are answered here; the kernel layer is 
 * ``common.cuh``: the CUDA helpers every kernel includes; ``reference``: their NumPy twins;
 * ``memory``: ``torch.cuda``'s memory questions from CuPy's memory pool (0 / no-ops on the CPU);
 * ``amp``: ``torch.cuda.amp`` (``autocast``, ``GradScaler``): ``cupynet/compat/cuda_amp.py``, loaded on first use;
-* ``emulated``: the emulated CUDA device (``CUPYNET_DEVICE=cuda-emulated``), loaded on first use.
+* ``emulated``: the emulated CUDA device (``CUPYNET_DEVICE=cuda-emulated``), loaded on first use;
+* ``Stream``, ``Event``, ``current_stream``, ``default_stream``, ``set_stream``, ``stream``: torch.cuda's
+  streams and events, ``cupynet/compat/cuda_streams.py``, loaded on first use.
 
 The kernels themselves live beside the code that uses them: ``cupynet/amp/kernels``
 (unscale, loss-scale update, L2 norm), ``cupynet/optim/kernels`` (SGD, Adam) and
@@ -48,4 +50,6 @@ __getattr__, __dir__ = _lazy.lazy_names(__name__, {
     "emulated": "cupynet.emulated_cuda",
     "memory": "cupynet.cuda.memory",
     **{name: f"cupynet.cuda.memory:{name}" for name in _MEMORY_QUESTIONS},
+    **{name: f"cupynet.compat.cuda_streams:{name}" for name in ("Stream", "Event", "current_stream", "default_stream",
+                                                                 "set_stream", "stream")},
 })

@@ -27,7 +27,7 @@ from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, Conv
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from .flatten import Flatten, Unflatten
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
-from .linear import Identity, Linear
+from .linear import Bilinear, Identity, Linear
 from .loss import (
                          BCELoss,
                          BCEWithLogitsLoss,
@@ -135,7 +135,7 @@ from .sparse import Embedding, EmbeddingBag  # noqa: E402
 __all__ += [
     "SELU", "CELU", "Softsign", "LogSigmoid", "Tanhshrink", "Threshold", "Softshrink", "Hardshrink", "RReLU",
     "Softmin", "Softmax2d", "PairwiseDistance", "TripletMarginLoss", "CosineEmbeddingLoss", "MultiLabelSoftMarginLoss",
-    "GaussianNLLLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "HingeEmbeddingLoss", "EmbeddingBag",
+    "GaussianNLLLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "HingeEmbeddingLoss", "EmbeddingBag", "Bilinear",
 ]
 
 # NOTE: torch.nn.modules' submodule paths (torch.nn.modules.rnn.LSTM) are compatibility surface: cupynet/compat/.

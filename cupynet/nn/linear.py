@@ -1,4 +1,4 @@
-"""``Linear`` and ``Identity``, and the helpers every layer file uses (``check_input``, ``new_parameter``)."""
+"""``Linear``, ``Bilinear``, ``Identity``; the helpers every layer file uses (``check_input``, ``new_parameter``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from . import init
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["Identity", "Linear", "check_input", "new_parameter"]
+__all__ = ["Identity", "Linear", "Bilinear", "check_input", "new_parameter"]
 
 
 def check_input(layer, input, min_ndim: int = 0):  # noqa: A002 - PyTorch's name
@@ -149,3 +149,51 @@ class Linear(Module):
     def extra_repr(self) -> str:
         """``in_features=.., out_features=.., bias=..``."""
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class Bilinear(Module):
+    """``y = x1^T A x2 + b`` for each output feature (``F.bilinear``).
+
+    Init (PyTorch's): weight and bias ~ U(-1/sqrt(in1_features), 1/sqrt(in1_features)).
+
+    Args:
+        in1_features: size of each first input sample.
+        in2_features: size of each second input sample.
+        out_features: size of each output sample.
+        bias: learn an additive bias.
+        device: where the parameters live.
+        dtype: their floating dtype (default float32).
+    """
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int, bias: bool = True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.in1_features = check_int("Bilinear", "in1_features", in1_features, minimum=0)
+        self.in2_features = check_int("Bilinear", "in2_features", in2_features, minimum=0)
+        self.out_features = check_int("Bilinear", "out_features", out_features, minimum=0)
+        add_weight_and_bias(self, (out_features, in1_features, in2_features), (out_features,) if bias else None,
+                            device, dtype)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """Re-draw weight and bias from U(-1/sqrt(in1_features), 1/sqrt(in1_features))."""
+        bound = 1 / math.sqrt(self.in1_features) if self.in1_features else 0
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1, input2):
+        """Apply the bilinear map.
+
+        Args:
+            input1: a Tensor of shape (*, in1_features).
+            input2: a Tensor of shape (*, in2_features).
+        """
+        check_input(self, input1, 1)
+        check_input(self, input2, 1)
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        """``in1_features=.., in2_features=.., out_features=.., bias=..``."""
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")

@@ -55,6 +55,31 @@ class Embedding(Module):
         else:
             self._load_weight(_weight)
 
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None, norm_type=2.0,
+                        scale_grad_by_freq=False, sparse=False):
+        """A layer whose table is a copy of ``embeddings`` (a 2-D Tensor), frozen unless ``freeze=False``.
+
+        NOTE: as PyTorch, the padding row keeps its pretrained values (it only gets no gradient).
+
+        Args:
+            embeddings: the (num_embeddings, embedding_dim) table.
+            freeze: keep the table out of training (``requires_grad=False``).
+            padding_idx: see the class.
+            max_norm: see the class.
+            norm_type: see the class.
+            scale_grad_by_freq: see the class.
+            sparse: see the class.
+        """
+        if getattr(embeddings, "ndim", None) != 2:
+            raise ValueError("Embedding.from_pretrained: Embeddings parameter is expected to be 2-dimensional, got "
+                             f"shape {tuple(getattr(embeddings, 'shape', ()))}")
+        rows, cols = embeddings.shape
+        layer = cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse, embeddings,
+                    device=embeddings.device, dtype=embeddings.dtype)
+        layer.weight.requires_grad_(not freeze)
+        return layer
+
     def _load_weight(self, value):
         array = as_array(value, "Embedding(_weight=...)")
         if tuple(array.shape) != tuple(self.weight.shape):

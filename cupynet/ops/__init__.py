@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 
+from .. import _lazy
 from ..autograd.function import Cast, Function
 
 FAMILIES = ("shape", "arith", "compare", "inplace", "reduce", "unary", "trigonometric", "rounding", "clamping",
@@ -49,3 +50,22 @@ def _all_op_classes():
 
 OP_CLASSES = _all_op_classes()
 __all__ = sorted({n for m in _modules for n in m.__all__}) + ["TENSOR_METHODS", "OP_CLASSES"]
+
+# NOTE: complex tensors' own ops load on first use (complex_math.py): its functions are names of this package,
+# and its Tensor methods forward to it
+COMPLEX_NAMES = ("complex", "polar", "view_as_complex", "view_as_real", "real", "imag", "conj", "conj_physical",
+                 "resolve_conj", "resolve_neg", "angle", "is_complex")
+
+
+def _complex_method(name):
+    def method(self, *args, **kwargs):
+        from . import complex_math  # noqa: PLC0415 - loaded on first use
+        return getattr(complex_math, name)(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"``cupynet.{name}(self, ...)`` (complex_math.py)."
+    return method
+
+
+TENSOR_METHODS.update({name: _complex_method(name) for name in COMPLEX_NAMES[5:]})
+__getattr__, __dir__ = _lazy.lazy_names(__name__, {name: f"cupynet.ops.complex_math:{name}" for name in COMPLEX_NAMES})

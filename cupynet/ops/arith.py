@@ -54,9 +54,16 @@ def _binary(fn, a, b):
         return fn.apply(a, b)  # NOTE: the common tensor-with-a-number case needs no lifting or promotion
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         raise TypeError(f"{fn.name()}: expected at least one Tensor, got {type(a).__name__} and {type(b).__name__}")
+    if _complex_operand(a) or _complex_operand(b):  # NOTE: complex math lives in complex_math.py (first use)
+        from .complex_math import complex_binary  # noqa: PLC0415
+        return complex_binary(fn, a, b)
     like = a if isinstance(a, Tensor) else b
     a, b = _zero_dim_follows(lift(a, like), lift(b, like))
     return fn.apply(a, b)
+
+
+def _complex_operand(value) -> bool:
+    return type(value) is complex or (isinstance(value, Tensor) and value.array.dtype.kind == "c")
 
 
 class Add(Function):

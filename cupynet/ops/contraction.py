@@ -15,7 +15,7 @@ from ._linalg_checks import _same_dtype
 from ._util import compute_in_fp32, xp_of
 from .shape import broadcast_to, reshape, sum_to
 
-__all__ = ["einsum", "tensordot"]
+__all__ = ["einsum", "tensordot", "bilinear"]
 
 
 def einsum_arrays(equation, *arrays):
@@ -130,3 +130,41 @@ def tensordot(a, b, dims=2):
 
 
 METHODS = {}
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``y[..., o] = sum_ij input1[..., i] * weight[o, i, j] * input2[..., j] + bias[o]``: one einsum.
+
+    NOTE: a composite (the einsum's policy applies under autocast, ``lower``); PyTorch's bilinear is a
+    composite too.
+
+    Args:
+        input1: a Tensor of shape ``(*, in1_features)``.
+        input2: a Tensor of shape ``(*, in2_features)`` with the same leading dimensions.
+        weight: a Tensor of shape ``(out_features, in1_features, in2_features)``.
+        bias: an optional Tensor of shape ``(out_features,)``.
+    """
+    _check_bilinear(input1, input2, weight, bias)
+    out = einsum("...i,oij,...j->...o", input1, weight, input2)
+    return out + bias if bias is not None else out
+
+
+def _check_bilinear(input1, input2, weight, bias):
+    for name, value in (("input1", input1), ("input2", input2), ("weight", weight)):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"bilinear(): expected {name} to be a Tensor, got {type(value).__name__}")
+    if weight.ndim != 3:
+        raise RuntimeError(f"bilinear(): weight must be 3-D (out, in1, in2), got shape {tuple(weight.shape)}")
+    if input1.ndim != input2.ndim or input1.ndim == 0:
+        raise RuntimeError(f"bilinear(): input1 and input2 must have the same number of dimensions (at least 1), "
+                           f"got shapes {tuple(input1.shape)} and {tuple(input2.shape)}")
+    for k, (a, b) in enumerate(zip(input1.shape[:-1], input2.shape[:-1])):
+        if a != b:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {k}: got {a} and {b}")
+    for name, value, axis in (("input1", input1, 1), ("input2", input2, 2)):
+        if value.shape[-1] != weight.shape[axis]:
+            raise RuntimeError(f"bilinear(): {name} size does not match weight size: got {value.shape[-1]} but "
+                               f"expected {weight.shape[axis]}")
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got {tuple(bias.shape)} but expected "
+                           f"({weight.shape[0]},)")

@@ -122,7 +122,11 @@ def matmul(input, other, *, out=None):  # noqa: A002
         other: a Tensor with at least 1 dimension.
         out: an optional Tensor the result is written into (and returned), as PyTorch's ``out=``.
     """
-    result = Matmul.apply(input, other)
+    if input.array.dtype.kind == "c" or other.array.dtype.kind == "c":  # NOTE: complex_math.py, loaded on first use
+        from .complex_math import complex_matmul  # noqa: PLC0415
+        result = complex_matmul(input, other)
+    else:
+        result = Matmul.apply(input, other)
     return result if out is None else write_out("matmul", result, out)
 
 

@@ -95,7 +95,7 @@ def _reduced_shape(shape, axes):
 def _out_dtype(a, dtype):
     if dtype is not None:
         return dtype
-    return a.dtype if dtypes.is_floating(a.dtype) else dtypes.int64
+    return a.dtype if dtypes.is_floating(a.dtype) or a.dtype.kind == "c" else dtypes.int64
 
 
 class Sum(Function):
@@ -152,7 +152,7 @@ def mean(input, dim=None, keepdim=False, dtype=None):  # noqa: A002
         keepdim: keep reduced dimensions with size 1.
         dtype: the result dtype.
     """
-    if not dtypes.is_floating(input.dtype) and dtype is None:
+    if not dtypes.is_floating(input.dtype) and input.dtype.kind != "c" and dtype is None:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
                            f"or complex dtype. Got: {input.dtype}")
     return Mean.apply(input, axes=_axes("mean", dim, input.ndim), keepdim=keepdim,

@@ -1,7 +1,7 @@
-"""Selecting and counting by value: nonzero, argwhere, masked_select, count_nonzero, isin, bincount,
+"""Selecting and counting by value: nonzero, argwhere, masked_select, take, count_nonzero, isin, bincount,
 histc, and sampling indices by weight (multinomial).
 
-Only ``masked_select`` is differentiable: it is a read at the mask's positions (a
+Only ``masked_select`` and ``take`` are differentiable: each is a read at chosen positions (a
 ``GetItem``, indexing.py), whose backward writes the gradient back there. The
 others return indices or counts (PyTorch gives them no gradient either).
 
@@ -17,10 +17,10 @@ from .. import backend, dtypes, random
 from ..checks import require_tensor
 from ..tensor import Tensor
 from ._util import xp_of
-from .indexing import GetItem, normalize_dims
-from .shape import broadcast_to
+from .indexing import GetItem, check_index_tensor, normalize_dims
+from .shape import broadcast_to, reshape
 
-__all__ = ["nonzero", "argwhere", "masked_select", "count_nonzero", "isin", "bincount", "histc", "multinomial"]
+__all__ = ["nonzero", "argwhere", "masked_select", "take", "count_nonzero", "isin", "bincount", "histc", "multinomial"]
 
 
 def nonzero(input, *, as_tuple=False):  # noqa: A002 - PyTorch's name
@@ -73,6 +73,29 @@ def masked_select(input, mask):  # noqa: A002
     wide = broadcast_to(input, shape) if input.shape != shape else input
     where = xp_of(mask).broadcast_to(mask.array, shape).nonzero()
     return MaskedSelect.apply(wide, index=tuple(where))
+
+
+class Take(GetItem):
+    """The elements of the flattened input at integer positions."""
+
+    op_name = "take"
+
+
+def take(input, index):  # noqa: A002 - PyTorch's name
+    """``input`` read as a 1-D tensor (row-major) at ``index``; the result has the index's shape.
+
+    Negative indices count from the end. On the CPU an index outside ``[-numel, numel)`` raises an
+    IndexError; on the GPU it is not checked (indexing.py's NOTE).
+
+    Args:
+        input: a Tensor.
+        index: an integer Tensor of positions into ``input.flatten()``.
+    """
+    require_tensor("take", input)
+    check_index_tensor("take", index)
+    if index.dtype != dtypes.int64:
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got {index.dtype}")
+    return Take.apply(reshape(input, (-1,)), index=(index.array,))
 
 
 def count_nonzero(input, dim=None):  # noqa: A002
@@ -211,5 +234,6 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):  # no
     return Tensor(out.reshape(p.shape[:-1] + (num_samples,)).astype(dtypes.int64, copy=False))
 
 
-METHODS = {"nonzero": nonzero, "argwhere": argwhere, "masked_select": masked_select, "count_nonzero": count_nonzero,
+METHODS = {"nonzero": nonzero, "argwhere": argwhere, "masked_select": masked_select, "take": take,
+           "count_nonzero": count_nonzero,
            "bincount": bincount, "histc": histc, "multinomial": multinomial}

@@ -1,4 +1,4 @@
-"""Ordering ops: sort, argsort, topk, kthvalue, median/nanmedian, unique, unique_consecutive,
+"""Ordering ops: sort, argsort, topk, kthvalue, median/nanmedian, mode, unique, unique_consecutive,
 searchsorted and bucketize.
 
 Every op here that returns values picks them by index: the indices are found on
@@ -26,7 +26,8 @@ from ._util import normalize_dim, xp_of
 from .indexing import GetItem, along_dim_index, check_index_tensor
 from .shape import reshape
 
-__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "unique", "unique_consecutive",
+__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode", "unique",
+           "unique_consecutive",
            "searchsorted", "bucketize"]
 
 # NOTE: PyTorch returns named tuples (torch.return_types.sort, ...): fields by name or unpacking
@@ -34,6 +35,7 @@ SortResult = collections.namedtuple("sort", ["values", "indices"])
 TopkResult = collections.namedtuple("topk", ["values", "indices"])
 KthvalueResult = collections.namedtuple("kthvalue", ["values", "indices"])
 MedianResult = collections.namedtuple("median", ["values", "indices"])
+ModeResult = collections.namedtuple("mode", ["values", "indices"])
 
 
 def _stable_argsort(array, axis, descending):
@@ -215,6 +217,55 @@ def nanmedian(input, dim=None, keepdim=False):  # noqa: A002
     return _median("nanmedian", input, dim, keepdim, ignore_nan=True)
 
 
+def _mode_positions(rows):
+    """For 2-D ``rows``: the most frequent value of each row (the smallest of a tie), and its last position.
+
+    NOTE: each row is sorted; a run of equal values is counted by the distance to where it began, found
+    for all rows at once on the flattened array (each row's first element starts a run). The first
+    position holding the longest count ends the longest run of smallest value (PyTorch's choice).
+    """
+    xp = xp_of(rows)
+    n_rows, n = rows.shape
+    ordered = xp.sort(rows, axis=1)
+    starts = xp.ones(ordered.shape, dtype=bool)
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    starts = starts.reshape(-1)
+    run_begin = xp.flatnonzero(starts)[xp.cumsum(starts) - 1]
+    counts = (xp.arange(n_rows * n) - run_begin).reshape(n_rows, n)
+    values = ordered[xp.arange(n_rows), xp.argmax(counts, axis=1)]
+    # NOTE: PyTorch's CPU kernel reports the last position of the mode value in the row
+    last = n - 1 - xp.argmax((rows == values[:, None])[:, ::-1], axis=1)
+    return last
+
+
+def mode(input, dim=-1, keepdim=False):  # noqa: A002
+    """The most frequent value along ``dim`` (the smallest one on a tie) and the last index holding it.
+
+    Args:
+        input: a Tensor.
+        dim: the dimension to reduce.
+        keepdim: keep ``dim`` with size 1.
+
+    Returns:
+        ``(values, indices)``: values is differentiable (the gradient goes to the returned index).
+    """
+    require_tensor("mode", input)
+    d = normalize_dim("mode", dim, input.ndim)
+    flat = _as_1d(input)
+    if flat.shape[d] == 0:
+        raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
+    xp = xp_of(flat)
+    moved = xp.moveaxis(flat.array, d, -1)
+    rows = moved.reshape(-1, moved.shape[-1])
+    last = _mode_positions(rows) if rows.shape[0] else xp.zeros((0,), dtype=dtypes.int64)
+    chosen = xp.expand_dims(last.reshape(moved.shape[:-1]), d)
+    values, indices = _read_along("mode", flat, chosen.astype(dtypes.int64, copy=False), d)
+    if not keepdim or input.ndim == 0:
+        shape = tuple(s for i, s in enumerate(flat.shape) if i != d) if input.ndim else ()
+        values, indices = reshape(values, shape), reshape(indices, shape)
+    return ModeResult(values, indices)
+
+
 # ---- unique values (no gradient) ----------------------------------------------------------------------
 def _unique_result(values, inverse, counts, return_inverse, return_counts):
     out = [Tensor(values)]
@@ -331,4 +382,4 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):  # noqa: A002
 
 
 METHODS = {"sort": sort, "argsort": argsort, "msort": msort, "topk": topk, "kthvalue": kthvalue, "median": median,
-           "nanmedian": nanmedian, "unique": unique, "unique_consecutive": unique_consecutive}
+           "nanmedian": nanmedian, "mode": mode, "unique": unique, "unique_consecutive": unique_consecutive}

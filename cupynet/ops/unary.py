@@ -399,6 +399,9 @@ def abs(input):  # noqa: A001, A002 - PyTorch's names
     """
     require_tensor("abs", input)
     _refuse_bool("abs", input)
+    if input.array.dtype.kind == "c":  # NOTE: |z| of complex numbers: complex_math.py, loaded on first use
+        from .complex_math import complex_abs  # noqa: PLC0415
+        return complex_abs(input)
     return Abs.apply(input)
 
 

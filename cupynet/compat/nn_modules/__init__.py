@@ -31,7 +31,7 @@ TORCH_NN_MODULES = {
     "flatten": {"flatten": ("Flatten", "Unflatten")},
     "fold": {"fold": ("Fold", "Unfold")},
     "instancenorm": {"instancenorm": ("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d")},
-    "linear": {"linear": ("Identity", "Linear"), "attention": ("NonDynamicallyQuantizableLinear",)},
+    "linear": {"linear": ("Bilinear", "Identity", "Linear"), "attention": ("NonDynamicallyQuantizableLinear",)},
     "loss": {"loss": ("BCELoss", "BCEWithLogitsLoss", "CosineEmbeddingLoss", "CrossEntropyLoss",
                       "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "L1Loss",
                       "MSELoss", "MarginRankingLoss", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss",

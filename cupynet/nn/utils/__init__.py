@@ -1,5 +1,8 @@
 """``cupynet.nn.utils``: gradient clipping, flattening parameters to one vector; ``rnn``: packed sequences.
 
+Loaded on first use (the table at the end): weight norm and spectral norm (``parametrizations`` and the
+older hook forms ``weight_norm`` / ``spectral_norm``) and ``parametrize``.
+
 ``clip_grad_norm_`` never syncs with the host (unless ``error_if_nonfinite``):
 the total norm stays a 0-d array on the device and the grads are multiplied by
 ``min(1, max_norm / (norm + 1e-6))`` computed there, as PyTorch does.
@@ -12,7 +15,7 @@ import numbers
 
 import numpy
 
-from ... import backend, dtypes
+from ... import _lazy, backend, dtypes
 from ...tensor import Tensor
 from ..module import move_array
 from . import rnn
@@ -183,3 +186,11 @@ def vector_to_parameters(vec, parameters):
         backend.get_array_module(p.array).copyto(p.array, chunk.astype(p.dtype, copy=False))
         p._bump_version()
         offset += p.numel()
+
+
+__getattr__, __dir__ = _lazy.lazy_names(__name__, {
+    "parametrize": "cupynet.nn.utils.parametrize",
+    "parametrizations": "cupynet.nn.utils.parametrizations",
+    **{name: f"cupynet.nn.utils.norm_hooks:{name}" for name in ("weight_norm", "remove_weight_norm", "spectral_norm",
+                                                                 "remove_spectral_norm")},
+})
