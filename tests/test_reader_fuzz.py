@@ -13,9 +13,9 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from test_checkpoint_fuzz import apply_bytes
 
 from cupynet.data.datasets import cifar, mnist
-from test_checkpoint_fuzz import apply_bytes
 
 SLACK = 2 * 2 ** 20  # NOTE: one inflate chunk (1 MiB), Python's bookkeeping, error texts
 EXAMPLES = 300  # per format; about 10 s in all on two cores
