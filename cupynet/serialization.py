@@ -54,6 +54,7 @@ import numpy
 
 from . import backend, dtypes
 from ._atomic import TEMP_MARKER, atomic_write, stall_point
+from .nn.module import Module
 from .nn.parameter import Parameter
 from .tensor import Tensor
 
@@ -67,7 +68,14 @@ _MAX_NDIM = 64  # NumPy's and CuPy's limit
 _MAX_DEPTH = 100  # nesting of saved containers (a state dict needs about 6)
 _MAX_INT_DIGITS = 4300  # Python's default limit for int("..."); also bounds the work of parsing one
 _MAX_MANIFEST = 64 * 2 ** 20
-_DEVICE = re.compile(r"^(cpu|cuda(:\d{1,4})?)$")
+# NOTE: the JSON containers ("{" and "[") a file may hold: each costs up to about 260 bytes once parsed and
+# decoded (an empty __set__ node: a dict, a list and a set), so this many per byte of the file keeps them
+# within about 8 times its size; a real checkpoint has one per 60 bytes or more (its arrays' bytes and ZIP
+# headers count too). The base lets small files hold small trees freely.
+_BYTES_PER_CONTAINER = 32
+_BASE_CONTAINERS = 2 ** 16
+# NOTE: \Z, not $: "$" also matches before a trailing newline ("cpu\n" would pass)
+_DEVICE = re.compile(r"(cpu|cuda(:\d{1,4})?)\Z")
 _ALLOWED_DTYPES = {str(d): d for d in (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64, dtypes.int8,
                                        dtypes.uint8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.bool_)}
 _REFUSED_FLAGS = 0x1 | 0x20 | 0x40 | 0x2000  # ZIP general-purpose flags: encrypted, patched, strong encryption, masked
@@ -92,7 +100,7 @@ class WeightsOnlyError(CheckpointError, pickle.UnpicklingError):
 # NOTE: process-wide, as torch's is: add_safe_globals is meant for the whole program; the safe_globals
 # context manager restores the list it found on exit.
 _SAFE_GLOBALS = []
-_DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*\Z")
 
 
 def _global_name(obj) -> str:
@@ -327,6 +335,9 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, *, _use_new_zipfile_s
                          "_use_new_zipfile_serialization=False are not supported")
     encoder = _Encoder()
     tree = encoder.encode(obj)
+    problem = module_structure_problem(obj for obj, _ in encoder.seen.values())
+    if problem:
+        raise ValueError(f"save: {problem}; load would refuse the file")
     where = f if _is_file_object(f) else os.fspath(f)
 
     def write(out):
@@ -382,8 +393,31 @@ def _array_nbytes(shape, itemsize):
     return itemsize * math.prod(shape)
 
 
-def _parse_json(raw, where, what):
-    """``json.loads`` with every failure a CheckpointError: bad UTF-8 or JSON, nesting, integers over 4300 digits."""
+def container_limit(file_size: int) -> int:
+    """How many JSON containers (objects and arrays) the manifest or header of a ``file_size``-byte file may hold.
+
+    Args:
+        file_size: the whole file's size in bytes.
+    """
+    return _BASE_CONTAINERS + file_size // _BYTES_PER_CONTAINER
+
+
+def _check_containers(raw, file_size, where, what):
+    """Refuse JSON with more containers than ``container_limit`` before parsing it (a count of brackets,
+    those inside strings included: an overestimate, never an underestimate)."""
+    found, limit = raw.count(b"{") + raw.count(b"["), container_limit(file_size)
+    if found > limit:
+        raise CheckpointError(f"{where}: {what} holds up to {found} JSON objects and arrays; a {file_size}-byte file "
+                              f"may hold at most {limit} ({_BASE_CONTAINERS} + one per {_BYTES_PER_CONTAINER} bytes), "
+                              "which bounds the memory and time a load takes")
+
+
+def _parse_json(raw, where, what, file_size=None):
+    """``json.loads`` with every failure a CheckpointError: bad UTF-8 or JSON, nesting, integers over 4300 digits,
+    and (given ``file_size``) more containers than ``container_limit`` allows, refused before parsing."""
+    if file_size is not None:
+        _check_containers(raw, file_size, where, what)
+
     def parse_int(text):
         if len(text) > _MAX_INT_DIGITS:
             raise CheckpointError(f"{where}: {what} holds an integer of {len(text)} digits "
@@ -523,8 +557,8 @@ def _open_checked(f, path):
     with _zip_errors(path):
         zf = zipfile.ZipFile(f)
     with zf:
-        infos = _check_archive(zf, path, size)
-        manifest = _read_manifest(zf, infos, path)
+        infos = _check_archive(zf, f, path, size)
+        manifest = _read_manifest(zf, infos, path, size)
         specs = [_check_array_entry(path, entry, i, infos) for i, entry in enumerate(manifest["arrays"])]
     return f, size, manifest, specs
 
@@ -579,7 +613,20 @@ def _describe_head(head):
     return f"it starts with bytes {head!r}, not a ZIP archive"
 
 
-def _check_archive(zf, path, size):
+def _local_header_length(f, info, path, size):
+    """The length of ``info``'s local header as the file has it: 30 bytes + name length + extra length.
+
+    NOTE: the central directory's extra field may differ from the local one, so the local header is read.
+    """
+    if info.header_offset + 30 > size:
+        raise CheckpointError(f"load: {path}: entry {info.filename!r} has its local header past the end of the "
+                              f"{size}-byte file")
+    f.seek(info.header_offset)
+    name_length, extra_length = struct.unpack("<2H", f.read(30)[26:30])
+    return 30 + name_length + extra_length
+
+
+def _check_archive(zf, f, path, size):
     """Check every entry's declared layout against the file before anything is read; returns {name: info}."""
     infos, spans = {}, []
     for info in zf.infolist():
@@ -593,9 +640,11 @@ def _check_archive(zf, path, size):
             raise CheckpointError(f"{where} is encrypted or patched (ZIP flags {info.flag_bits:#x})")
         if info.file_size != info.compress_size:
             raise CheckpointError(f"{where} claims {info.file_size} bytes but stores {info.compress_size}")
-        # NOTE: a local header takes at least 30 bytes before the data; spans that overlap would let
-        # many entries claim the same bytes (and a reader allocate many times the file's size).
-        spans.append((info.header_offset, info.header_offset + 30 + info.compress_size, info.filename))
+        # NOTE: an entry spans its local header (its real length, read from the file) and its data; spans that
+        # overlap would let many entries claim the same bytes (a reader allocating many times the file's size,
+        # or a memory-mapped array showing the bytes of the next entry).
+        end = info.header_offset + _local_header_length(f, info, path, size) + info.compress_size
+        spans.append((info.header_offset, end, info.filename))
         infos[info.filename] = info
     end_before = 0
     for begin, end, name in sorted(spans):
@@ -606,7 +655,7 @@ def _check_archive(zf, path, size):
     return infos
 
 
-def _read_manifest(zf, infos, path):
+def _read_manifest(zf, infos, path, size):
     info = infos.get("manifest.json")
     if info is None:
         raise CheckpointError(f"load: {path} has no manifest.json; not a cupynet checkpoint")
@@ -614,7 +663,7 @@ def _read_manifest(zf, infos, path):
         raise CheckpointError(f"load: {path}: manifest.json claims {info.file_size} bytes (limit 64 MiB)")
     with _zip_errors(path):
         raw = zf.read(info)  # zipfile verifies the entry's CRC-32 here
-    manifest = _parse_json(raw, f"load: {path}", "manifest.json")
+    manifest = _parse_json(raw, f"load: {path}", "manifest.json", size)
     if not isinstance(manifest, dict) or manifest.get("format") != "cupynet":
         raise CheckpointError(f"load: {path}: manifest.json is not a cupynet manifest")
     version = manifest.get("version")
@@ -712,7 +761,7 @@ class _Decoder:
 
     def __init__(self, path, arrays, target, allowed):
         self.path, self.arrays, self.target, self.used = path, arrays, target, set()
-        self.allowed, self.memo = allowed, {}
+        self.allowed, self.memo, self.objects = allowed, {}, []
         # NOTE: the whitelist: each tag, the function that decodes it and the other keys its node may have
         self.handlers = {"__list__": (self._list, ()), "__tuple__": (self._tuple, ()), "__dict__": (self._dict, ()),
                          "__odict__": (self._odict, ()), "__set__": (self._set, ()),
@@ -726,9 +775,22 @@ class _Decoder:
         raise CheckpointError(f"load: {self.path}: {message}")
 
     def decode_root(self, tree):
-        obj = self.decode(tree, 0)
+        try:
+            obj = self.decode(tree, 0)
+        except CheckpointError:
+            raise
+        except RecursionError as error:
+            self.fail(f"malformed tree ({type(error).__name__}: {error})")
+        except RuntimeError:  # NOTE: a saved device not usable here: not a defect of the file
+            raise
+        except (ArithmeticError, TypeError, ValueError, LookupError, AttributeError) as error:
+            # NOTE: a safety net: the checks above mean to catch every bad value by name first
+            self.fail(f"malformed tree ({type(error).__name__}: {error})")
         if len(self.used) != len(self.arrays):
             self.fail(f"array {min(set(range(len(self.arrays))) - self.used)} is not referenced by the tree")
+        problem = module_structure_problem(self.objects)
+        if problem:
+            self.fail(problem)
         return obj
 
     def decode(self, node, depth):
@@ -838,6 +900,7 @@ class _Decoder:
         if "state" not in node:
             self.fail(f"__object__ {value[0]}.{value[1]} has no state")
         obj = self._remember(node, cls.__new__(cls))  # NOTE: object.__new__ (checked): no __init__ runs
+        self.objects.append(obj)
         state = self.decode(node["state"], depth)
         if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
             self.fail(f"state of {value[0]}.{value[1]} is {type(state).__name__}, not a dict of attribute names")
@@ -863,6 +926,9 @@ class _Decoder:
             self.fail(f"scalar of {value} holds {number!r:.80}")
         if kind is int and not numpy.iinfo(dtype).min <= number <= numpy.iinfo(dtype).max:
             self.fail(f"scalar {number} is out of the range of {value}")
+        if kind is float and type(number) is int and abs(number) > sys.float_info.max:
+            # NOTE: float(10**400) raises OverflowError; no float dtype holds such a value exactly
+            self.fail(f"scalar {str(number)[:12]}... ({len(str(abs(number)))} digits) is out of the range of {value}")
         with numpy.errstate(all="ignore"):
             scalar = dtype.type(number)
         if kind is float and float(scalar) != number and not (math.isnan(number) and math.isnan(scalar)):
@@ -905,6 +971,65 @@ class _Decoder:
         t = Parameter(array, requires_grad=requires_grad) if parameter else Tensor(array)
         t.requires_grad = requires_grad
         return self._remember(node, t)
+
+
+_MODULE_STORES = (("_parameters", Tensor), ("_buffers", Tensor), ("_modules", Module))
+
+
+def module_structure_problem(objects) -> str | None:
+    """What is wrong with the ``nn.Module`` objects among ``objects`` (rebuilt by a load), or None.
+
+    A store (``_parameters``, ``_buffers``, ``_modules``) that is present must map names to a Tensor (a
+    Module for ``_modules``) or None; a missing store is accepted, as torch accepts it (attribute access
+    then raises AttributeError). A module that contains itself, directly or through its children, is a
+    problem: ``repr``, ``forward`` and ``apply`` would recurse without end.
+
+    Args:
+        objects: the objects to check (others than Modules are skipped).
+    """
+    modules = [obj for obj in objects if isinstance(obj, Module)]
+    for module in modules:
+        state = vars(module)
+        for store, kind in _MODULE_STORES:
+            if store not in state:
+                continue
+            entries = state[store]
+            if not isinstance(entries, dict):
+                return f"{type(module).__name__}.{store} is {type(entries).__name__}, not a dict"
+            for name, value in entries.items():
+                if not isinstance(name, str) or not (value is None or isinstance(value, kind)):
+                    return (f"{type(module).__name__}.{store}[{name!r:.40}] holds {type(value).__name__}, expected "
+                            f"{kind.__name__} or None")
+    return _module_cycle(modules)
+
+
+def _module_cycle(modules):
+    """A description of a module reachable from itself through ``_modules``, or None (iterative DFS)."""
+    done, active = set(), set()
+    for root in modules:
+        if id(root) in done:
+            continue
+        stack = [(root, iter(_children(root)))]
+        active.add(id(root))
+        while stack:
+            module, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                active.discard(id(module))
+                done.add(id(module))
+            elif id(child) in active:
+                path = " -> ".join(type(m).__name__ for m, _ in stack)
+                return f"the module structure is cyclic: {path} -> {type(child).__name__} contains itself"
+            elif id(child) not in done:
+                active.add(id(child))
+                stack.append((child, iter(_children(child))))
+    return None
+
+
+def _children(module):
+    children = vars(module).get("_modules")
+    return [c for c in children.values() if isinstance(c, Module)] if isinstance(children, dict) else []
 
 
 def _hashable(key):
