@@ -1,5 +1,5 @@
 """The checkpoint decoder's limits: every manifest value is a CheckpointError, never another exception; the
-JSON containers a file may hold are bounded by its size (memory and time of a load stay proportional to it);
+JSON containers a file may hold are bounded by its size (so the memory and time of a load are too);
 ZIP entries may not share bytes through a long local header; names match whole strings; loaded modules are
 checked (no cycles, stores of the right types) and behave as torch's when a store is missing.
 """
@@ -111,22 +111,6 @@ def test_a_long_list_of_small_scalars_loads_within_the_documented_memory(tmp_pat
     assert peak <= 14 * size + 20 * MIB, f"peak {peak / MIB:.1f} MiB for a {size / MIB:.1f} MiB file"
 
 
-def test_load_time_is_proportional_to_the_file(tmp_path):
-    """Twice the nodes take about twice the time (not the quadratic growth of a collision or GC storm)."""
-    def seconds(count):
-        path = manifest_file(tmp_path / f"t{count}.ckpt", sets_tree(count))
-        best = float("inf")
-        for _ in range(3):
-            began = time.perf_counter()
-            load(path)
-            best = min(best, time.perf_counter() - began)
-        return best
-
-    small, large = seconds(15_000), seconds(30_000)
-    # NOTE: 2x the work; 3.5x allows for a loaded machine's noise without passing a quadratic cost (4x)
-    assert large < 3.5 * small + 0.05, (small, large)
-
-
 def test_a_safetensors_header_with_too_many_containers_is_refused(tmp_path):
     from cupynet.safetensors_io import load_safetensors
 
@@ -134,9 +118,11 @@ def test_a_safetensors_header_with_too_many_containers_is_refused(tmp_path):
            ", ".join(["[]"] * 100_000) + "]}"
     path = tmp_path / "m.safetensors"
     path.write_bytes(len(text).to_bytes(8, "little") + text.encode() + bytes(4))
-    with pytest.raises(CheckpointError, match="header holds up to 100006 JSON objects and arrays") as info:
-        load_safetensors(path)
-    assert str(path) in str(info.value)
+    result, peak, _ = peak_and_seconds(lambda: load_safetensors(path))
+    assert isinstance(result, CheckpointError) and str(path) in str(result)
+    assert "header holds up to 100006 JSON objects and arrays" in str(result)
+    # NOTE: refused before parsing: parsed, the 100000 lists alone would take 6.4 MB
+    assert peak < 2 * path.stat().st_size + MIB
 
 
 # ---- ZIP layout ------------------------------------------------------------------------------------------
