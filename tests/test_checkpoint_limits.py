@@ -6,6 +6,8 @@ checked (no cycles, stores of the right types) and behave as torch's when a stor
 
 import json
 import struct
+import subprocess
+import sys
 import time
 import tracemalloc
 import zipfile
@@ -267,3 +269,16 @@ def test_a_loaded_module_with_a_store_of_the_wrong_type_is_refused(tmp_path, sto
     path = module_file(tmp_path / "bad.ckpt", lambda tree: set_state(tree, store, value))
     with serialization.safe_globals(SAFE), pytest.raises(CheckpointError, match=message):
         load(path)
+
+
+def test_a_temp_file_name_with_a_trailing_newline_is_not_taken_for_a_stale_temp_file(tmp_path):
+    from cupynet import _atomic
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # NOTE: a pid that no longer runs, as a killed writer's
+    stale = f".c.ckpt.tmp-{dead.pid}-{_atomic._host_tag()}-0123abcd"
+    for name in (stale, stale + "\n"):
+        (tmp_path / name).write_bytes(b"x")
+    removed = _atomic.remove_stale_temp_files(tmp_path, lambda target: target == "c.ckpt")
+    assert removed == [str(tmp_path / stale)]
+    assert (tmp_path / (stale + "\n")).exists()
