@@ -335,7 +335,7 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, *, _use_new_zipfile_s
                          "_use_new_zipfile_serialization=False are not supported")
     encoder = _Encoder()
     tree = encoder.encode(obj)
-    problem = module_structure_problem(obj for obj, _ in encoder.seen.values())
+    problem = module_structure_problem(obj for obj, _ in encoder.seen.values()) or _too_many_containers(tree, encoder)
     if problem:
         raise ValueError(f"save: {problem}; load would refuse the file")
     where = f if _is_file_object(f) else os.fspath(f)
@@ -360,6 +360,26 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, *, _use_new_zipfile_s
             f.flush()
     else:
         atomic_write(where, write)
+
+
+def _too_many_containers(tree, encoder):
+    """Why load would refuse the file for its JSON containers (see ``container_limit``), or None.
+
+    NOTE: counted as load counts them; the file's size is taken as its manifest plus its arrays' bytes, less
+    than it will be (no ZIP headers), so a file this check passes always loads.
+    """
+    text = json.dumps(tree)
+    containers = text.count("{") + text.count("[") + 2 * len(encoder.arrays) + 2  # + each array entry and shape
+    size = len(text) + sum(_host_nbytes(a) for a in encoder.arrays)
+    if containers <= container_limit(size):
+        return None
+    return (f"the object makes {containers} JSON objects and arrays, more than a file of its size may hold "
+            f"({container_limit(size)}: {_BASE_CONTAINERS} + one per {_BYTES_PER_CONTAINER} bytes); hold many small "
+            "numbers in an array or tensor instead of lists, tuples or sets of them")
+
+
+def _host_nbytes(array):
+    return int(array.size) * array.dtype.itemsize
 
 
 def _is_file_object(f):

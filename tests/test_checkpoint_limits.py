@@ -282,3 +282,12 @@ def test_a_temp_file_name_with_a_trailing_newline_is_not_taken_for_a_stale_temp_
     removed = _atomic.remove_stale_temp_files(tmp_path, lambda target: target == "c.ckpt")
     assert removed == [str(tmp_path / stale)]
     assert (tmp_path / (stale + "\n")).exists()
+
+
+def test_save_refuses_what_the_container_limit_would_refuse_and_writes_nothing(tmp_path):
+    path = tmp_path / "many.ckpt"
+    with pytest.raises(ValueError, match="more than a file of its size may hold"):
+        save([(i,) for i in range(200_000)], path)  # NOTE: 2 containers a tuple in about 16 bytes
+    assert not path.exists()
+    save([(i,) for i in range(20_000)], path)  # under the base: loads
+    assert load(path)[-1] == (19_999,)
