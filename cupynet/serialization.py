@@ -54,7 +54,6 @@ import numpy
 
 from . import backend, dtypes
 from ._atomic import TEMP_MARKER, atomic_write, stall_point
-from .nn.module import Module
 from .nn.parameter import Parameter
 from .tensor import Tensor
 
@@ -68,12 +67,6 @@ _MAX_NDIM = 64  # NumPy's and CuPy's limit
 _MAX_DEPTH = 100  # nesting of saved containers (a state dict needs about 6)
 _MAX_INT_DIGITS = 4300  # Python's default limit for int("..."); also bounds the work of parsing one
 _MAX_MANIFEST = 64 * 2 ** 20
-# NOTE: the JSON containers ("{" and "[") a file may hold: each costs up to about 260 bytes once parsed and
-# decoded (an empty __set__ node: a dict, a list and a set), so this many per byte of the file keeps them
-# within about 8 times its size; a real checkpoint has one per 60 bytes or more (its arrays' bytes and ZIP
-# headers count too). The base lets small files hold small trees freely.
-_BYTES_PER_CONTAINER = 32
-_BASE_CONTAINERS = 2 ** 16
 # NOTE: \Z, not $: "$" also matches before a trailing newline ("cpu\n" would pass)
 _DEVICE = re.compile(r"(cpu|cuda(:\d{1,4})?)\Z")
 _ALLOWED_DTYPES = {str(d): d for d in (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64, dtypes.int8,
@@ -335,7 +328,9 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, *, _use_new_zipfile_s
                          "_use_new_zipfile_serialization=False are not supported")
     encoder = _Encoder()
     tree = encoder.encode(obj)
-    problem = module_structure_problem(obj for obj, _ in encoder.seen.values()) or _too_many_containers(tree, encoder)
+    from .checkpoint_checks import module_structure_problem, too_many_containers  # noqa: PLC0415 - on first use
+
+    problem = module_structure_problem(obj for obj, _ in encoder.seen.values()) or too_many_containers(tree, encoder)
     if problem:
         raise ValueError(f"save: {problem}; load would refuse the file")
     where = f if _is_file_object(f) else os.fspath(f)
@@ -360,26 +355,6 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, *, _use_new_zipfile_s
             f.flush()
     else:
         atomic_write(where, write)
-
-
-def _too_many_containers(tree, encoder):
-    """Why load would refuse the file for its JSON containers (see ``container_limit``), or None.
-
-    NOTE: counted as load counts them; the file's size is taken as its manifest plus its arrays' bytes, less
-    than it will be (no ZIP headers), so a file this check passes always loads.
-    """
-    text = json.dumps(tree)
-    containers = text.count("{") + text.count("[") + 2 * len(encoder.arrays) + 2  # + each array entry and shape
-    size = len(text) + sum(_host_nbytes(a) for a in encoder.arrays)
-    if containers <= container_limit(size):
-        return None
-    return (f"the object makes {containers} JSON objects and arrays, more than a file of its size may hold "
-            f"({container_limit(size)}: {_BASE_CONTAINERS} + one per {_BYTES_PER_CONTAINER} bytes); hold many small "
-            "numbers in an array or tensor instead of lists, tuples or sets of them")
-
-
-def _host_nbytes(array):
-    return int(array.size) * array.dtype.itemsize
 
 
 def _is_file_object(f):
@@ -413,30 +388,16 @@ def _array_nbytes(shape, itemsize):
     return itemsize * math.prod(shape)
 
 
-def container_limit(file_size: int) -> int:
-    """How many JSON containers (objects and arrays) the manifest or header of a ``file_size``-byte file may hold.
-
-    Args:
-        file_size: the whole file's size in bytes.
-    """
-    return _BASE_CONTAINERS + file_size // _BYTES_PER_CONTAINER
-
-
-def _check_containers(raw, file_size, where, what):
-    """Refuse JSON with more containers than ``container_limit`` before parsing it (a count of brackets,
-    those inside strings included: an overestimate, never an underestimate)."""
-    found, limit = raw.count(b"{") + raw.count(b"["), container_limit(file_size)
-    if found > limit:
-        raise CheckpointError(f"{where}: {what} holds up to {found} JSON objects and arrays; a {file_size}-byte file "
-                              f"may hold at most {limit} ({_BASE_CONTAINERS} + one per {_BYTES_PER_CONTAINER} bytes), "
-                              "which bounds the memory and time a load takes")
-
-
 def _parse_json(raw, where, what, file_size=None):
     """``json.loads`` with every failure a CheckpointError: bad UTF-8 or JSON, nesting, integers over 4300 digits,
-    and (given ``file_size``) more containers than ``container_limit`` allows, refused before parsing."""
+    and (given ``file_size``) more containers than ``checkpoint_checks.container_limit`` allows, refused before
+    parsing."""
     if file_size is not None:
-        _check_containers(raw, file_size, where, what)
+        from .checkpoint_checks import too_many_json_containers  # noqa: PLC0415 - loaded on first use
+
+        problem = too_many_json_containers(raw, file_size, what)
+        if problem:
+            raise CheckpointError(f"{where}: {problem}")
 
     def parse_int(text):
         if len(text) > _MAX_INT_DIGITS:
@@ -808,6 +769,8 @@ class _Decoder:
             self.fail(f"malformed tree ({type(error).__name__}: {error})")
         if len(self.used) != len(self.arrays):
             self.fail(f"array {min(set(range(len(self.arrays))) - self.used)} is not referenced by the tree")
+        from .checkpoint_checks import module_structure_problem  # noqa: PLC0415 - loaded on first use
+
         problem = module_structure_problem(self.objects)
         if problem:
             self.fail(problem)
@@ -991,65 +954,6 @@ class _Decoder:
         t = Parameter(array, requires_grad=requires_grad) if parameter else Tensor(array)
         t.requires_grad = requires_grad
         return self._remember(node, t)
-
-
-_MODULE_STORES = (("_parameters", Tensor), ("_buffers", Tensor), ("_modules", Module))
-
-
-def module_structure_problem(objects) -> str | None:
-    """What is wrong with the ``nn.Module`` objects among ``objects`` (rebuilt by a load), or None.
-
-    A store (``_parameters``, ``_buffers``, ``_modules``) that is present must map names to a Tensor (a
-    Module for ``_modules``) or None; a missing store is accepted, as torch accepts it (attribute access
-    then raises AttributeError). A module that contains itself, directly or through its children, is a
-    problem: ``repr``, ``forward`` and ``apply`` would recurse without end.
-
-    Args:
-        objects: the objects to check (others than Modules are skipped).
-    """
-    modules = [obj for obj in objects if isinstance(obj, Module)]
-    for module in modules:
-        state = vars(module)
-        for store, kind in _MODULE_STORES:
-            if store not in state:
-                continue
-            entries = state[store]
-            if not isinstance(entries, dict):
-                return f"{type(module).__name__}.{store} is {type(entries).__name__}, not a dict"
-            for name, value in entries.items():
-                if not isinstance(name, str) or not (value is None or isinstance(value, kind)):
-                    return (f"{type(module).__name__}.{store}[{name!r:.40}] holds {type(value).__name__}, expected "
-                            f"{kind.__name__} or None")
-    return _module_cycle(modules)
-
-
-def _module_cycle(modules):
-    """A description of a module reachable from itself through ``_modules``, or None (iterative DFS)."""
-    done, active = set(), set()
-    for root in modules:
-        if id(root) in done:
-            continue
-        stack = [(root, iter(_children(root)))]
-        active.add(id(root))
-        while stack:
-            module, children = stack[-1]
-            child = next(children, None)
-            if child is None:
-                stack.pop()
-                active.discard(id(module))
-                done.add(id(module))
-            elif id(child) in active:
-                path = " -> ".join(type(m).__name__ for m, _ in stack)
-                return f"the module structure is cyclic: {path} -> {type(child).__name__} contains itself"
-            elif id(child) not in done:
-                active.add(id(child))
-                stack.append((child, iter(_children(child))))
-    return None
-
-
-def _children(module):
-    children = vars(module).get("_modules")
-    return [c for c in children.values() if isinstance(c, Module)] if isinstance(children, dict) else []
 
 
 def _hashable(key):

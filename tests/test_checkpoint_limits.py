@@ -18,7 +18,7 @@ import pytest
 
 import cupynet as cn
 import cupynet.nn as nn
-from cupynet import serialization
+from cupynet import checkpoint_checks, serialization
 from cupynet.serialization import CheckpointError, load, save
 
 MIB = 2 ** 20
@@ -72,7 +72,8 @@ def test_six_hundred_thousand_empty_sets_are_refused_before_parsing(tmp_path):
     size = path.stat().st_size
     result, peak, _ = peak_and_seconds(lambda: load(path))
     assert isinstance(result, CheckpointError) and str(path) in str(result)
-    assert "JSON objects and arrays" in str(result) and f"at most {serialization.container_limit(size)}" in str(result)
+    assert "JSON objects and arrays" in str(result)
+    assert f"at most {checkpoint_checks.container_limit(size)}" in str(result)
     assert peak < 2 * size + MIB, f"peak {peak} bytes for a {size}-byte file"
 
 
@@ -83,17 +84,17 @@ def test_a_file_at_the_container_limit_loads_within_the_documented_memory(tmp_pa
     docs/checkpoints.md states the bound measured here and below: at most 14 x the file's size + 20 MiB.
     """
     per_node = node.count("{") + node.count("[")
-    count = (serialization.container_limit(0) + 100_000) // per_node
+    count = (checkpoint_checks.container_limit(0) + 100_000) // per_node
     tree = '{"__list__": [' + ", ".join([node] * count) + "]}"
     # NOTE: the file gets just the size its containers need from a long string beside them (4 more containers:
     # the tuple, its list, the manifest and its "arrays")
     containers = per_node * count + 2 + 4
-    size_needed = (containers - serialization.container_limit(0)) * serialization._BYTES_PER_CONTAINER
+    size_needed = (containers - checkpoint_checks.container_limit(0)) * checkpoint_checks.BYTES_PER_CONTAINER
     filler = max(0, size_needed - len(tree))
     tree = '{"__tuple__": [' + tree + ', "' + "x" * filler + '"]}'
     path = manifest_file(tmp_path / "limit.ckpt", tree)
     size = path.stat().st_size
-    assert containers <= serialization.container_limit(size) < containers + 100
+    assert containers <= checkpoint_checks.container_limit(size) < containers + 100
     result, peak, seconds = peak_and_seconds(lambda: load(path))
     assert not isinstance(result, CheckpointError), result
     assert len(result[0]) == count
