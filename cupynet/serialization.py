@@ -22,9 +22,11 @@ Version 1 files (no objects, no OrderedDicts) are still read.
 Loading never unpickles and never executes anything; every way a file can be
 wrong is a ``CheckpointError`` naming the file. Every size, offset and shape is
 checked against the file before any memory is allocated (compressed entries,
-overlapping entries, oversized claims are refused), JSON nesting and integer
-length are bounded, and the tree's tags are a fixed whitelist; so a hostile file
-cannot make us allocate much more than its own size.
+overlapping entries, oversized claims are refused), JSON nesting, integer
+length and the number of JSON containers per byte of the file are bounded, and
+the tree's tags are a fixed whitelist; so a hostile file cannot make us allocate
+much more than its own size (docs/checkpoints.md states the measured bound).
+Rebuilt ``nn.Module`` objects are checked too (``checkpoint_checks``): no cycles.
 
 Writes are atomic (``cupynet._atomic``): a temporary file in the same directory,
 flush + fsync, ``os.replace`` over the old file, fsync of the directory. A crash at
