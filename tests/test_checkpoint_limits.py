@@ -81,7 +81,7 @@ def test_six_hundred_thousand_empty_sets_are_refused_before_parsing(tmp_path):
 def test_a_file_at_the_container_limit_loads_within_the_documented_memory(tmp_path, node):
     """The worst trees the limit lets through: as many tiny containers as a file of that size may hold.
 
-    docs/checkpoints.md states the bound measured here and below: at most 14 x the file's size + 20 MiB.
+    docs/checkpoints.md states the bound measured here and below: at most 17 x the file's size + 20 MiB.
     """
     per_node = node.count("{") + node.count("[")
     count = (checkpoint_checks.container_limit(0) + 100_000) // per_node
@@ -99,19 +99,19 @@ def test_a_file_at_the_container_limit_loads_within_the_documented_memory(tmp_pa
     assert not isinstance(result, CheckpointError), result
     assert len(result[0]) == count
     print(f"{node}: {count} nodes, file {size / MIB:.2f} MiB, peak {peak / MIB:.1f} MiB, {seconds:.2f} s")
-    assert peak <= 14 * size + 20 * MIB, f"peak {peak / MIB:.1f} MiB for a {size / MIB:.1f} MiB file"
+    assert peak <= 17 * size + 20 * MIB, f"peak {peak / MIB:.1f} MiB for a {size / MIB:.1f} MiB file"
 
 
-@pytest.mark.parametrize("item", ['"ab"', "1000", "1.5"])
+@pytest.mark.parametrize("item", ['"ab"', '"\u4e00"', "1000", "1.5"])
 def test_a_long_list_of_small_scalars_loads_within_the_documented_memory(tmp_path, item):
     """Scalars are not limited (a vocabulary is a legitimate list of short strings): JSON's own cost per byte,
-    about 14 x for 2-character strings (a 51-byte str and two 8-byte pointers for 5 bytes of file)."""
-    path = manifest_file(tmp_path / "scalars.ckpt", '{"__list__": [' + ", ".join([item] * 250_000) + "]}")
+    up to about 16 x for one-character CJK strings (a 76-byte str and two 8-byte pointers for 6 bytes of file)."""
+    path = manifest_file(tmp_path / "scalars.ckpt", '{"__list__": [' + ",".join([item] * 250_000) + "]}")
     size = path.stat().st_size
     result, peak, seconds = peak_and_seconds(lambda: load(path))
     assert len(result) == 250_000
     print(f"{item}: file {size / MIB:.2f} MiB, peak {peak / MIB:.1f} MiB ({peak / size:.1f} x), {seconds:.2f} s")
-    assert peak <= 14 * size + 20 * MIB, f"peak {peak / MIB:.1f} MiB for a {size / MIB:.1f} MiB file"
+    assert peak <= 17 * size + 20 * MIB, f"peak {peak / MIB:.1f} MiB for a {size / MIB:.1f} MiB file"
 
 
 def test_a_safetensors_header_with_too_many_containers_is_refused(tmp_path):
