@@ -24,7 +24,8 @@ import zlib
 __all__ = ["atomic_write", "remove_stale_temp_files", "TEMP_MARKER", "stall_point"]
 
 TEMP_MARKER = ".tmp-"
-_TEMP_NAME = re.compile(r"^\.(?P<target>.+)\.tmp-(?P<pid>\d{1,10})-(?P<host>[0-9a-f]{8})-[0-9a-f]{8}$")
+# NOTE: \Z, not $ (which also matches before a trailing newline)
+_TEMP_NAME = re.compile(r"^\.(?P<target>.+)\.tmp-(?P<pid>\d{1,10})-(?P<host>[0-9a-f]{8})-[0-9a-f]{8}\Z")
 
 
 def _host_tag():

@@ -93,7 +93,7 @@ def load_safetensors(path, device=None):
         (n,) = struct.unpack("<Q", head)
         if n > min(_MAX_HEADER, size - 8):
             raise CheckpointError(f"{where}: header length {n} is larger than the file allows")
-        header = _parse_json(f.read(n), where, "header")
+        header = _parse_json(f.read(n), where, "header", size)
         entries = _check_header(where, header, size - 8 - n)
         out = {}
         for name, begin, end, dtype, shape in entries:

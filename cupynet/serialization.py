@@ -22,9 +22,11 @@ Version 1 files (no objects, no OrderedDicts) are still read.
 Loading never unpickles and never executes anything; every way a file can be
 wrong is a ``CheckpointError`` naming the file. Every size, offset and shape is
 checked against the file before any memory is allocated (compressed entries,
-overlapping entries, oversized claims are refused), JSON nesting and integer
-length are bounded, and the tree's tags are a fixed whitelist; so a hostile file
-cannot make us allocate much more than its own size.
+overlapping entries, oversized claims are refused), JSON nesting, integer
+length and the number of JSON containers per byte of the file are bounded, and
+the tree's tags are a fixed whitelist; so a hostile file cannot make us allocate
+much more than its own size (docs/checkpoints.md states the measured bound).
+Rebuilt ``nn.Module`` objects are checked too (``checkpoint_checks``): no cycles.
 
 Writes are atomic (``cupynet._atomic``): a temporary file in the same directory,
 flush + fsync, ``os.replace`` over the old file, fsync of the directory. A crash at
@@ -68,7 +70,8 @@ _MAX_NDIM = 64  # NumPy's and CuPy's limit
 _MAX_DEPTH = 100  # nesting of saved containers (a state dict needs about 6)
 _MAX_INT_DIGITS = 4300  # Python's default limit for int("..."); also bounds the work of parsing one
 _MAX_MANIFEST = 64 * 2 ** 20
-_DEVICE = re.compile(r"^(cpu|cuda(:\d{1,4})?)$")
+# NOTE: \Z, not $: "$" also matches before a trailing newline ("cpu\n" would pass)
+_DEVICE = re.compile(r"(cpu|cuda(:\d{1,4})?)\Z")
 _ALLOWED_DTYPES = {str(d): d for d in (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64, dtypes.int8,
                                        dtypes.uint8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.bool_)}
 _REFUSED_FLAGS = 0x1 | 0x20 | 0x40 | 0x2000  # ZIP general-purpose flags: encrypted, patched, strong encryption, masked
@@ -93,7 +96,7 @@ class WeightsOnlyError(CheckpointError, pickle.UnpicklingError):
 # NOTE: process-wide, as torch's is: add_safe_globals is meant for the whole program; the safe_globals
 # context manager restores the list it found on exit.
 _SAFE_GLOBALS = []
-_DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*\Z")
 
 
 def _global_name(obj) -> str:
@@ -343,6 +346,11 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, *, _use_new_zipfile_s
                          "_use_new_zipfile_serialization=False are not supported")
     encoder = _Encoder()
     tree = encoder.encode(obj)
+    from .checkpoint_checks import module_structure_problem, too_many_containers  # noqa: PLC0415 - on first use
+
+    problem = module_structure_problem(obj for obj, _ in encoder.seen.values()) or too_many_containers(tree, encoder)
+    if problem:
+        raise ValueError(f"save: {problem}; load would refuse the file")
     where = f if _is_file_object(f) else os.fspath(f)
 
     def write(out):
@@ -398,8 +406,17 @@ def _array_nbytes(shape, itemsize):
     return itemsize * math.prod(shape)
 
 
-def _parse_json(raw, where, what):
-    """``json.loads`` with every failure a CheckpointError: bad UTF-8 or JSON, nesting, integers over 4300 digits."""
+def _parse_json(raw, where, what, file_size=None):
+    """``json.loads`` with every failure a CheckpointError: bad UTF-8 or JSON, nesting, integers over 4300 digits,
+    and (given ``file_size``) more containers than ``checkpoint_checks.container_limit`` allows, refused before
+    parsing."""
+    if file_size is not None:
+        from .checkpoint_checks import too_many_json_containers  # noqa: PLC0415 - loaded on first use
+
+        problem = too_many_json_containers(raw, file_size, what)
+        if problem:
+            raise CheckpointError(f"{where}: {problem}")
+
     def parse_int(text):
         if len(text) > _MAX_INT_DIGITS:
             raise CheckpointError(f"{where}: {what} holds an integer of {len(text)} digits "
@@ -539,8 +556,8 @@ def _open_checked(f, path):
     with _zip_errors(path):
         zf = zipfile.ZipFile(f)
     with zf:
-        infos = _check_archive(zf, path, size)
-        manifest = _read_manifest(zf, infos, path)
+        infos = _check_archive(zf, f, path, size)
+        manifest = _read_manifest(zf, infos, path, size)
         specs = [_check_array_entry(path, entry, i, infos) for i, entry in enumerate(manifest["arrays"])]
     return f, size, manifest, specs
 
@@ -595,7 +612,20 @@ def _describe_head(head):
     return f"it starts with bytes {head!r}, not a ZIP archive"
 
 
-def _check_archive(zf, path, size):
+def _local_header_length(f, info, path, size):
+    """The length of ``info``'s local header as the file has it: 30 bytes + name length + extra length.
+
+    NOTE: the central directory's extra field may differ from the local one, so the local header is read.
+    """
+    if info.header_offset + 30 > size:
+        raise CheckpointError(f"load: {path}: entry {info.filename!r} has its local header past the end of the "
+                              f"{size}-byte file")
+    f.seek(info.header_offset)
+    name_length, extra_length = struct.unpack("<2H", f.read(30)[26:30])
+    return 30 + name_length + extra_length
+
+
+def _check_archive(zf, f, path, size):
     """Check every entry's declared layout against the file before anything is read; returns {name: info}."""
     infos, spans = {}, []
     for info in zf.infolist():
@@ -609,9 +639,11 @@ def _check_archive(zf, path, size):
             raise CheckpointError(f"{where} is encrypted or patched (ZIP flags {info.flag_bits:#x})")
         if info.file_size != info.compress_size:
             raise CheckpointError(f"{where} claims {info.file_size} bytes but stores {info.compress_size}")
-        # NOTE: a local header takes at least 30 bytes before the data; spans that overlap would let
-        # many entries claim the same bytes (and a reader allocate many times the file's size).
-        spans.append((info.header_offset, info.header_offset + 30 + info.compress_size, info.filename))
+        # NOTE: an entry spans its local header (its real length, read from the file) and its data; spans that
+        # overlap would let many entries claim the same bytes (a reader allocating many times the file's size,
+        # or a memory-mapped array showing the bytes of the next entry).
+        end = info.header_offset + _local_header_length(f, info, path, size) + info.compress_size
+        spans.append((info.header_offset, end, info.filename))
         infos[info.filename] = info
     end_before = 0
     for begin, end, name in sorted(spans):
@@ -622,7 +654,7 @@ def _check_archive(zf, path, size):
     return infos
 
 
-def _read_manifest(zf, infos, path):
+def _read_manifest(zf, infos, path, size):
     info = infos.get("manifest.json")
     if info is None:
         raise CheckpointError(f"load: {path} has no manifest.json; not a cupynet checkpoint")
@@ -630,7 +662,7 @@ def _read_manifest(zf, infos, path):
         raise CheckpointError(f"load: {path}: manifest.json claims {info.file_size} bytes (limit 64 MiB)")
     with _zip_errors(path):
         raw = zf.read(info)  # zipfile verifies the entry's CRC-32 here
-    manifest = _parse_json(raw, f"load: {path}", "manifest.json")
+    manifest = _parse_json(raw, f"load: {path}", "manifest.json", size)
     if not isinstance(manifest, dict) or manifest.get("format") != "cupynet":
         raise CheckpointError(f"load: {path}: manifest.json is not a cupynet manifest")
     version = manifest.get("version")
@@ -728,7 +760,7 @@ class _Decoder:
 
     def __init__(self, path, arrays, target, allowed):
         self.path, self.arrays, self.target, self.used = path, arrays, target, set()
-        self.allowed, self.memo = allowed, {}
+        self.allowed, self.memo, self.objects = allowed, {}, []
         # NOTE: the whitelist: each tag, the function that decodes it and the other keys its node may have
         self.handlers = {"__list__": (self._list, ()), "__tuple__": (self._tuple, ()), "__dict__": (self._dict, ()),
                          "__odict__": (self._odict, ()), "__set__": (self._set, ()),
@@ -742,9 +774,24 @@ class _Decoder:
         raise CheckpointError(f"load: {self.path}: {message}")
 
     def decode_root(self, tree):
-        obj = self.decode(tree, 0)
+        try:
+            obj = self.decode(tree, 0)
+        except CheckpointError:
+            raise
+        except RecursionError as error:
+            self.fail(f"malformed tree ({type(error).__name__}: {error})")
+        except RuntimeError:  # NOTE: a saved device not usable here: not a defect of the file
+            raise
+        except (ArithmeticError, TypeError, ValueError, LookupError, AttributeError) as error:
+            # NOTE: a safety net: the checks above mean to catch every bad value by name first
+            self.fail(f"malformed tree ({type(error).__name__}: {error})")
         if len(self.used) != len(self.arrays):
             self.fail(f"array {min(set(range(len(self.arrays))) - self.used)} is not referenced by the tree")
+        from .checkpoint_checks import module_structure_problem  # noqa: PLC0415 - loaded on first use
+
+        problem = module_structure_problem(self.objects)
+        if problem:
+            self.fail(problem)
         return obj
 
     def decode(self, node, depth):
@@ -866,6 +913,7 @@ class _Decoder:
         if "state" not in node:
             self.fail(f"__object__ {value[0]}.{value[1]} has no state")
         obj = self._remember(node, cls.__new__(cls))  # NOTE: object.__new__ (checked): no __init__ runs
+        self.objects.append(obj)
         state = self.decode(node["state"], depth)
         if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
             self.fail(f"state of {value[0]}.{value[1]} is {type(state).__name__}, not a dict of attribute names")
@@ -891,6 +939,9 @@ class _Decoder:
             self.fail(f"scalar of {value} holds {number!r:.80}")
         if kind is int and not numpy.iinfo(dtype).min <= number <= numpy.iinfo(dtype).max:
             self.fail(f"scalar {number} is out of the range of {value}")
+        if kind is float and type(number) is int and abs(number) > sys.float_info.max:
+            # NOTE: float(10**400) raises OverflowError; no float dtype holds such a value exactly
+            self.fail(f"scalar {str(number)[:12]}... ({len(str(abs(number)))} digits) is out of the range of {value}")
         with numpy.errstate(all="ignore"):
             scalar = dtype.type(number)
         if kind is float and float(scalar) != number and not (math.isnan(number) and math.isnan(scalar)):

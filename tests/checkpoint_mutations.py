@@ -32,7 +32,8 @@ ATOMS = st.one_of(st.none(), st.booleans(), st.integers(-2 ** 70, 2 ** 70), st.f
                   st.text(max_size=8),
                   st.sampled_from([0, 1, -1, 2 ** 31, 2 ** 63, 2 ** 64 + 1, 10 ** 30, "float16", "bfloat16", "int8",
                                    "bool", "object", "F32", "BF16", "I64", "BOOL", "U16", "cpu", "cuda:0", "nan",
-                                   "inf", "arrays/0.bin", "arrays/1.bin", "../manifest.json", "cupynet", True]))
+                                   "inf", "arrays/0.bin", "arrays/1.bin", "../manifest.json", "cupynet", True,
+                                   10 ** 400, -(10 ** 309), "cpu\n", "float32", "float64"]))
 JSON = st.recursive(ATOMS, lambda inner: st.one_of(
     st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(TAGS) | st.text(max_size=4), inner, max_size=3)),
     max_leaves=8)

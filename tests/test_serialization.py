@@ -409,7 +409,7 @@ def test_safetensors_malformed_header_is_a_checkpoint_error(tmp_path, header, me
 
 
 def test_safetensors_header_nesting_and_long_integers(tmp_path):
-    for text in ("[" * 100000 + "]" * 100000, '{"a": {"dtype": "F32", "shape": [' + "1" * 5000 + "]}}"):
+    for text in ("[" * 50000 + "]" * 50000, '{"a": {"dtype": "F32", "shape": [' + "1" * 5000 + "]}}"):
         path = tmp_path / "m.safetensors"
         path.write_bytes(len(text).to_bytes(8, "little") + text.encode())
         with pytest.raises(CheckpointError, match="nested too deeply|integer of 5000 digits"):
@@ -500,7 +500,7 @@ def test_only_whitelisted_tree_tags(tmp_path, tag):
 
 
 @pytest.mark.parametrize("text, message", [
-    ('{"format": "cupynet", "version": 1, "arrays": [], "tree": ' + "[" * 100000 + "]" * 100000 + "}",
+    ('{"format": "cupynet", "version": 1, "arrays": [], "tree": ' + "[" * 50000 + "]" * 50000 + "}",
      "nested too deeply"),  # RecursionError before
     ('{"format": "cupynet", "version": 1, "arrays": [], "tree": ' + "7" * 5000 + "}", "integer of 5000 digits"),
     ("[1, 2]", "not a cupynet manifest"),

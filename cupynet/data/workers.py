@@ -21,15 +21,19 @@ from its generator. ``get_worker_info()`` tells a worker who it is.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import queue
 import random
 import sys
+import threading
 import time
 import traceback
 
 __all__ = ["WorkerInfo", "get_worker_info", "WorkerPool", "default_context", "fetch_batch", "fetch_stream"]
 
 _WORKER_INFO = None  # NOTE: set only inside a worker process (one per process, never shared)
+PARENT_POLL_S = 1.0  # how often a waiting worker checks that its parent process is still there
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 class WorkerInfo:
@@ -113,9 +117,55 @@ class _Exhausted:
     """An iterable dataset's worker has no more batches this epoch."""
 
 
+def _die_with_parent(spec) -> int:
+    """Arrange for this worker to end when its parent does (see the module NOTE); returns the parent's pid.
+
+    Args:
+        spec: the pool's spec: ``parent_pid`` (the loader's process), ``parent_is_starter`` (it started this
+            process itself, not through a fork server) and ``pdeathsig`` (the pool was started from the main
+            thread).
+    """
+    if spec.get("pdeathsig") and sys.platform.startswith("linux"):
+        try:
+            import ctypes  # noqa: PLC0415 - only workers need it
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)  # NOTE: 9 = SIGKILL; the worker holds nothing to clean up
+        except (OSError, AttributeError):
+            pass  # NOTE: no prctl here; the poll in _next_task still ends an orphan
+    parent = os.getppid()
+    # NOTE: the parent may have died before prctl took effect; the kernel then sends nothing
+    if spec.get("parent_is_starter") and parent != spec.get("parent_pid"):
+        os._exit(0)
+    return parent
+
+
+def _parent_gone(parent: int) -> bool:
+    """True once this process was re-parented, i.e. the process that started it has died."""
+    return os.getppid() != parent
+
+
+def _next_task(tasks, parent):
+    """The next task, waiting as long as it takes; ends the process (no cleanup) once the parent is gone.
+
+    Args:
+        tasks: this worker's task queue.
+        parent: the pid of the process that started this worker.
+    """
+    while True:
+        try:
+            return tasks.get(timeout=PARENT_POLL_S)
+        except queue.Empty:
+            if _parent_gone(parent):
+                # NOTE: os._exit, not return: the result queue's feeder thread could block the exit forever
+                # on a pipe nobody reads any more
+                os._exit(0)
+
+
 def _worker_loop(spec, worker_id, seed, tasks, results):
     """A worker's life: seed, ``worker_init_fn``, then fetch each task until told to stop (None)."""
     global _WORKER_INFO
+    parent = _die_with_parent(spec)
     random.seed(seed)
     from cupynet import random as cn_random  # NOTE: a spawned worker imports cupynet afresh
     cn_random.manual_seed(seed)
@@ -128,7 +178,7 @@ def _worker_loop(spec, worker_id, seed, tasks, results):
         return
     stream, stream_epoch = None, None
     while True:
-        task = tasks.get()
+        task = _next_task(tasks, parent)
         if task is None:
             return
         task_id, indices, epoch = task
@@ -158,6 +208,8 @@ class WorkerPool:
 
     def __init__(self, spec, base_seed, context):
         ctx = multiprocessing.get_context(context)
+        spec = dict(spec, parent_pid=os.getpid(), parent_is_starter=ctx.get_start_method() != "forkserver",
+                    pdeathsig=threading.current_thread() is threading.main_thread())
         self.num_workers = spec["num_workers"]
         self.tasks = [ctx.Queue() for _ in range(self.num_workers)]
         self.results = ctx.Queue()

@@ -405,12 +405,13 @@ class Module:
         self._non_persistent_buffers_set.discard(name)
 
     def __getattr__(self, name):
-        # NOTE: called only when normal lookup fails, i.e. for parameters, buffers and submodules
+        # NOTE: called only when normal lookup fails, i.e. for parameters, buffers and submodules. Each store
+        # is looked for on its own, as torch does: a module rebuilt by load() without one of them (a file
+        # written by other code) answers AttributeError, never KeyError.
         state = self.__dict__
-        if "_modules" in state:
-            for store in (state["_parameters"], state["_buffers"], state["_modules"]):
-                if name in store:
-                    return store[name]
+        for store in ("_parameters", "_buffers", "_modules"):
+            if name in state.get(store, ()):
+                return state[store][name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name):

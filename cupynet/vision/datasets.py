@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import warnings
 
 import numpy
 
@@ -183,7 +184,20 @@ def default_loader(path) -> Image:
         raise ImportError(f"reading {path} needs Pillow (pip install pillow): cupynet decodes no image format "
                           "itself; or pass loader= to the dataset") from None
     with open(path, "rb") as f:
-        return Image(numpy.asarray(PILImage.open(f).convert("RGB")))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", PILImage.DecompressionBombWarning)  # NOTE: an error just below
+                picture = PILImage.open(f)
+            width, height = picture.size
+            # NOTE: decoding allocates what the header declares; Pillow only warns below twice its limit
+            if width * height > (PILImage.MAX_IMAGE_PIXELS or width * height):
+                raise ValueError(f"{width} x {height} pixels is more than PIL.Image.MAX_IMAGE_PIXELS "
+                                 f"({PILImage.MAX_IMAGE_PIXELS}), a guard against decompression bombs")
+            return Image(numpy.asarray(picture.convert("RGB")))
+        except (OSError, ValueError, SyntaxError, EOFError, PILImage.DecompressionBombError) as exc:
+            # NOTE: Pillow reports a damaged or unknown file as any of these (SyntaxError from some decoders)
+            raise ValueError(f"{path}: not a readable image file ({type(exc).__name__}: {exc}); expected a picture "
+                             f"Pillow decodes ({', '.join(IMG_EXTENSIONS)})") from None
 
 
 class DatasetFolder(VisionDataset):

@@ -4,6 +4,12 @@ A pickle can name any Python callable and run it while loading (e.g.
 ``os.system``). The CIFAR batches only need NumPy's array reconstruction, so
 ``find_class`` allows exactly those few globals and refuses everything else:
 a hostile file raises ``pickle.UnpicklingError`` instead of executing code.
+
+Memory is bounded too: a batch file may hold at most ``MAX_BATCH_BYTES``, and before
+unpickling, its opcodes are scanned (``pickletools``) and the objects they would build are
+priced (``_OBJECT_COST`` bytes each plus their data); a file whose objects would take more
+than ``MAX_COST_RATIO`` times its size (``]]]]...``: 1 byte per empty list, 56 bytes in
+memory) is refused before anything is built.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import io
 import pathlib
 import pickle
+import pickletools
 
 import numpy
 
@@ -18,6 +25,14 @@ from cupynet.data.dataset import ArrayDataset
 
 __all__ = ["CIFAR10", "restricted_load", "read_cifar10"]
 
+MAX_BATCH_BYTES = 256 * 2 ** 20  # a real batch (10000 images) is about 31 MB
+MAX_OPCODES = 2 ** 20  # a real batch has about 40000 (a label and a file name per image)
+MAX_COST_RATIO = 4  # the objects a batch builds may take at most this many times the file's size (plus 1 MiB)
+# NOTE: the bytes an object costs beyond its data: a small list, dict, str or int is 28..64 bytes in CPython,
+# plus a pointer to it in its container
+_OBJECT_COST = 72
+_PUSHES_NOTHING = {"MARK", "STOP", "PROTO", "FRAME", "POP", "POP_MARK", "PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE",
+                   "APPEND", "APPENDS", "SETITEM", "SETITEMS", "ADDITEMS", "BUILD"}
 _TRAIN_FILES = [f"data_batch_{i}" for i in range(1, 6)]
 _TEST_FILES = ["test_batch"]
 
@@ -66,13 +81,37 @@ class _RestrictedUnpickler(pickle.Unpickler):
         return allowed[(module, name)]
 
 
+def _check_cost(data: bytes) -> None:
+    """Refuse a pickle whose opcodes would build objects far larger than the file (before building any)."""
+    limit, cost, count = MAX_COST_RATIO * len(data) + 2 ** 20, 0, 0
+    for opcode, arg, _ in pickletools.genops(data):
+        count += 1
+        if count > MAX_OPCODES:
+            raise pickle.UnpicklingError(f"more than {MAX_OPCODES} pickle opcodes; a CIFAR-10 batch has about 40000")
+        if opcode.name not in _PUSHES_NOTHING:
+            cost += _OBJECT_COST + (len(arg) if isinstance(arg, (bytes, bytearray, str)) else 0)
+        elif opcode.name in ("PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE"):
+            cost += _OBJECT_COST // 4  # NOTE: a memo entry: a dict slot and an int key
+        if cost > limit:
+            raise pickle.UnpicklingError(f"its objects would take more than {MAX_COST_RATIO} times the file's "
+                                         f"{len(data)} bytes (plus 1 MiB); a CIFAR-10 batch is mostly one array")
+
+
 def restricted_load(path) -> object:
     """Unpickle a file allowing only NumPy array reconstruction (bytes keys kept, as CIFAR's batches have).
+
+    The file's size (at most ``MAX_BATCH_BYTES``) and the objects its opcodes would build are checked first.
 
     Args:
         path: the pickle file.
     """
-    data = pathlib.Path(path).read_bytes()
+    path = pathlib.Path(path)
+    size = path.stat().st_size
+    if size > MAX_BATCH_BYTES:
+        raise pickle.UnpicklingError(f"the file has {size} bytes; a dataset batch may have at most "
+                                     f"{MAX_BATCH_BYTES} (a CIFAR-10 batch has about 31 MB)")
+    data = path.read_bytes()
+    _check_cost(data)
     return _RestrictedUnpickler(io.BytesIO(data), encoding="bytes").load()
 
 
@@ -91,12 +130,19 @@ def _read_batch(path) -> tuple:
     except Exception as exc:  # NOTE: truncated/garbled pickles raise many types
         raise ValueError(f"CIFAR10: {path}: not a readable CIFAR-10 batch ({type(exc).__name__}: {exc})") from exc
     data, labels = (_field(batch, "data"), _field(batch, "labels")) if isinstance(batch, dict) else (None, None)
-    if not isinstance(data, numpy.ndarray) or labels is None:
-        raise ValueError(f"CIFAR10: {path}: expected a dict with 'data' (uint8 array) and 'labels'")
-    labels = numpy.asarray(labels, dtype=numpy.int64)
+    if not isinstance(data, numpy.ndarray) or not isinstance(labels, (list, tuple, numpy.ndarray)):
+        raise ValueError(f"CIFAR10: {path}: expected a dict with 'data' (uint8 array) and 'labels' (a list)")
+    try:
+        labels = numpy.asarray(labels, dtype=numpy.int64)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"CIFAR10: {path}: labels must be a list of ints 0..9 ({exc})") from None
+    if labels.ndim != 1:
+        raise ValueError(f"CIFAR10: {path}: labels must be a flat list of ints, got shape {labels.shape}")
     if data.dtype != numpy.uint8 or data.ndim != 2 or data.shape[1] != 3072 or data.shape[0] != labels.shape[0]:
         raise ValueError(f"CIFAR10: {path}: data must be uint8 of shape (N, 3072) with N labels, got "
                          f"{data.dtype} {data.shape} and {labels.shape[0]} labels")
+    if data.shape[0] == 0:
+        raise ValueError(f"CIFAR10: {path}: holds no images; expected at least one")
     if labels.size and (labels.min() < 0 or labels.max() > 9):
         raise ValueError(f"CIFAR10: {path}: labels must be in 0..9, got {int(labels.min())}..{int(labels.max())}")
     return data, labels

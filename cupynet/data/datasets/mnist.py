@@ -8,7 +8,10 @@ data. Images are ``0x00000803`` (N, rows, cols); labels ``0x00000801`` (N,).
 from __future__ import annotations
 
 import gzip
+import math
+import os
 import pathlib
+import zlib
 
 import numpy
 
@@ -17,42 +20,97 @@ from cupynet.data.dataset import ArrayDataset
 __all__ = ["MNIST", "FashionMNIST", "read_idx", "read_mnist", "find_idx"]
 
 _IMAGES_MAGIC, _LABELS_MAGIC = 0x00000803, 0x00000801
+IMAGE_SHAPE = (28, 28)  # rows, cols of every MNIST-layout image; another shape is refused, not trained on
 
 
-def _read_bytes(path: pathlib.Path) -> bytes:
-    if path.suffix == ".gz":
-        with gzip.open(path, "rb") as f:
-            return f.read()
-    return path.read_bytes()
+_CHUNK = 1 << 20  # NOTE: a .gz is inflated this many bytes at a time, so a lying header costs at most this much
+# NOTE: deflate's largest ratio: a 258-byte match costs at least 2 bits, so 1 byte inflates to at most 1032;
+# a header declaring more than 1032 times the .gz file's size cannot be honest and is refused before inflating
+_MAX_DEFLATE_RATIO = 1032
 
 
-def read_idx(owner: str, path, magic: int, ndim: int) -> numpy.ndarray:
+def _header(owner, path, f, magic, ndim) -> list:
+    """The dimensions in the IDX header at the start of ``f``, after checking its magic number."""
+    head = f.read(4)
+    if len(head) < 4:
+        raise ValueError(f"{owner}: {path}: file is {len(head)} bytes, too short for an IDX header")
+    found = int.from_bytes(head, "big")
+    if found != magic:
+        hint = " (it looks gzip-compressed: name it .gz)" if head[:2] == b"\x1f\x8b" else ""
+        raise ValueError(f"{owner}: {path}: expected IDX magic 0x{magic:08X} but found 0x{found:08X}{hint}")
+    raw_dims = f.read(4 * ndim)
+    if len(raw_dims) < 4 * ndim:
+        raise ValueError(f"{owner}: {path}: truncated header ({4 + len(raw_dims)} bytes, expected {4 + 4 * ndim})")
+    return [int.from_bytes(raw_dims[4 * i:4 * i + 4], "big") for i in range(ndim)]
+
+
+def _check_dims(owner, path, dims, expected) -> None:
+    """Check the header's dims against the data set's fixed ones (sizes are Python ints: no overflow)."""
+    for axis, (dim, want) in enumerate(zip(dims, expected)):
+        if want is not None and dim != want:
+            raise ValueError(f"{owner}: {path}: dimensions {dims}: dimension {axis} is {dim}, expected {want} "
+                             f"(the shape {tuple('N' if w is None else w for w in expected)} of this data set)")
+    if dims and dims[0] == 0:
+        raise ValueError(f"{owner}: {path}: dimensions {dims} hold no samples; expected at least one")
+
+
+def _read_raw(owner, path, f, dims, size) -> numpy.ndarray:
+    """Read an uncompressed payload straight into its array; the file's size is checked before allocating."""
+    header, payload = 4 + 4 * len(dims), math.prod(dims)
+    if size != header + payload:
+        raise ValueError(f"{owner}: {path}: dimensions {dims} need {header + payload} bytes but the file has {size}")
+    data = numpy.empty(payload, numpy.uint8)
+    if f.readinto(memoryview(data)) != payload:
+        raise ValueError(f"{owner}: {path}: the file changed size while it was read")
+    return data
+
+
+def _read_gz(owner, path, f, dims, size) -> numpy.ndarray:
+    """Inflate exactly the declared payload, a chunk at a time: never more than it plus one chunk."""
+    header, payload = 4 + 4 * len(dims), math.prod(dims)
+    if header + payload > _MAX_DEFLATE_RATIO * size:
+        raise ValueError(f"{owner}: {path}: dimensions {dims} need {header + payload} bytes, but a "
+                         f"{size}-byte gzip file inflates to at most {_MAX_DEFLATE_RATIO * size}")
+    data = bytearray()
+    while len(data) < payload:
+        chunk = f.read(min(_CHUNK, payload - len(data)))
+        if not chunk:
+            raise ValueError(f"{owner}: {path}: dimensions {dims} need {header + payload} bytes but the file has "
+                             f"{header + len(data)} (inflated)")
+        data += chunk
+    if f.read(1):
+        raise ValueError(f"{owner}: {path}: dimensions {dims} need {header + payload} bytes but the file inflates "
+                         "to more")
+    return numpy.frombuffer(data, numpy.uint8)
+
+
+def read_idx(owner: str, path, magic: int, ndim: int, expected=None) -> numpy.ndarray:
     """Read an unsigned-byte IDX file, validating magic number, dimensions and size.
+
+    Memory is bounded by what the header declares: an uncompressed file's size is checked against it
+    before anything is allocated, and a ``.gz`` is inflated a chunk at a time, stopping at the declared
+    size (plus one byte, to notice a longer stream). Every defect is a ValueError naming the file.
 
     Args:
         owner: the dataset name, for messages.
         path: the file (``.gz`` is decompressed).
         magic: the expected magic number (0x00000803 images, 0x00000801 labels).
         ndim: the expected number of dimensions.
+        expected: the expected dimensions, None where any size is allowed (e.g. ``(None, 28, 28)``); None: any.
     """
     path = pathlib.Path(path)
     try:
-        raw = _read_bytes(path)
-    except (OSError, EOFError) as exc:
+        with open(path, "rb") as raw:
+            size = os.fstat(raw.fileno()).st_size
+            f = gzip.GzipFile(fileobj=raw, mode="rb") if path.suffix == ".gz" else raw
+            dims = _header(owner, path, f, magic, ndim)
+            _check_dims(owner, path, dims, expected or [None] * ndim)
+            read = _read_gz if path.suffix == ".gz" else _read_raw
+            return read(owner, path, f, dims, size).reshape(dims)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise ValueError(f"{owner}: {path}: not a valid gzip file ({type(exc).__name__}: {exc})") from None
+    except OSError as exc:
         raise ValueError(f"{owner}: {path}: cannot read the file ({exc})") from exc
-    if len(raw) < 4:
-        raise ValueError(f"{owner}: {path}: file is {len(raw)} bytes, too short for an IDX header")
-    found = int.from_bytes(raw[:4], "big")
-    if found != magic:
-        raise ValueError(f"{owner}: {path}: expected IDX magic 0x{magic:08X} but found 0x{found:08X}")
-    header = 4 + 4 * ndim
-    if len(raw) < header:
-        raise ValueError(f"{owner}: {path}: truncated header ({len(raw)} bytes, expected at least {header})")
-    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
-    expected = header + int(numpy.prod(dims, dtype=numpy.int64))
-    if len(raw) != expected:
-        raise ValueError(f"{owner}: {path}: dimensions {dims} need {expected} bytes but the file has {len(raw)}")
-    return numpy.frombuffer(raw, dtype=numpy.uint8, offset=header).reshape(dims)
 
 
 class MNIST(ArrayDataset):
@@ -85,7 +143,7 @@ def read_mnist(name: str, root, train: bool = True) -> tuple:
     prefix = "train" if train else "t10k"
     images_path = find_idx(name, root, f"{prefix}-images-idx3-ubyte")
     labels_path = find_idx(name, root, f"{prefix}-labels-idx1-ubyte")
-    images = read_idx(name, images_path, _IMAGES_MAGIC, 3)
+    images = read_idx(name, images_path, _IMAGES_MAGIC, 3, (None, *IMAGE_SHAPE))
     labels = read_idx(name, labels_path, _LABELS_MAGIC, 1)
     if images.shape[0] != labels.shape[0]:
         raise ValueError(f"{name}: {images_path} has {images.shape[0]} images but {labels_path} has "
