@@ -16,7 +16,8 @@ from test_fused_compile import DevArray, dev, fake, fake_cublas  # noqa: F401 - 
 
 import cupynet as cn
 from cupynet.cuda.compile import KERNEL_DTYPES
-from cupynet.ops import fused, linalg
+from cupynet.ops import kernels as fused
+from cupynet.ops import linalg
 from cupynet.ops.loss.classification import CrossEntropy, FusedCrossEntropy
 from cupynet.tensor import Tensor
 

@@ -21,7 +21,7 @@ from .. import dtypes
 from ..autograd.function import Cast, Function
 from ..autograd.state import STATE
 from ..tensor import Tensor
-from . import fused
+from . import kernels as fused
 from ._linalg_checks import (
     _batch_shapes,
     _check,

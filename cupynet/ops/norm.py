@@ -30,7 +30,7 @@ from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.state import STATE
 from ..tensor import Tensor
-from . import fused
+from . import kernels as fused
 from ._util import check_same_device, compute_in_fp32, normalize_dim, require_floating, xp_of
 from .arith import cast, maximum
 from .indexing import cat

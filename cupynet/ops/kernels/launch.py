@@ -1,6 +1,6 @@
 """CuPy launchers of the fused hot-op kernels: one launch per op, no host sync.
 
-Only ``cupynet.ops.fused`` calls these, after checking the arguments; every array argument here
+Only ``cupynet.ops.kernels`` calls these, after checking the arguments; every array argument here
 is a CuPy array of a dtype in ``KERNEL_DTYPES`` (or an int64 target / fp32 statistics). Nothing
 here reads a device value on the host (no ``.get()``, ``.item()``, ``float()``, ``bool()``).
 Scalar arguments carry their C type (``cupynet.cuda.args``).

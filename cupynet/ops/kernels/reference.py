@@ -3,7 +3,7 @@
 These run on the CPU, serve as the test oracle of the CUDA kernels, and are the GPU path for
 float64 (which has no kernel). They compute what the kernels compute, in the same precision:
 every input is read as float32 (float64 stays float64), sums accumulate in that dtype, and each
-result is rounded once to its storage dtype. No argument checking here: ``cupynet.ops.fused``
+result is rounded once to its storage dtype. No argument checking here: ``cupynet.ops.kernels``
 checks before it calls.
 """
 
@@ -52,7 +52,7 @@ def _class_terms(xp, target, weight, ignore_index, n_classes, cdt):
 
 
 def softmax_xent_forward(logits, target, weight, ignore_index, label_smoothing):
-    """Per-row cross-entropy loss and per-row log-sum-exp (see ``cupynet.ops.fused``).
+    """Per-row cross-entropy loss and per-row log-sum-exp (see ``cupynet.ops.kernels``).
 
     Args:
         logits: (N, C) float array.

@@ -22,7 +22,7 @@ from ... import dtypes
 from ...autograd.function import Function
 from ...autograd.state import is_grad_enabled
 from ...tensor import Tensor
-from .. import fused
+from .. import kernels as fused
 from .._util import check_same_device, host_check_range, xp_of
 from ..reduce import sum as sum_
 from ..shape import reshape, unsqueeze
