@@ -130,7 +130,8 @@ def begin_unscale_(scale, inv_scale, found_inf, tensor_stats) -> None:
     with device.cupy().cuda.Device(scale.device.id):
         stats = device.scratch("tensor_stats") if tensor_stats is None else tensor_stats
         KERNELS.get_kernel("step_state.cu", "begin_unscale_kernel")(
-            (1,), (BLOCK_THREADS,), (scale, inv_scale, found_inf, stats, c_int(0 if tensor_stats is None else stats.size)))
+            (1,), (BLOCK_THREADS,),
+            (scale, inv_scale, found_inf, stats, c_int(0 if tensor_stats is None else stats.size)))
 
 
 def record_overflow_(found_inf, tensor_stats, record_stats, record_step, step) -> None:
@@ -163,5 +164,6 @@ def record_step_(found_inf, skipped, scale, ring_scales, ring_skipped, slot) -> 
     with device.cupy().cuda.Device(scale.device.id):
         ring = ring_scales is not None
         KERNELS.get_kernel("step_state.cu", "record_step_kernel")(
-            (1,), (1,), (scale if found_inf is None else found_inf, c_int(found_inf is not None), skipped, scale,
-                         ring_scales if ring else scale, ring_skipped if ring else skipped, c_int(slot if ring else -1)))
+            (1,), (1,),
+            (scale if found_inf is None else found_inf, c_int(found_inf is not None), skipped, scale,
+             ring_scales if ring else scale, ring_skipped if ring else skipped, c_int(slot if ring else -1)))

@@ -1,4 +1,4 @@
-"""NumPy references of the AMP kernels (``unscale.cu``, ``scale_update.cu``, ``l2norm.cu``, ``step_state.cu``), bit for bit.
+"""NumPy references of the AMP kernels (unscale, scale_update, l2norm, step_state ``.cu``), bit for bit.
 
 These run whenever the arrays are NumPy arrays (the CPU backend), and the tests
 compare every kernel against them (on the CPU through the CUDA-on-CPU harness,
