@@ -138,6 +138,10 @@ class Linear(Function):
         ctx.save_for_backward(x, weight)
         if bias is not None and bias.ndim == 0:
             ctx.bias_shape = ()  # NOTE: one value added to every output; its gradient is the total sum
+        if bias is not None and bias.ndim == 1 and fused.kernels_enabled(x.array):
+            # NOTE: on the GPU the GEMM (rounded to x's dtype, as linear_array's half GEMM is) and the bias add
+            # in one kernel: fp32 add, one rounding, as linear_array's two passes
+            return fused.bias_add(linear_array(x.array, weight.array, None), bias.array)
         return linear_array(x.array, weight.array, bias.array if bias is not None else None)
 
     @staticmethod

@@ -32,9 +32,10 @@ from ... import backend, dtypes
 from ...cuda.compile import KERNEL_DTYPES
 from . import reference
 
-__all__ = ["kernels_enabled", "softmax_xent_forward", "softmax_xent_backward", "layer_norm_forward",
+__all__ = ["kernels_enabled", "softmax_xent_forward", "softmax_xent_backward", "softmax_xent_mean",
+           "layer_norm_forward",
            "layer_norm_backward", "bias_gelu_forward", "bias_gelu_backward", "bias_relu_forward",
-           "bias_relu_backward", "im2col", "col2im", "batched_matmul_half"]
+           "bias_relu_backward", "bias_add", "im2col", "col2im", "batched_matmul_half"]
 
 _FLOATS = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
 _INTS = (dtypes.int32, dtypes.int64)
@@ -151,7 +152,8 @@ def softmax_xent_forward(logits, target, ignore_index=-100, label_smoothing=0.0,
     return reference.softmax_xent_forward(logits, target, weight, ignore_index, label_smoothing)
 
 
-def softmax_xent_backward(logits, target, lse, grad_rows, ignore_index=-100, label_smoothing=0.0, weight=None):
+def softmax_xent_backward(logits, target, lse, grad_rows, ignore_index=-100, label_smoothing=0.0, weight=None,
+                          divisor=None):
     """Gradient of the per-row losses w.r.t. the logits: ``g[r] * (softmax * sum_q - q)``, in one pass.
 
     ``q[c] = (1 - s) w[t] [c == t] + (s / C) w[c]``; rows with ``t == ignore_index`` get 0.
@@ -165,6 +167,8 @@ def softmax_xent_backward(logits, target, lse, grad_rows, ignore_index=-100, lab
         ignore_index: as in the forward.
         label_smoothing: as in the forward.
         weight: as in the forward.
+        divisor: optional 0-d or (1,) 'mean' divisor (from :func:`softmax_xent_mean`): grad_rows is divided
+            by it in the kernel, a zero divisor taken as 1 (every row then has weight 0: the gradient is 0).
 
     Returns:
         The (N, C) gradient in the logits' dtype.
@@ -173,14 +177,53 @@ def softmax_xent_backward(logits, target, lse, grad_rows, ignore_index=-100, lab
     _check_xent(fn, logits, target, weight, ignore_index, label_smoothing)
     _check_array(fn, "lse", lse, ndim=1)
     _check_array(fn, "grad_rows", grad_rows, ndim=(0, 1))
-    _check_same_backend(fn, logits=logits, lse=lse, grad_rows=grad_rows)
+    _check_array(fn, "divisor", divisor, ndim=(0, 1), optional=True)
+    _check_shape(fn, "divisor", divisor, divisor.shape if divisor is None or divisor.size == 1 else (1,))
+    _check_same_backend(fn, logits=logits, lse=lse, grad_rows=grad_rows, divisor=divisor)
     _check_shape(fn, "lse", lse, logits.shape[:1])
     if grad_rows.ndim == 1:
         _check_shape(fn, "grad_rows", grad_rows, logits.shape[:1])
     if kernels_enabled(logits):
         return _launch().softmax_xent_backward(logits, target, weight, lse, grad_rows, int(ignore_index),
-                                               float(label_smoothing))
-    return reference.softmax_xent_backward(logits, target, weight, lse, grad_rows, ignore_index, label_smoothing)
+                                               float(label_smoothing), divisor)
+    return reference.softmax_xent_backward(logits, target, weight, lse, grad_rows, ignore_index, label_smoothing,
+                                           divisor)
+
+
+def softmax_xent_mean(loss_rows, target, n_classes, ignore_index=-100, weight=None, out_dtype=None):
+    """The 'mean' cross-entropy of the forward's row losses, and its divisor, in one launch: ``(mean, divisor)``.
+
+    ``divisor = sum of w[t]`` over rows whose target is not ``ignore_index`` (the row count without
+    weights), ``mean = sum(loss_rows) / divisor`` (0 / 0 = NaN, as PyTorch). NOTE: both sums run in a
+    fixed order (the kernel's block sum, replayed by the reference), not xp's ``sum()`` order: the mean
+    can differ from ``loss_rows.sum() / divisor`` by rounding (docs/kernels.md gives the bound).
+
+    Args:
+        loss_rows: (N,) float32 (or float64) row losses from :func:`softmax_xent_forward`.
+        target: (N,) int32/int64 class indices.
+        n_classes: C, the number of classes.
+        ignore_index: target value whose rows are left out of the divisor.
+        weight: optional (C,) float class weights.
+        out_dtype: the mean's dtype (float32, float16, bfloat16; float64 for float64 rows); default loss_rows'.
+
+    Returns:
+        ``(mean, divisor)``: 0-d arrays, the mean in ``out_dtype``, the divisor in loss_rows' dtype.
+    """
+    fn = "softmax_xent_mean"
+    _check_array(fn, "loss_rows", loss_rows, allowed=(dtypes.float32, dtypes.float64), ndim=1)
+    _check_array(fn, "target", target, allowed=_INTS, ndim=1)
+    _check_array(fn, "weight", weight, ndim=1, optional=True)
+    _check_same_backend(fn, loss_rows=loss_rows, target=target, weight=weight)
+    _check_shape(fn, "target", target, loss_rows.shape)
+    _check_int(fn, "n_classes", n_classes)
+    _check_shape(fn, "weight", weight, (n_classes,))
+    _check_int(fn, "ignore_index", ignore_index)
+    out_dtype = loss_rows.dtype if out_dtype is None else numpy.dtype(out_dtype)
+    if out_dtype not in _FLOATS:
+        raise TypeError(f"{fn}: out_dtype must be one of {[str(d) for d in _FLOATS]}, got {out_dtype}")
+    if kernels_enabled(loss_rows) and out_dtype in KERNEL_DTYPES:
+        return _launch().softmax_xent_mean(loss_rows, target, weight, int(n_classes), int(ignore_index), out_dtype)
+    return reference.softmax_xent_mean(loss_rows, target, weight, n_classes, ignore_index, out_dtype)
 
 
 # ----------------------------------------------------------------------------- layer norm
@@ -353,6 +396,25 @@ def bias_relu_backward(grad, y):
     _check_grad(fn, grad, "y", y)
     impl = _launch() if kernels_enabled(y) else reference
     return impl.bias_relu_backward(grad, y)
+
+
+def bias_add(x, bias):
+    """``x + bias`` (the bias broadcast over the last dim, in x's dtype) in one pass: fp32 add, one rounding.
+
+    What ``Linear`` adds after its GEMM: the same values as ``(fp32(x) + fp32(bias)).astype(x.dtype)``.
+
+    Args:
+        x: (..., D) float array.
+        bias: (D,) array of x's dtype.
+
+    Returns:
+        An array of x's shape and dtype.
+    """
+    fn = "bias_add"
+    _check_bias_act(fn, x, bias)
+    _check_same_dtype(fn, "bias", bias, "x", x)
+    impl = _launch() if kernels_enabled(x) else reference
+    return impl.bias_add(x, bias)
 
 
 # ----------------------------------------------------------------------------- convolution window maps
