@@ -178,7 +178,8 @@ def softmax_xent_backward(logits, target, lse, grad_rows, ignore_index=-100, lab
     _check_array(fn, "lse", lse, ndim=1)
     _check_array(fn, "grad_rows", grad_rows, ndim=(0, 1))
     _check_array(fn, "divisor", divisor, ndim=(0, 1), optional=True)
-    _check_shape(fn, "divisor", divisor, divisor.shape if divisor is None or divisor.size == 1 else (1,))
+    if divisor is not None and divisor.size != 1:
+        raise ValueError(f"{fn}: divisor must hold one value (shape () or (1,)), got shape {tuple(divisor.shape)}")
     _check_same_backend(fn, logits=logits, lse=lse, grad_rows=grad_rows, divisor=divisor)
     _check_shape(fn, "lse", lse, logits.shape[:1])
     if grad_rows.ndim == 1:
