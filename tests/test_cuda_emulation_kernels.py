@@ -2,7 +2,7 @@
 
 The harness (tests/cuda_emulation) replaces CuPy at ``cupynet.cuda.device.cupy`` and nowhere
 else: the launchers build their chunk tables, grids and arguments as on a GPU, and the kernel
-text they hand to ``cupy.RawModule`` is compiled with g++ and run one std::thread per CUDA
+text they hand to ``cupy.RawModule`` is compiled with g++ and run one fiber per CUDA
 thread. The AMP and optimizer kernels must then give their NumPy references' results bit for
 bit (subnormals, planted inf / NaN at chunk boundaries, mixed dtypes, empty arrays); the
 fused-op kernels, which use the CUDA math library, agree within a tolerance. Each test checks
