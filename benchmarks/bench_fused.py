@@ -3,7 +3,7 @@
 Run: PYTHONPATH=. python benchmarks/bench_fused.py [--device cuda|cpu] [--repeats 50] [--out DIR]
 
 Each case runs forward + first-order backward on arrays of a transformer/CNN-sized shape. On a GPU
-the fused column is the CUDA kernel (``cupynet.ops.fused``); ``CUPYNET_FUSED_KERNELS=0`` makes it
+the fused column is the CUDA kernel (``cupynet.ops.kernels``); ``CUPYNET_FUSED_KERNELS=0`` makes it
 the reference on the GPU too. On the CPU every column is NumPy/torch-CPU (a smoke run, no claim).
 ``--emulated`` (with ``CUPYNET_DEVICE=cuda-emulated``) runs the kernels on the emulated CUDA device and
 labels the table and ``bench_fused_emulated*.json`` as no GPU figures.
@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _timing import environment, median_time  # noqa: E402
 
 import cupynet as cn  # noqa: E402
-from cupynet.ops import fused  # noqa: E402
+from cupynet.ops import kernels as fused  # noqa: E402
 
 
 def cases(tiny):

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from cuda_emulation import cases
 
-from cupynet.ops import conv, fused
+from cupynet.ops import conv
+from cupynet.ops import kernels as fused
 from cupynet.ops._conv_args import check_conv
 from cupynet.tensor import Tensor
 

@@ -2,7 +2,7 @@
 
 The harness (tests/cuda_emulation) replaces CuPy at ``cupynet.cuda.device.cupy`` and nowhere
 else: the launchers build their chunk tables, grids and arguments as on a GPU, and the kernel
-text they hand to ``cupy.RawModule`` is compiled with g++ and run one std::thread per CUDA
+text they hand to ``cupy.RawModule`` is compiled with g++ and run one fiber per CUDA
 thread. The AMP and optimizer kernels must then give their NumPy references' results bit for
 bit (subnormals, planted inf / NaN at chunk boundaries, mixed dtypes, empty arrays); the
 fused-op kernels, which use the CUDA math library, agree within a tolerance. Each test checks
@@ -93,6 +93,43 @@ def test_l2norm_kernels_give_the_reference_bits(gpu, finite):
     assert set(gpu.launches) == names(amp_launch.KERNELS, "l2norm.cu")
 
 
+@pytest.mark.parametrize("finite, max_norm", [(True, 1.0), (True, 1e30), (True, "device"), (False, 1.0)])
+def test_clip_by_total_norm_kernel_gives_the_reference_bits(gpu, finite, max_norm):
+    host = mixed_arrays(np.random.default_rng(9), finite=finite)
+    norm = amp_reference.multi_tensor_l2norm(host)
+    limit = scalar(0.5) if max_norm == "device" else np.float32(max_norm)
+    dev = on_device(gpu, host)
+    amp_launch.clip_by_total_norm_(group_by_dtype(dev), dev, gpu.asarray(norm),
+                                   gpu.asarray(limit) if max_norm == "device" else limit)
+    amp_reference.clip_by_total_norm_(host, norm, limit)
+    assert_same_bits(dev, host)
+    assert set(gpu.launches) == names(amp_launch.KERNELS, "step_state.cu") - {
+        "begin_unscale_kernel", "record_overflow_kernel", "record_step_kernel"}
+
+
+def test_step_state_kernels_give_the_reference_bits(gpu):
+    rng = np.random.default_rng(10)
+    for scale_value, found_value, with_ring in ((2.0**16, 0.0, True), (3.0, 1.0, True), (0.0, np.nan, False),
+                                                (2.0**-130, -0.0, False)):
+        stats = rng.integers(0, 9, (5, 2)).astype(np.int32)
+        host = [scalar(scale_value), scalar(7.0), scalar(found_value), stats.copy(), np.full((5, 2), -1, np.int32),
+                scalar(-1, np.int32), scalar(4, np.int32), np.zeros(3, np.float32), np.zeros(3, np.int32)]
+        dev = on_device(gpu, host)
+        for impl, arrays in ((amp_launch, dev), (amp_reference, host)):
+            scale, inv, found, stats_rows, record, record_step, skipped, ring_scales, ring_skipped = arrays
+            impl.record_overflow_(found, stats_rows, record, record_step, 12)
+            impl.record_step_(found, skipped, scale, ring_scales if with_ring else None,
+                              ring_skipped if with_ring else None, 2)
+            impl.record_step_(None, skipped, scale, ring_scales if with_ring else None,
+                              ring_skipped if with_ring else None, 0)
+            impl.begin_unscale_(scale, inv, found, stats_rows)
+        assert_same_bits(dev, host)
+        assert host[2][0] == 0.0 and not host[3].any()  # found_inf and the stats rows zeroed
+        if found_value != 0:  # NOTE: NaN counts as set, -0.0 does not (is_nonzero_f32)
+            assert host[4].tolist() == stats.tolist() and host[5][0] == 12 and host[6][0] == 5
+    assert set(gpu.launches) == {"begin_unscale_kernel", "record_overflow_kernel", "record_step_kernel"}
+
+
 # ----------------------------------------------------------------------------- optimizer kernels, bit for bit
 
 
@@ -181,6 +218,16 @@ def test_softmax_xent_kernels_match_the_reference(gpu, dtype):
             dev_grad = with_device_arrays(gpu, ops_launch.softmax_xent_backward, x, target, w, host[1], g, -100,
                                           smoothing)
             assert_close(dev_grad, host_grad, dtype)
+            divisor = scalar(2.5)
+            assert_close(with_device_arrays(gpu, ops_launch.softmax_xent_backward, x, target, w, host[1], g[:1],
+                                            -100, smoothing, divisor),
+                         ops_reference.softmax_xent_backward(x, target, w, host[1], g[:1], -100, smoothing, divisor),
+                         dtype)
+            # NOTE: the 'mean' kernel adds in the reference's replayed order: the same bits
+            rows = np.where(np.isnan(host[0]), np.float32(1.5), host[0])
+            safe = np.where(target == n_classes + 3, 0, target)
+            got = with_device_arrays(gpu, ops_launch.softmax_xent_mean, rows, safe, w, n_classes, -100, dtype)
+            assert_same_bits(got, ops_reference.softmax_xent_mean(rows, safe, w, n_classes, -100, dtype))
     assert set(gpu.launches) == names(ops_launch.KERNELS, "softmax_xent.cu", dtype)
 
 
@@ -213,6 +260,9 @@ def test_bias_activation_kernels_match_the_reference(gpu, dtype):
     assert_close(with_device_arrays(gpu, ops_launch.bias_relu_forward, x, b), y, dtype)
     assert_close(with_device_arrays(gpu, ops_launch.bias_relu_backward, g, y), ops_reference.bias_relu_backward(g, y),
                  dtype, 16)
+    # NOTE: the bias add is exact fp32 arithmetic and one rounding: the same bits as the reference
+    bias = b.astype(dtype)
+    assert_same_bits([with_device_arrays(gpu, ops_launch.bias_add, x, bias)], [ops_reference.bias_add(x, bias)])
     assert set(gpu.launches) == names(ops_launch.KERNELS, "bias_act.cu", dtype)
 
 
@@ -294,7 +344,7 @@ def test_control_a_launcher_passing_a_python_int_is_caught(gpu, monkeypatch):
 
 # ----------------------------------------------------------------------------- coverage
 
-TESTED_FILES = {"amp": ("unscale.cu", "scale_update.cu", "l2norm.cu"), "optim": ("sgd.cu", "adam.cu"),
+TESTED_FILES = {"amp": ("unscale.cu", "scale_update.cu", "l2norm.cu", "step_state.cu"), "optim": ("sgd.cu", "adam.cu"),
                 "ops": ("softmax_xent.cu", "layer_norm.cu", "bias_act.cu", "im2col.cu")}
 """The .cu files the tests above run, every instantiation of each (each test checks what it launched)."""
 
@@ -306,4 +356,4 @@ def test_every_cu_file_of_cupynet_is_run_by_the_harness():
                          for f in lib.source_files())
     kernels = {e.split("<")[0] for lib in emulation.LIBRARIES.values() for es in lib.name_expressions.values()
                for e in es}
-    assert (sum(map(len, TESTED_FILES.values())), len(kernels), instantiations) == (9, 19, 49)
+    assert (sum(map(len, TESTED_FILES.values())), len(kernels), instantiations) == (10, 25, 61)

@@ -1,4 +1,4 @@
-"""cupynet.ops.fused: every NumPy reference against PyTorch (CPU) math, bad inputs, and, on a GPU,
+"""cupynet.ops.kernels (the fused ops): every NumPy reference against PyTorch (CPU) math, bad inputs, and, on a GPU,
 every CUDA kernel against its reference (that part is skipped without CuPy and a CUDA device).
 
 Half-precision inputs are compared with PyTorch run in fp32 on the same (rounded) values: the
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from cupynet.backend import cupy_or_none
-from cupynet.ops import fused
+from cupynet.ops import kernels as fused
 from cupynet.ops._im2col import Geometry, output_length
 
 BF16 = np.dtype(ml_dtypes.bfloat16)

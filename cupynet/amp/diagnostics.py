@@ -16,6 +16,7 @@ from collections import OrderedDict
 import numpy
 
 from cupynet import backend, creation, dtypes
+from cupynet.amp import kernels
 
 __all__ = ["read_host", "OverflowLog", "OverflowReport", "format_overflow", "names_from", "ScalerDiagnostics"]
 
@@ -106,7 +107,7 @@ class _Record:
 class OverflowLog:
     """Keeps, per (optimizer, device, parameter list), the per-tensor counts of its last overflowing step.
 
-    ``record`` runs after each unscale and costs two tiny device ``where`` ops, no sync:
+    ``record`` runs after each unscale and costs one tiny launch (``kernels.record_overflow_``), no sync:
     the rows are kept only when found_inf is set, so they survive later clean steps.
 
     Args:
@@ -137,10 +138,7 @@ class OverflowLog:
         rec = self.records.get(full_key)
         if rec is None:
             rec = self.records[full_key] = _Record(params, names, indices, stats)
-        xp = backend.get_array_module(stats)
-        hit = found_inf.reshape(1) != 0
-        rec.stats[...] = xp.where(hit, stats, rec.stats)
-        rec.step[...] = xp.where(hit, xp.asarray([step], dtype=_I32), rec.step)
+        kernels.record_overflow_(found_inf, stats, rec.stats, rec.step, step)  # NOTE: one launch, decided on the device
         self.records.move_to_end(full_key)
         while len(self.records) > self.capacity:
             self.records.popitem(last=False)
@@ -227,8 +225,8 @@ class ScalerDiagnostics:
         if device is not None:
             self.start(device)
 
-    def stats_buffer(self, key, device, n: int):
-        """A zeroed int32 (n, 2) per-tensor stats array, the same memory every step for the same key.
+    def stats_buffer(self, key, device, n: int, zeroed: bool = True):
+        """An int32 (n, 2) per-tensor stats array, the same memory every step for the same key, zeroed.
 
         NOTE: reusing the buffer keeps its device address fixed, so the kernel launcher's cached
         pointer table (keyed on addresses) is hit every step and no table is uploaded.
@@ -237,12 +235,13 @@ class ScalerDiagnostics:
             key: identifies the optimizer (or parameter list) being unscaled.
             device: the gradients' device.
             n: the number of gradients.
+            zeroed: False when the caller zeroes it itself (``functional.start_unscale`` does, in its launch).
         """
         full_key = (key, str(device), n)
         buffer = self._stats_buffers.get(full_key)
         if buffer is None:
             buffer = self._stats_buffers[full_key] = creation.zeros(n, 2, dtype=_I32, device=device).array
-        else:
+        elif zeroed:
             buffer[...] = 0
         return buffer
 
@@ -256,19 +255,19 @@ class ScalerDiagnostics:
         """
         self.overflow.record(key, params, names, indices, stats, found_inf, step)
 
-    def record_step(self, step: int, scale, hit) -> None:
-        """Write step ``step``'s scale and skipped flag into the ring (when there is one); no sync.
+    def record_step(self, step: int, scale, found_inf, skipped) -> None:
+        """Count a skipped step and write step ``step``'s scale and skipped flag into the ring; one launch, no sync.
 
         Args:
             step: the step number (``update()`` calls, from 1).
             scale: the float32 device scale the step used.
-            hit: int32 device array of shape (1,), 1 when the step was skipped; None when nothing was checked.
+            found_inf: float32 one-element device flag, non-zero when the step was skipped; None when nothing
+                was checked (not a skip).
+            skipped: the scaler's int32 one-element count of skipped steps, incremented when found_inf is set.
         """
-        if self._ring is None:
-            return
-        slot = (step - 1) % self.history_size
-        self._ring[0][slot] = scale
-        self._ring[1][slot] = hit[0] if hit is not None else 0
+        ring_scales, ring_skipped = self._ring if self._ring is not None else (None, None)
+        slot = (step - 1) % self.history_size if self._ring is not None else 0
+        kernels.record_step_(found_inf, skipped, scale, ring_scales, ring_skipped, slot)
 
     # ---- the history as data (for state_dict and pickling) --------------------------------------------------
     def ring_arrays(self) -> tuple:

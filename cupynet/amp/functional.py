@@ -36,7 +36,7 @@ from cupynet.tensor import Tensor as _Tensor
 __all__ = [
     "scale_outputs", "check_inf", "unscale", "update_scale", "step_after_unscale", "unscale_and_step",
     "recommend_scale", "collect_grads", "check_grad_arrays", "unscale_arrays", "inv_scale_of", "device_array",
-    "to_device", "apply_scale", "scale_tensor_for",
+    "to_device", "apply_scale", "scale_tensor_for", "start_unscale",
 ]
 
 _F32, _I32 = _dtypes.float32, _dtypes.int32
@@ -81,6 +81,36 @@ def inv_scale_of(scale):
         scale: a one-element float32 array.
     """
     return (1.0 / scale.reshape(1).astype(_dtypes.float64)).astype(_F32)
+
+
+def _uninitialised(shape, dtype, device):
+    """A new array of ``shape`` on ``device`` whose values a kernel writes next (an allocation, no launch)."""
+    xp = device.xp
+    if device.type == "cpu":
+        return xp.empty(shape, dtype)
+    with xp.cuda.Device(device.index):
+        return xp.empty(shape, dtype)
+
+
+def start_unscale(scale, device, tensor_stats=None):
+    """``(found_inf, inv_scale)`` for an unscale on ``device``: a zeroed 0-d flag and ``1 / scale``; no sync.
+
+    On the scale's device one launch (``kernels.begin_unscale_``) writes both and zeroes
+    ``tensor_stats``; on another device (a model split across GPUs) the reciprocal is copied over.
+    The values are :func:`inv_scale_of`'s and :func:`device_array`'s.
+
+    Args:
+        scale: the float32 one-element scale array.
+        device: the Device of the gradients.
+        tensor_stats: optional int32 ``(n, 2)`` array on ``device``, zeroed.
+    """
+    if _backend.device_of_array(scale) != device:
+        if tensor_stats is not None:
+            tensor_stats[...] = 0
+        return device_array(0.0, _F32, device), to_device(inv_scale_of(scale), device)
+    found, inv_scale = _uninitialised((), _F32, device), _uninitialised((1,), _F32, device)
+    _kernels.begin_unscale_(scale, inv_scale, found, tensor_stats)
+    return found, inv_scale
 
 
 def _data(fn: str, name: str, value, dtype=None):

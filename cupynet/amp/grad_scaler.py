@@ -331,13 +331,12 @@ class GradScaler:
                 index += 1
         for dev, (_, grads, _, _) in by_device.items():
             F.check_grad_arrays("GradScaler.unscale_", grads, dev, allow_fp16=False)
-        inv_scale = F.inv_scale_of(self._scale.array)
         found_per_device = {}
         for dev, (params, grads, names, indices) in by_device.items():
-            found = F.device_array(0.0, _F32, dev)
-            stats = self.diagnostics.stats_buffer(key, dev, len(grads))
+            stats = self.diagnostics.stats_buffer(key, dev, len(grads), zeroed=False)
+            found, inv_scale = F.start_unscale(self._scale.array, dev, stats)  # NOTE: zeroes stats too
             with no_grad():
-                F.unscale_arrays(grads, found, F.to_device(inv_scale, dev), stats)
+                F.unscale_arrays(grads, found, inv_scale, stats)
             for p in params:
                 p.grad._bump_version()
             self.diagnostics.record_unscale((key, str(dev)), params, names, indices, stats, found, self._step + 1)
@@ -459,11 +458,7 @@ class GradScaler:
     def _record_step(self, found) -> None:
         """Count the step (and a skip) on the device and give it to the diagnostics; no sync."""
         self._step += 1
-        hit = None if found is None else (found.reshape(1) != 0).astype(_I32)
-        if hit is not None:
-            skipped = self._counters["_skipped_steps"].reshape(1)
-            skipped += hit
-        self.diagnostics.record_step(self._step, self._scale.array, hit)
+        self.diagnostics.record_step(self._step, self._scale.array, found, self._counters["_skipped_steps"])
 
     def update(self, new_scale=None) -> None:
         """Update the scale from this iteration's found_inf flags (on the device), or set it to ``new_scale``.

@@ -4,7 +4,11 @@
 // exact text the launcher hands to cupy.RawModule, as C++ with g++ and this header
 // force-included (-include cuda_runtime.h). How CUDA maps onto the CPU here:
 //
-//   * one std::thread per CUDA thread; the blocks of a grid run one after another;
+//   * one fiber (a ucontext_t with its own stack) per CUDA thread, all on the calling OS
+//     thread; the blocks of a grid run one after another; a fiber runs until it waits
+//     (at __syncthreads or a shuffle) or returns, then the next one runs (cooperative:
+//     a block's threads are interleaved at the barriers, never preempted). Fibers cost
+//     a stack switch where an OS thread per CUDA thread cost a clone and a join;
 //   * __shared__ is `static`: one copy per kernel, which is one copy per block because
 //     blocks do not overlap;
 //   * __syncthreads() is a barrier over the block's running threads (a thread that has
@@ -22,16 +26,16 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <math.h>
-#include <mutex>
+#include <mutex>  // NOTE: std::unique_lock and std::lock_guard, over the no-op Mutex below
+#include <memory>
 #include <string>
 #include <system_error>
-#include <thread>
+#include <ucontext.h>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -112,6 +116,26 @@ inline bool ieee_lt(float a, float b) { return ieee([](float x, float y) { retur
 inline double ieee_widen(float a) { return ieee([](float x) { return (double)x; }, a); }
 inline float ieee_narrow(double a) { return ieee([](double x) { return (float)x; }, a); }
 
+// ---- fibers: the CUDA threads of one block, taking turns on one OS thread ----------------------
+
+void yield_to_scheduler();
+
+// NOTE: every fiber runs on the same OS thread and none is preempted, so a lock has nothing to
+// exclude; it stays (as a no-op) so the barrier code reads as the concurrent code it models.
+struct Mutex {
+    void lock() {}
+    void unlock() {}
+};
+
+// A condition variable over fibers: wait() hands the OS thread to the next fiber until `ready`.
+struct FiberCondition {
+    void notify_all() {}
+    template <typename Lock, typename Ready>
+    void wait(Lock&, Ready ready) {
+        while (!ready()) yield_to_scheduler();
+    }
+};
+
 // ---- blocks, barriers and warps --------------------------------------------------------------
 
 struct Abort {};  // unwinds a thread once its block has failed
@@ -123,12 +147,12 @@ struct Warp {
     int line = 0;           // where the current shuffle is
     unsigned long generation = 0;
     unsigned long long slots[2][32] = {};  // NOTE: two sets, used by alternate shuffles
-    std::condition_variable released;
+    FiberCondition released;
 };
 
 struct Block {
-    std::mutex lock;
-    std::condition_variable released;   // __syncthreads
+    Mutex lock;
+    FiberCondition released;   // __syncthreads
     std::string error;                  // the first failure; set -> every thread unwinds
     int running = 0;                    // threads that have not returned
     int blocked = 0;                    // threads waiting in a barrier nobody has released yet
@@ -184,7 +208,7 @@ inline thread_local Self self = {nullptr, 0};
 // __syncthreads and its voting forms: returns the OR (or the count) of `vote` over the block.
 inline int block_barrier(int vote, int line, bool count) {
     Block& b = *self.block;
-    std::unique_lock<std::mutex> hold(b.lock);
+    std::unique_lock<Mutex> hold(b.lock);
     if (!b.error.empty()) throw Abort();
     if (b.arrived == 0) {
         b.line = line;
@@ -217,7 +241,7 @@ inline T shuffle(unsigned mask, T value, Src src_of, int line, const char* name)
     Block& b = *self.block;
     const int lane = self.thread % 32;
     Warp& w = b.warps[self.thread / 32];
-    std::unique_lock<std::mutex> hold(b.lock);
+    std::unique_lock<Mutex> hold(b.lock);
     if (!b.error.empty()) throw Abort();
     auto at = [&] { return std::string(name) + " at source line " + std::to_string(line) + ": "; };
     if (!(mask >> lane & 1u) || (mask & ~w.running)) {
@@ -263,7 +287,7 @@ inline T shuffle(unsigned mask, T value, Src src_of, int line, const char* name)
 
 inline void thread_returned() {
     Block& b = *self.block;
-    std::lock_guard<std::mutex> hold(b.lock);
+    std::lock_guard<Mutex> hold(b.lock);
     const int lane = self.thread % 32;
     Warp& w = b.warps[self.thread / 32];
     b.running -= 1;
@@ -322,51 +346,109 @@ void call(void (*kernel)(A...), void** args, std::index_sequence<I...>) {
     kernel(*static_cast<std::remove_reference_t<A>*>(args[I])...);
 }
 
-// One CUDA thread: its built-in variables, flush-to-zero on, the kernel, then it leaves the block.
+// One CUDA thread: the kernel, then it leaves the block.
 template <typename... A>
-void run_thread(void (*kernel)(A...), void** args, Block* b, int t, dim3 grid, dim3 block, dim3 index) {
-    threadIdx = dim3{t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
-    blockIdx = index;
-    blockDim = block;
-    gridDim = grid;
-    self = Self{b, t};
-    set_fp_mode(fp_mode() | FLUSH_TO_ZERO);  // NOTE: -ftz=true, as CuPy compiles
+void run_thread(void (*kernel)(A...), void** args, Block* b, int t) {
     try {
         call(kernel, args, std::index_sequence_for<A...>{});
     } catch (const Abort&) {
     } catch (const std::exception& e) {
-        std::lock_guard<std::mutex> hold(b->lock);
+        std::lock_guard<Mutex> hold(b->lock);
         b->fail("exception in thread " + std::to_string(t) + ": " + e.what());
     }
     thread_returned();
 }
 
-// Run the grid: block after block, one std::thread per CUDA thread. Returns 0, or 1 with a message.
+// The fibers of the running block and the scheduler that switches between them.
+struct Fibers {
+    static constexpr size_t STACK_BYTES = 256 * 1024;
+    ucontext_t scheduler;
+    std::vector<ucontext_t> contexts;
+    std::vector<std::unique_ptr<char[]>> stacks;  // NOTE: uninitialised: a page is mapped when first used
+    std::vector<char> done;
+    int current = 0;
+    void (*body)(void*, int) = nullptr;  // runs CUDA thread `t` of the block
+    void* launch = nullptr;
+};
+inline thread_local Fibers* fibers = nullptr;
+
+inline void yield_to_scheduler() {
+    Fibers& f = *fibers;
+    swapcontext(&f.contexts[f.current], &f.scheduler);
+}
+
+inline void fiber_entry() {
+    Fibers& f = *fibers;
+    f.body(f.launch, f.current);
+    f.done[f.current] = 1;  // NOTE: returning resumes the scheduler (uc_link)
+}
+
+// Run one block: a fiber per thread, resumed in turn until every one has returned.
+inline void run_block(Fibers& f, int n_threads, dim3 block, Block* b) {
+    if ((int)f.stacks.size() < n_threads) f.stacks.resize(n_threads);
+    f.contexts.assign(n_threads, ucontext_t{});
+    f.done.assign(n_threads, 0);
+    for (int t = 0; t < n_threads; ++t) {
+        if (!f.stacks[t]) f.stacks[t].reset(new char[Fibers::STACK_BYTES]);
+        ucontext_t& c = f.contexts[t];
+        getcontext(&c);  // NOTE: after flush-to-zero was set: a fiber starts in the mode saved here
+        c.uc_stack.ss_sp = f.stacks[t].get();
+        c.uc_stack.ss_size = Fibers::STACK_BYTES;
+        c.uc_link = &f.scheduler;
+        makecontext(&c, fiber_entry, 0);
+    }
+    for (int remaining = n_threads; remaining > 0;) {
+        for (int t = 0; t < n_threads; ++t) {
+            if (f.done[t]) continue;
+            f.current = t;
+            threadIdx = dim3{t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
+            self = Self{b, t};
+            swapcontext(&f.scheduler, &f.contexts[t]);
+            remaining -= f.done[t];
+        }
+    }
+}
+
+template <typename... A>
+struct Launch {
+    void (*kernel)(A...);
+    void** args;
+    Block* block;
+    static void body(void* raw, int t) {
+        Launch& l = *static_cast<Launch*>(raw);
+        run_thread(l.kernel, l.args, l.block, t);
+    }
+};
+
+// Run the grid: block after block, one fiber per CUDA thread. Returns 0, or 1 with a message.
 template <typename... A>
 int launch(void (*kernel)(A...), const unsigned* grid, const unsigned* block, void** args, char* message,
            int message_size) {
     const dim3 g{grid[0], grid[1], grid[2]}, d{block[0], block[1], block[2]};
     const int n_threads = int(d.x * d.y * d.z);
-    for (unsigned bz = 0; bz < g.z; ++bz) for (unsigned by = 0; by < g.y; ++by) for (unsigned bx = 0; bx < g.x; ++bx) {
+    static thread_local Fibers pool;  // NOTE: stacks are kept for the next launch on this OS thread
+    fibers = &pool;
+    const FpMode caller_mode = fp_mode();
+    set_fp_mode(caller_mode | FLUSH_TO_ZERO);  // NOTE: -ftz=true, as CuPy compiles; the caller's mode comes back
+    blockDim = d;
+    gridDim = g;
+    int status = 0;
+    for (unsigned bz = 0; bz < g.z && !status; ++bz) for (unsigned by = 0; by < g.y && !status; ++by)
+    for (unsigned bx = 0; bx < g.x; ++bx) {
         Block b(n_threads);
-        std::vector<std::thread> threads;
-        threads.reserve(n_threads);
-        for (int t = 0; t < n_threads; ++t) {
-            try {
-                threads.emplace_back(run_thread<A...>, kernel, args, &b, t, g, d, dim3{bx, by, bz});
-            } catch (const std::system_error& e) {  // NOTE: the OS refused a thread: fail, let the others unwind
-                std::lock_guard<std::mutex> hold(b.lock);
-                b.fail("could not start thread " + std::to_string(t) + ": " + e.what());
-                break;
-            }
-        }
-        for (std::thread& thread : threads) thread.join();
+        blockIdx = dim3{bx, by, bz};
+        Launch<A...> l{kernel, args, &b};
+        pool.body = &Launch<A...>::body;
+        pool.launch = &l;
+        run_block(pool, n_threads, d, &b);
         if (!b.error.empty()) {
             std::snprintf(message, message_size, "block (%u, %u, %u): %s", bx, by, bz, b.error.c_str());
-            return 1;
+            status = 1;
+            break;
         }
     }
-    return 0;
+    set_fp_mode(caller_mode);
+    return status;
 }
 
 }  // namespace cupynet_emu

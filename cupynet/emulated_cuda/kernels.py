@@ -1,10 +1,11 @@
-"""CUDA on the CPU: cupynet's own kernels, from their real source, compiled with g++ and run on threads.
+"""CUDA on the CPU: cupynet's own kernels, from their real source, compiled with g++ and run as fibers.
 
 ``RawModule(code=..., name_expressions=...)`` receives the exact text CuPy would hand to NVRTC. It is
 compiled as C++ with g++ and a small shim (``cuda_runtime.h``, ``cuda_fp16.h``, ``cuda_bf16.h`` beside
-this file), each name expression is exported, and a launch runs one ``std::thread`` per CUDA thread,
-block after block (``cuda_runtime.h`` says how barriers, warps, shared memory and flush-to-zero are
-mirrored). The emulated CUDA device uses it for every RawKernel launch; the test harness
+this file), each name expression is exported, and a launch runs one fiber (a ``ucontext_t`` with its
+own stack, on the calling OS thread) per CUDA thread, block after block; a fiber runs until it waits at
+a barrier or shuffle, then the next one (``cuda_runtime.h`` says how barriers, warps, shared memory and
+flush-to-zero are mirrored). The emulated CUDA device uses it for every RawKernel launch; the test harness
 (tests/cuda_emulation) adds guard bytes around its arrays on top.
 
 What every launch checks, besides running the kernel:

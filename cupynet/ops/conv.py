@@ -31,7 +31,7 @@ import math
 
 from .. import dtypes
 from ..autograd.function import Function
-from . import fused
+from . import kernels as fused
 from ._conv_args import check_conv, check_conv_transpose, check_same_dtype
 from ._im2col import pad_input, tap_windows
 from ._util import xp_of

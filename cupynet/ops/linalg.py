@@ -21,7 +21,7 @@ from .. import dtypes
 from ..autograd.function import Cast, Function
 from ..autograd.state import STATE
 from ..tensor import Tensor
-from . import fused
+from . import kernels as fused
 from ._linalg_checks import (
     _batch_shapes,
     _check,
@@ -130,6 +130,10 @@ def matmul(input, other, *, out=None):  # noqa: A002
     return result if out is None else write_out("matmul", result, out)
 
 
+_BIAS_ADD_DTYPES = (dtypes.float32, dtypes.float16)
+"""Where Linear's GEMM gives x's dtype on the GPU, so its bias add is one kernel (bfloat16 GEMMs may give fp32)."""
+
+
 class Linear(Function):
     """``x @ W^T + b`` over any leading dimensions, as one 2-D GEMM on ``x`` viewed as ``(-1, in_features)``."""
 
@@ -142,6 +146,12 @@ class Linear(Function):
         ctx.save_for_backward(x, weight)
         if bias is not None and bias.ndim == 0:
             ctx.bias_shape = ()  # NOTE: one value added to every output; its gradient is the total sum
+        if bias is not None and bias.ndim == 1 and x.dtype in _BIAS_ADD_DTYPES and fused.kernels_enabled(x.array):
+            # NOTE: on the GPU the GEMM (rounded to x's dtype, as linear_array's half GEMM is) and the bias add
+            # in one kernel: fp32 add, one rounding, as linear_array's two passes
+            y = linear_array(x.array, weight.array, None)
+            if y.dtype == x.dtype:
+                return fused.bias_add(y, bias.array)
         return linear_array(x.array, weight.array, bias.array if bias is not None else None)
 
     @staticmethod

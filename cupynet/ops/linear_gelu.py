@@ -25,7 +25,7 @@ import numpy
 from ..autograd.function import Function
 from ..autograd.state import STATE
 from ..tensor import Tensor
-from . import fused
+from . import kernels as fused
 from ._linalg_checks import _check_linear
 from ._special import erf_kernel
 from ._util import compute_in_fp32, round_from_fp32, xp_of

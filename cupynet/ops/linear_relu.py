@@ -18,7 +18,7 @@ from __future__ import annotations
 from ..autograd.function import Function
 from ..autograd.state import STATE
 from ..tensor import Tensor
-from . import fused
+from . import kernels as fused
 from ._linalg_checks import _check_linear
 from ._util import xp_of, zero_where_not
 from .linalg import linear_array, linear_backward

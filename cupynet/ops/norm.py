@@ -31,7 +31,7 @@ from ..autograd.function import Function
 from ..autograd.state import STATE
 from ..checks import require_floating
 from ..tensor import Tensor
-from . import fused
+from . import kernels as fused
 from ._util import check_same_device, compute_in_fp32, normalize_dim, xp_of
 from .arith import cast, maximum
 from .indexing import cat

@@ -1,4 +1,4 @@
-"""The AMP kernels of cupynet: fused inf/NaN check and unscale, loss-scale update, global L2 norm.
+"""The AMP kernels of cupynet: fused inf/NaN check and unscale, loss-scale update, global L2 norm, step bookkeeping.
 
 Every function works on plain arrays (no Tensor, no autograd) and picks its
 backend from them: CuPy arrays launch the CUDA kernels of this package
@@ -29,7 +29,8 @@ from cupynet.cuda import checks as chk
 from cupynet.cuda.compile import KERNEL_DTYPES
 from cupynet.cuda.multi_tensor import CHUNK_SIZE, group_by_dtype
 
-__all__ = ["non_finite_check_and_unscale_", "update_scale_", "multi_tensor_l2norm", "CHUNK_SIZE", "SUPPORTED_DTYPES"]
+__all__ = ["non_finite_check_and_unscale_", "update_scale_", "multi_tensor_l2norm", "clip_by_total_norm_",
+           "begin_unscale_", "record_overflow_", "record_step_", "CHUNK_SIZE", "SUPPORTED_DTYPES"]
 
 SUPPORTED_DTYPES = KERNEL_DTYPES
 """Dtypes the kernels accept for the arrays they check, unscale or measure."""
@@ -167,3 +168,116 @@ def multi_tensor_l2norm(arrays):
     if place == "cpu":
         return reference.multi_tensor_l2norm(arrays)
     return launch.multi_tensor_l2norm(arrays[0].device.id, group_by_dtype(arrays), arrays)
+
+
+def clip_by_total_norm_(arrays, total_norm, max_norm) -> None:
+    """Scale every array in place by ``min(max_norm / (total_norm + 1e-6), 1)``: ``clip_grad_norm_`` in one launch.
+
+    The coefficient is computed in fp32 on the device (NaN propagates: a NaN norm makes every
+    value NaN, an inf norm makes them 0, as in PyTorch), rounded to each array's dtype, and each
+    value becomes ``fp32(v * coef)`` rounded once into its dtype: what ``v * coef.astype(v.dtype)``
+    gives in NumPy. On CUDA: one launch per dtype group, one block per chunk.
+
+    Args:
+        arrays: list/tuple of C-contiguous float32 / float16 / bfloat16 arrays.
+        total_norm: float32 array of shape (1,) or 0-d (``multi_tensor_l2norm`` of the arrays).
+        max_norm: a positive Python number (rounded once to fp32), or a float32 one-element array on the
+            arrays' device.
+    """
+    fn = "clip_by_total_norm_"
+    arrays = chk.array_list(fn, "arrays", arrays, SUPPORTED_DTYPES)
+    chk.scalar_array(fn, "total_norm", total_norm, _F32)
+    if hasattr(max_norm, "dtype") and hasattr(max_norm, "shape"):
+        chk.scalar_array(fn, "max_norm", max_norm, _F32)
+        named_max = [("max_norm", max_norm)]
+    else:
+        max_norm = numpy.float32(chk.real_number(fn, "max_norm", max_norm, low=0.0))
+        named_max = []
+    place = chk.place_of(fn, [("total_norm", total_norm), *named_max, *chk.named("arrays", arrays)])
+    chk.check_distinct(fn, [*chk.named("arrays", arrays), ("total_norm", total_norm), *named_max])
+    if place == "cpu":
+        reference.clip_by_total_norm_(arrays, total_norm, max_norm)
+    else:
+        launch.clip_by_total_norm_(group_by_dtype(arrays), arrays, total_norm, max_norm)
+
+
+def begin_unscale_(scale, inv_scale, found_inf, tensor_stats=None) -> None:
+    """Start an unscale in one launch: ``inv_scale = 1 / scale``, ``found_inf = 0``, ``tensor_stats = 0``.
+
+    NOTE: the reciprocal is taken in float64 and rounded once to float32 (PyTorch's rule: exact for
+    a power-of-two scale), and a NaN is stored canonical, as every kernel here stores it.
+
+    Args:
+        scale: float32 array of shape (1,) or 0-d.
+        inv_scale: float32 array of shape (1,) or 0-d, written.
+        found_inf: float32 array of shape (1,) or 0-d, set to 0.
+        tensor_stats: optional contiguous int32 array of shape ``(n, 2)``, set to 0.
+    """
+    fn = "begin_unscale_"
+    for name, a in (("scale", scale), ("inv_scale", inv_scale), ("found_inf", found_inf)):
+        chk.scalar_array(fn, name, a, _F32)
+    if tensor_stats is not None:
+        rows = tensor_stats.shape[0] if getattr(tensor_stats, "ndim", 0) == 2 else 0  # NOTE: any (n, 2)
+        chk.check_stats(fn, tensor_stats, rows)
+    named = [("scale", scale), ("inv_scale", inv_scale), ("found_inf", found_inf), ("tensor_stats", tensor_stats)]
+    place = chk.place_of(fn, named)
+    chk.check_distinct(fn, named)
+    (reference if place == "cpu" else launch).begin_unscale_(scale, inv_scale, found_inf, tensor_stats)
+
+
+def record_overflow_(found_inf, tensor_stats, record_stats, record_step, step) -> None:
+    """When ``found_inf`` is set (decided on the device), copy ``tensor_stats`` into a record and stamp ``step``.
+
+    Args:
+        found_inf: float32 array of shape (1,) or 0-d.
+        tensor_stats: contiguous int32 array (the per-tensor ``[inf_count, nan_count]`` rows of an unscale).
+        record_stats: contiguous int32 array of tensor_stats' shape, written when found_inf is set.
+        record_step: int32 array of shape (1,) or 0-d, written when found_inf is set.
+        step: the step number to stamp (a non-negative int below 2**31).
+    """
+    fn = "record_overflow_"
+    chk.scalar_array(fn, "found_inf", found_inf, _F32)
+    chk.scalar_array(fn, "record_step", record_step, _I32)
+    for name, a in (("tensor_stats", tensor_stats), ("record_stats", record_stats)):
+        chk.array_list(fn, name, [a], (_I32,))
+    chk.check_same_shapes(fn, "tensor_stats", [tensor_stats], {"record_stats": [record_stats]})
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < 2 ** 31:
+        raise ValueError(f"{fn}: step must be an int in [0, 2**31) (it is stored as int32), got {step!r}")
+    named = [("found_inf", found_inf), ("tensor_stats", tensor_stats), ("record_stats", record_stats),
+             ("record_step", record_step)]
+    place = chk.place_of(fn, named)
+    chk.check_distinct(fn, named[2:])
+    (reference if place == "cpu" else launch).record_overflow_(found_inf, tensor_stats, record_stats, record_step,
+                                                                 step)
+
+
+def record_step_(found_inf, skipped, scale, ring_scales=None, ring_skipped=None, slot=0) -> None:
+    """Count a step on the device: ``skipped += (found_inf != 0)``; with a ring, ``ring[slot] = (scale, hit)``.
+
+    Args:
+        found_inf: float32 array of shape (1,) or 0-d, or None (nothing was checked: the step is no skip).
+        skipped: int32 array of shape (1,) or 0-d, incremented when found_inf is set.
+        scale: float32 array of shape (1,) or 0-d: the scale the step used.
+        ring_scales: optional contiguous float32 1-D array (the history ring's scales).
+        ring_skipped: int32 1-D array of ring_scales' shape (the ring's skipped flags); with ring_scales only.
+        slot: the ring slot to write, in ``[0, len(ring_scales))``.
+    """
+    fn = "record_step_"
+    chk.scalar_array(fn, "found_inf", found_inf, _F32, optional=True)
+    chk.scalar_array(fn, "skipped", skipped, _I32)
+    chk.scalar_array(fn, "scale", scale, _F32)
+    if (ring_scales is None) != (ring_skipped is None):
+        raise ValueError(f"{fn}: ring_scales and ring_skipped must be given together (or neither)")
+    if ring_scales is not None:
+        chk.array_list(fn, "ring_scales", [ring_scales], (_F32,))
+        chk.array_list(fn, "ring_skipped", [ring_skipped], (_I32,))
+        chk.check_same_shapes(fn, "ring_scales", [ring_scales], {"ring_skipped": [ring_skipped]})
+        if ring_scales.ndim != 1 or isinstance(slot, bool) or not isinstance(slot, int) or \
+                not 0 <= slot < ring_scales.shape[0]:
+            raise ValueError(f"{fn}: slot must be an int in [0, {ring_scales.shape[0]}) of a 1-D ring, got {slot!r} "
+                             f"for a ring of shape {tuple(ring_scales.shape)}")
+    named = [("found_inf", found_inf), ("skipped", skipped), ("scale", scale), ("ring_scales", ring_scales),
+             ("ring_skipped", ring_skipped)]
+    place = chk.place_of(fn, named)
+    chk.check_distinct(fn, [("skipped", skipped), ("ring_scales", ring_scales), ("ring_skipped", ring_skipped)])
+    (reference if place == "cpu" else launch).record_step_(found_inf, skipped, scale, ring_scales, ring_skipped, slot)

@@ -17,12 +17,15 @@ from cupynet.cuda.args import c_double, c_float, c_int
 from cupynet.cuda.compile import KernelLibrary, per_dtype
 from cupynet.cuda.multi_tensor import BLOCK_THREADS, CHUNK_SIZE, launch_chunked, pointers
 
-__all__ = ["KERNELS", "non_finite_check_and_unscale_", "update_scale_", "multi_tensor_l2norm"]
+__all__ = ["KERNELS", "non_finite_check_and_unscale_", "update_scale_", "multi_tensor_l2norm", "clip_by_total_norm_",
+           "begin_unscale_", "record_overflow_", "record_step_"]
 
 KERNELS = KernelLibrary(pathlib.Path(__file__).parent, {
     "unscale.cu": per_dtype("non_finite_check_and_unscale_kernel"),
     "scale_update.cu": ("update_scale_kernel",),
     "l2norm.cu": per_dtype("l2norm_partial_kernel") + ("l2norm_finalize_kernel",),
+    "step_state.cu": per_dtype("clip_by_total_norm_kernel") + ("begin_unscale_kernel", "record_overflow_kernel",
+                                                               "record_step_kernel"),
 })
 """The ``.cu`` files of this package and every kernel the launchers fetch from them."""
 
@@ -96,3 +99,71 @@ def multi_tensor_l2norm(device_id, groups, arrays):
         KERNELS.get_kernel("l2norm.cu", "l2norm_finalize_kernel")(
             (1,), (BLOCK_THREADS,), (partials, c_int(total_chunks), out))
         return out
+
+
+def clip_by_total_norm_(groups, arrays, total_norm, max_norm) -> None:
+    """Launch ``clip_by_total_norm_kernel`` once per dtype group.
+
+    Args:
+        groups: ``[(dtype, indices)]`` of the arrays.
+        arrays: the CuPy arrays to scale in place.
+        total_norm: float32 one-element device array.
+        max_norm: numpy.float32 (host value) or a float32 one-element device array.
+    """
+    on_device = not isinstance(max_norm, numpy.floating)
+    with device.cupy().cuda.Device(total_norm.device.id):
+        for dtype, indices in groups:
+            launch_chunked(KERNELS, "step_state.cu", "clip_by_total_norm_kernel", dtype, [pointers(arrays, indices)],
+                           [arrays[i].size for i in indices], total_norm, max_norm if on_device else total_norm,
+                           c_float(0.0 if on_device else max_norm), c_int(on_device))
+
+
+def begin_unscale_(scale, inv_scale, found_inf, tensor_stats) -> None:
+    """Launch ``begin_unscale_kernel`` (one block).
+
+    Args:
+        scale: float32 one-element device array.
+        inv_scale: float32 one-element device array, written.
+        found_inf: float32 one-element device array, zeroed.
+        tensor_stats: int32 device array zeroed, or None.
+    """
+    with device.cupy().cuda.Device(scale.device.id):
+        stats = device.scratch("tensor_stats") if tensor_stats is None else tensor_stats
+        KERNELS.get_kernel("step_state.cu", "begin_unscale_kernel")(
+            (1,), (BLOCK_THREADS,),
+            (scale, inv_scale, found_inf, stats, c_int(0 if tensor_stats is None else stats.size)))
+
+
+def record_overflow_(found_inf, tensor_stats, record_stats, record_step, step) -> None:
+    """Launch ``record_overflow_kernel`` (one block).
+
+    Args:
+        found_inf: float32 one-element device array.
+        tensor_stats: int32 device array, read.
+        record_stats: int32 device array of the same size, written when found_inf is set.
+        record_step: int32 one-element device array, written when found_inf is set.
+        step: the step number (a Python int).
+    """
+    with device.cupy().cuda.Device(found_inf.device.id):
+        KERNELS.get_kernel("step_state.cu", "record_overflow_kernel")(
+            (1,), (BLOCK_THREADS,), (found_inf, tensor_stats, record_stats, record_step, c_int(tensor_stats.size),
+                                     c_int(step)))
+
+
+def record_step_(found_inf, skipped, scale, ring_scales, ring_skipped, slot) -> None:
+    """Launch ``record_step_kernel`` (one thread).
+
+    Args:
+        found_inf: float32 one-element device array, or None (nothing was checked: not a skip).
+        skipped: int32 one-element device array, incremented when found_inf is set.
+        scale: float32 one-element device array.
+        ring_scales: float32 device array, or None (no history ring).
+        ring_skipped: int32 device array, or None.
+        slot: the ring slot to write (ignored without a ring).
+    """
+    with device.cupy().cuda.Device(scale.device.id):
+        ring = ring_scales is not None
+        KERNELS.get_kernel("step_state.cu", "record_step_kernel")(
+            (1,), (1,),
+            (scale if found_inf is None else found_inf, c_int(found_inf is not None), skipped, scale,
+             ring_scales if ring else scale, ring_skipped if ring else skipped, c_int(slot if ring else -1)))

@@ -1,4 +1,4 @@
-"""NumPy references of the AMP kernels (``unscale.cu``, ``scale_update.cu``, ``l2norm.cu``), bit for bit.
+"""NumPy references of the AMP kernels (unscale, scale_update, l2norm, step_state ``.cu``), bit for bit.
 
 These run whenever the arrays are NumPy arrays (the CPU backend), and the tests
 compare every kernel against them (on the CPU through the CUDA-on-CPU harness,
@@ -20,7 +20,11 @@ from cupynet import dtypes
 from cupynet.cuda.multi_tensor import CHUNK_SIZE, group_by_dtype
 from cupynet.cuda.reference import block_sum, is_set, load_f32, store_f32, strided_thread_sums
 
-__all__ = ["non_finite_check_and_unscale_", "update_scale_", "multi_tensor_l2norm"]
+__all__ = ["non_finite_check_and_unscale_", "update_scale_", "multi_tensor_l2norm", "clip_coefficient",
+           "clip_by_total_norm_", "begin_unscale_", "record_overflow_", "record_step_"]
+
+_CLIP_EPS = numpy.float32(1e-6)
+"""Added to the total norm before dividing (``clip_grad_norm_``'s 1e-6, rounded once to fp32)."""
 
 
 def non_finite_check_and_unscale_(arrays, found_inf, inv_scale, tensor_stats=None) -> None:
@@ -159,3 +163,84 @@ def multi_tensor_l2norm(arrays) -> numpy.ndarray:
         partials = numpy.concatenate(partials) if partials else numpy.zeros(0, numpy.float32)
         total = block_sum(strided_thread_sums(partials.reshape(1, -1)))
         return store_f32(numpy.sqrt(total).astype(numpy.float32).reshape(1), dtypes.float32)
+
+
+def clip_coefficient(total_norm, max_norm) -> numpy.float32:
+    """``min(max_norm / (total_norm + 1e-6), 1)`` in fp32: the factor ``clip_grad_norm_`` scales gradients by.
+
+    NaN propagates (a NaN norm makes every gradient NaN, as in PyTorch); an inf norm gives 0.
+
+    Args:
+        total_norm: float32 one-element array.
+        max_norm: numpy.float32, or a float32 one-element array.
+    """
+    limit = numpy.float32(numpy.asarray(max_norm).reshape(-1)[0])
+    with numpy.errstate(all="ignore"):
+        ratio = limit / (numpy.float32(total_norm.reshape(-1)[0]) + _CLIP_EPS)
+    return ratio if numpy.isnan(ratio) or ratio < 1 else numpy.float32(1.0)
+
+
+def clip_by_total_norm_(arrays, total_norm, max_norm) -> None:
+    """Reference of ``clip_by_total_norm_``: every array times the clip coefficient rounded to its dtype.
+
+    Args:
+        arrays: contiguous float32 / float16 / bfloat16 arrays, scaled in place.
+        total_norm: float32 one-element array (``multi_tensor_l2norm`` of the arrays).
+        max_norm: numpy.float32, or a float32 one-element array.
+    """
+    coef = clip_coefficient(total_norm, max_norm)
+    with numpy.errstate(all="ignore"):
+        for a in arrays:
+            factor = load_f32(store_f32(numpy.array([coef], numpy.float32), a.dtype))[0]
+            flat = a.reshape(-1)
+            flat[...] = store_f32(load_f32(flat) * factor, a.dtype)
+
+
+def begin_unscale_(scale, inv_scale, found_inf, tensor_stats=None) -> None:
+    """Reference of ``begin_unscale_``: ``inv_scale = fp32(1 / float64(scale))``, ``found_inf = 0``, stats zeroed.
+
+    Args:
+        scale: float32 one-element array.
+        inv_scale: float32 one-element array, written.
+        found_inf: float32 one-element array, written.
+        tensor_stats: int32 array zeroed, or None.
+    """
+    with numpy.errstate(all="ignore"):
+        inverse = (1.0 / scale.reshape(-1).astype(numpy.float64)).astype(numpy.float32)
+    inv_scale[...] = store_f32(inverse, dtypes.float32).reshape(inv_scale.shape)
+    found_inf[...] = 0.0
+    if tensor_stats is not None:
+        tensor_stats[...] = 0
+
+
+def record_overflow_(found_inf, tensor_stats, record_stats, record_step, step) -> None:
+    """Reference of ``record_overflow_``: when found_inf is set, copy the stats and stamp the step.
+
+    Args:
+        found_inf: float32 one-element array.
+        tensor_stats: int32 array.
+        record_stats: int32 array of the same shape, written when found_inf is set.
+        record_step: int32 one-element array, written when found_inf is set.
+        step: the step number.
+    """
+    if is_set(found_inf):
+        record_stats[...] = tensor_stats
+        record_step[...] = step
+
+
+def record_step_(found_inf, skipped, scale, ring_scales, ring_skipped, slot) -> None:
+    """Reference of ``record_step_``: count a skipped step and write the history ring's slot.
+
+    Args:
+        found_inf: float32 one-element array, or None (nothing was checked: not a skip).
+        skipped: int32 one-element array, incremented when found_inf is set.
+        scale: float32 one-element array.
+        ring_scales: float32 array, or None (no ring).
+        ring_skipped: int32 array, or None.
+        slot: the ring slot.
+    """
+    hit = int(found_inf is not None and is_set(found_inf))
+    skipped[...] += hit
+    if ring_scales is not None:
+        ring_scales[slot] = scale.reshape(-1)[0]
+        ring_skipped[slot] = hit

@@ -63,6 +63,38 @@ def _l2norm_kernel():
     return multi_tensor_l2norm
 
 
+def _clip_kernel():
+    from ...amp.kernels import clip_by_total_norm_  # noqa: PLC0415 - loads the AMP kernels on first use
+    return clip_by_total_norm_
+
+
+_F32_MAX = float(numpy.finfo(numpy.float32).max)
+
+
+def _clips_in_one_launch(grads, total, max_norm) -> bool:
+    """True when ``clip_by_total_norm_`` gives exactly the per-gradient loop's values, in one launch.
+
+    NOTE: the kernel computes ``min(max_norm / (norm + 1e-6), 1)`` in fp32 and multiplies each
+    gradient by it rounded to the gradient's dtype: the loop's NumPy / CuPy promotion when the
+    norm is fp32 (the l2 norm kernel's), max_norm is an fp32 device value or a host number
+    (rounded once to fp32: NumPy's weak scalar), and every gradient is a contiguous
+    fp32 / fp16 / bf16 device array on the norm's device.
+    """
+    if total.dtype != dtypes.float32 or not backend.is_device_array(total):
+        return False
+    if isinstance(max_norm, float):
+        if not 0.0 <= max_norm <= _F32_MAX:
+            return False
+    elif max_norm.dtype != dtypes.float32 or not backend.is_device_array(max_norm):
+        return False
+    place = backend.device_of_array(total)
+    return all(g.array.dtype in _KERNEL_GRAD_DTYPES and g.array.flags.c_contiguous and backend.is_device_array(g.array)
+               and backend.device_of_array(g.array) == place for g in grads)
+
+
+_KERNEL_GRAD_DTYPES = (dtypes.float32,) + tuple(dtypes.LOW_PRECISION)
+
+
 def _device_norm(arrays, norm_type: float):
     """The norm of the concatenation of ``arrays`` (all on one device), as a 0-d fp32/fp64 array."""
     xp = backend.get_array_module(arrays[0])
@@ -129,6 +161,12 @@ def clip_grad_norm_(parameters, max_norm, norm_type: float = 2.0, error_if_nonfi
     xp = backend.get_array_module(total.array)
     if not isinstance(max_norm, float):
         max_norm = move_array(max_norm, backend.device_of_array(total.array))
+    if _clips_in_one_launch(grads, total.array, max_norm):
+        # NOTE: one multi-tensor launch for every gradient, the coefficient computed in it
+        _clip_kernel()([g.array for g in grads], total.array, max_norm)
+        for g in grads:
+            g._bump_version()
+        return total
     coef = xp.asarray(xp.minimum(max_norm / (total.array + 1e-6), 1.0))
     for g in grads:
         gxp = backend.get_array_module(g.array)

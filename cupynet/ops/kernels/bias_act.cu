@@ -63,3 +63,14 @@ __global__ void bias_relu_backward_kernel(const T* grad, const T* y, long long n
         store_f32(dx + i, load_f32(y + i) > 0.0f ? load_f32(grad + i) : 0.0f);
     }
 }
+
+// bias_add_kernel: y = T(x + bias) with the bias in x's dtype: Linear's bias add after its GEMM, one pass.
+// NOTE: the exact IEEE fp32 add (f32_add: no flush-to-zero) and one rounding: what NumPy's
+// `fp32(x) + fp32(b)` rounded to T gives, bit for bit (a NaN is stored canonical).
+template <typename T>
+__global__ void bias_add_kernel(const T* x, const T* bias, long long n, int d, T* y)
+{
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        store_f32(y + i, f32_add(load_f32(x + i), load_f32(bias + i % d)));
+    }
+}

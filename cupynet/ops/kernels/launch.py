@@ -1,6 +1,6 @@
 """CuPy launchers of the fused hot-op kernels: one launch per op, no host sync.
 
-Only ``cupynet.ops.fused`` calls these, after checking the arguments; every array argument here
+Only ``cupynet.ops.kernels`` calls these, after checking the arguments; every array argument here
 is a CuPy array of a dtype in ``KERNEL_DTYPES`` (or an int64 target / fp32 statistics). Nothing
 here reads a device value on the host (no ``.get()``, ``.item()``, ``float()``, ``bool()``).
 Scalar arguments carry their C type (``cupynet.cuda.args``).
@@ -19,20 +19,21 @@ from ...cuda.args import c_float, c_int, c_long_long
 from ...cuda.compile import KernelLibrary, per_dtype
 from ...cuda.multi_tensor import BLOCK_THREADS
 
-__all__ = ["KERNELS", "softmax_xent_forward", "softmax_xent_backward", "layer_norm_forward",
+__all__ = ["KERNELS", "softmax_xent_forward", "softmax_xent_backward", "softmax_xent_mean", "layer_norm_forward",
            "layer_norm_backward", "bias_gelu_forward", "bias_gelu_backward", "bias_relu_forward",
-           "bias_relu_backward", "im2col_2d", "col2im_2d", "batched_matmul_half"]
+           "bias_relu_backward", "bias_add", "im2col_2d", "col2im_2d", "batched_matmul_half"]
 
 f32 = numpy.float32
 MAX_GRID = 65535 * 8
 """Upper bound on blocks of a grid-stride kernel (enough to fill any current GPU many times)."""
 
 KERNELS = KernelLibrary(pathlib.Path(__file__).parent, {
-    "softmax_xent.cu": per_dtype("softmax_xent_forward_kernel", "softmax_xent_backward_kernel"),
+    "softmax_xent.cu": per_dtype("softmax_xent_forward_kernel", "softmax_xent_backward_kernel",
+                                 "softmax_xent_mean_kernel"),
     "layer_norm.cu": per_dtype("layer_norm_forward_kernel", "layer_norm_backward_kernel",
                                "layer_norm_param_grad_kernel"),
     "bias_act.cu": per_dtype("bias_gelu_forward_kernel", "bias_gelu_backward_kernel", "bias_relu_forward_kernel",
-                             "bias_relu_backward_kernel"),
+                             "bias_relu_backward_kernel", "bias_add_kernel"),
     "im2col.cu": per_dtype("im2col_2d_kernel", "col2im_2d_kernel"),
 })
 """The ``.cu`` files of this package and every kernel the launchers fetch from them."""
@@ -73,7 +74,7 @@ def softmax_xent_forward(logits, target, weight, ignore_index, label_smoothing):
     return loss, lse
 
 
-def softmax_xent_backward(logits, target, weight, lse, grad_rows, ignore_index, label_smoothing):
+def softmax_xent_backward(logits, target, weight, lse, grad_rows, ignore_index, label_smoothing, divisor=None):
     """Launch the fused backward: returns the (N, C) gradient in the logits' dtype.
 
     Args:
@@ -84,6 +85,7 @@ def softmax_xent_backward(logits, target, weight, lse, grad_rows, ignore_index, 
         grad_rows: (N,) or 0-d upstream gradient per row.
         ignore_index: ignored target value.
         label_smoothing: s in [0, 1].
+        divisor: fp32 one-element 'mean' divisor the kernel divides grad_rows by (0 taken as 1), or None.
     """
     cupy = device.cupy()
     logits = cupy.ascontiguousarray(logits)
@@ -94,9 +96,30 @@ def softmax_xent_backward(logits, target, weight, lse, grad_rows, ignore_index, 
         kernel = KERNELS.get_kernel("softmax_xent.cu", "softmax_xent_backward_kernel", logits.dtype)
         kernel((n_rows,), (_row_threads(n_classes),),
                (logits, cupy.ascontiguousarray(target, dtype=numpy.int64), _f32(cupy, weight), _f32(cupy, lse),
-                grad_rows, c_int(1 if grad_rows.size > 1 else 0), c_int(n_classes), c_long_long(ignore_index),
+                grad_rows, c_int(1 if grad_rows.size > 1 else 0), grad_rows if divisor is None else divisor,
+                c_int(divisor is not None), c_int(n_classes), c_long_long(ignore_index),
                 c_float(label_smoothing), grad))
     return grad
+
+
+def softmax_xent_mean(loss_rows, target, weight, n_classes, ignore_index, out_dtype):
+    """Launch the one-block 'mean' reduction: returns ``(mean 0-d in out_dtype, divisor fp32 0-d)``.
+
+    Args:
+        loss_rows: (N,) fp32 row losses from the forward.
+        target: (N,) integer class indices.
+        weight: (C,) or None.
+        n_classes: C.
+        ignore_index: ignored target value.
+        out_dtype: float32 / float16 / bfloat16, the mean's dtype.
+    """
+    cupy = device.cupy()
+    divisor, out = cupy.empty((), f32), cupy.empty((), out_dtype)
+    KERNELS.get_kernel("softmax_xent.cu", "softmax_xent_mean_kernel", out_dtype)(
+        (1,), (BLOCK_THREADS,),
+        (_f32(cupy, loss_rows), cupy.ascontiguousarray(target, dtype=numpy.int64), _f32(cupy, weight),
+         c_long_long(loss_rows.shape[0]), c_int(n_classes), c_long_long(ignore_index), divisor, out))
+    return out, divisor
 
 
 def layer_norm_forward(x2, weight, bias, eps):
@@ -138,11 +161,14 @@ def layer_norm_backward(grad2, x2, mean, rstd, weight):
     # NOTE: about 128 row chunks: enough blocks to fill the GPU, few partials to add up
     rows_per_chunk = max(8, math.ceil(rows / 128))
     chunks = math.ceil(rows / rows_per_chunk)
-    partial_w, partial_b = cupy.empty((chunks, d), f32), cupy.empty((chunks, d), f32)
+    # NOTE: both partial sums in one buffer, added up by one reduction (each column over the chunks, as
+    # two separate sums over axis 0 would): one launch fewer per backward
+    partials = cupy.empty((2, chunks, d), f32)
     KERNELS.get_kernel("layer_norm.cu", "layer_norm_param_grad_kernel", x2.dtype)(
         (math.ceil(d / 32), chunks), (32, 8),
-        (grad2, x2, mean, rstd, c_long_long(rows), c_int(d), c_int(rows_per_chunk), partial_w, partial_b))
-    return dx, partial_w.sum(axis=0), partial_b.sum(axis=0)
+        (grad2, x2, mean, rstd, c_long_long(rows), c_int(d), c_int(rows_per_chunk), partials[0], partials[1]))
+    sums = partials.sum(axis=1)
+    return dx, sums[0], sums[1]
 
 
 def _elementwise(filename, kernel, like, *args):
@@ -207,6 +233,19 @@ def bias_relu_backward(grad, y):
     grad, y = cupy.ascontiguousarray(grad), cupy.ascontiguousarray(y)
     dx = _elementwise("bias_act.cu", "bias_relu_backward_kernel", y, grad, y, c_long_long(y.size))
     return dx, _column_sum(cupy, dx)
+
+
+def bias_add(x, bias):
+    """Launch ``x + bias`` (bias in x's dtype), rounded once.
+
+    Args:
+        x: (..., D) CuPy array.
+        bias: (D,) of x's dtype.
+    """
+    cupy = device.cupy()
+    x = cupy.ascontiguousarray(x)
+    return _elementwise("bias_act.cu", "bias_add_kernel", x, x, cupy.ascontiguousarray(bias), c_long_long(x.size),
+                        c_int(x.shape[-1]))
 
 
 def _column_sum(cupy, dx):

@@ -3,7 +3,7 @@
 These run on the CPU, serve as the test oracle of the CUDA kernels, and are the GPU path for
 float64 (which has no kernel). They compute what the kernels compute, in the same precision:
 every input is read as float32 (float64 stays float64), sums accumulate in that dtype, and each
-result is rounded once to its storage dtype. No argument checking here: ``cupynet.ops.fused``
+result is rounded once to its storage dtype. No argument checking here: ``cupynet.ops.kernels``
 checks before it calls.
 """
 
@@ -15,13 +15,15 @@ import numpy
 
 from ... import dtypes
 from ...backend import get_array_module
+from ...cuda.reference import block_sum, store_f32, strided_thread_sums
 from .._im2col import col2im as _col2im
 from .._im2col import windows
 from .._special import erf_kernel
 
-__all__ = ["compute_dtype_of", "softmax_xent_forward", "softmax_xent_backward", "layer_norm_forward",
+__all__ = ["compute_dtype_of", "softmax_xent_forward", "softmax_xent_backward", "softmax_xent_mean",
+           "layer_norm_forward",
            "layer_norm_backward", "bias_gelu_forward", "bias_gelu_backward", "bias_relu_forward",
-           "bias_relu_backward", "im2col", "col2im", "batched_matmul_half"]
+           "bias_relu_backward", "bias_add", "im2col", "col2im", "batched_matmul_half"]
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -52,7 +54,7 @@ def _class_terms(xp, target, weight, ignore_index, n_classes, cdt):
 
 
 def softmax_xent_forward(logits, target, weight, ignore_index, label_smoothing):
-    """Per-row cross-entropy loss and per-row log-sum-exp (see ``cupynet.ops.fused``).
+    """Per-row cross-entropy loss and per-row log-sum-exp (see ``cupynet.ops.kernels``).
 
     Args:
         logits: (N, C) float array.
@@ -76,7 +78,7 @@ def softmax_xent_forward(logits, target, weight, ignore_index, label_smoothing):
     return loss, lse.astype(cdt)
 
 
-def softmax_xent_backward(logits, target, weight, lse, grad_rows, ignore_index, label_smoothing):
+def softmax_xent_backward(logits, target, weight, lse, grad_rows, ignore_index, label_smoothing, divisor=None):
     """Gradient of the per-row losses w.r.t. the logits, in the logits' dtype.
 
     Args:
@@ -87,11 +89,16 @@ def softmax_xent_backward(logits, target, weight, lse, grad_rows, ignore_index, 
         grad_rows: (N,) or 0-d upstream gradient of each row's loss.
         ignore_index: target value whose rows get 0.
         label_smoothing: s in [0, 1].
+        divisor: optional one-element 'mean' divisor: grad_rows is divided by it first (0 taken as 1).
     """
     xp, cdt = get_array_module(logits), compute_dtype_of(logits.dtype)
     x = _up(logits)
     n_rows, n_classes = x.shape
     valid, in_range, safe, w = _class_terms(xp, target, weight, ignore_index, n_classes, cdt)
+    if divisor is not None:
+        # NOTE: a zero total weight means every row's weight is 0: divide by 1 (gradient 0, not 0 * inf)
+        d = divisor.astype(cdt).reshape(())
+        grad_rows = grad_rows.astype(cdt) / xp.where(d == 0, xp.ones((), cdt), d)
     s = label_smoothing
     wt = w[safe]
     q = (s / n_classes) * xp.broadcast_to(w, x.shape).copy()
@@ -103,6 +110,41 @@ def softmax_xent_backward(logits, target, weight, lse, grad_rows, ignore_index, 
         dx = g * (p * sum_q[:, None] - q)
     dx = xp.where(valid[:, None], xp.where(in_range[:, None], dx, xp.nan), 0.0)
     return dx.astype(logits.dtype)
+
+
+def softmax_xent_mean(loss_rows, target, weight, n_classes, ignore_index, out_dtype):
+    """``(sum(loss_rows) / divisor, divisor)``: the 'mean' cross-entropy, divisor = sum of ``w[t]`` over kept rows.
+
+    NOTE: for fp32 rows both sums replay ``softmax_xent_mean_kernel``'s order (thread t adds rows
+    t, t + 256, ... in order, then the fixed shuffle tree), so kernel and reference agree bit for
+    bit; float64 rows (no kernel) are summed by xp.
+
+    Args:
+        loss_rows: (N,) row losses (fp32, or float64).
+        target: (N,) int class indices.
+        weight: (C,) class weights or None.
+        n_classes: C.
+        ignore_index: target value whose rows are left out of the divisor.
+        out_dtype: the mean's dtype.
+    """
+    xp, cdt = get_array_module(loss_rows), compute_dtype_of(loss_rows.dtype)
+    kept = target != ignore_index
+    if weight is None:
+        terms = kept.astype(cdt)
+    else:
+        in_range = (target >= 0) & (target < n_classes)
+        picked = weight.astype(cdt)[xp.where(in_range, target, 0)]
+        terms = xp.where(kept, xp.where(in_range, picked, xp.nan), 0.0).astype(cdt)
+    with numpy.errstate(all="ignore"):
+        if cdt == dtypes.float64 or xp is not numpy:
+            total, count = loss_rows.astype(cdt).sum(), terms.sum()
+        else:
+            total, count = (block_sum(strided_thread_sums(v.astype(cdt).reshape(1, -1)))[0]
+                            for v in (loss_rows, terms))
+        mean = xp.asarray(total / count, dtype=cdt)
+    if cdt == dtypes.float32 and xp is numpy:
+        mean = store_f32(mean.reshape(1), out_dtype).reshape(())  # NOTE: the kernel's canonical NaN
+    return mean.astype(out_dtype, copy=False), xp.asarray(count, dtype=cdt)
 
 
 def layer_norm_forward(x2, weight, bias, eps):
@@ -210,6 +252,16 @@ def bias_relu_backward(grad, y):
     xp = get_array_module(y)
     dx = xp.where(_up(y) > 0, grad, 0).astype(grad.dtype)
     return dx, _column_sum(dx)
+
+
+def bias_add(x, bias):
+    """``x + bias`` computed in fp32 (float64 stays float64), rounded once to x's dtype.
+
+    Args:
+        x: (..., D) float array.
+        bias: (D,) array of x's dtype.
+    """
+    return _biased(x, bias).astype(x.dtype)
 
 
 def _column_sum(dx):

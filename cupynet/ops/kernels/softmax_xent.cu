@@ -65,6 +65,7 @@ __global__ void softmax_xent_forward_kernel(const T* logits, const long long* ta
 template <typename T>
 __global__ void softmax_xent_backward_kernel(const T* logits, const long long* target, const float* weight,
                                              const float* lse, const float* grad_rows, int grad_stride,
+                                             const float* divisor, int has_divisor,
                                              int n_classes, long long ignore_index, float smoothing, T* grad)
 {
     __shared__ float scratch[32];
@@ -85,7 +86,13 @@ __global__ void softmax_xent_backward_kernel(const T* logits, const long long* t
         for (int c = threadIdx.x; c < n_classes; c += blockDim.x) store_f32(dx + c, fill);
         return;
     }
-    const float g = grad_rows[row * grad_stride];
+    float g = grad_rows[row * grad_stride];
+    if (has_divisor) {
+        // NOTE: 'mean': the upstream gradient over the total weight, a zero total taken as 1 (every row's
+        // weight is 0 then, so the gradient is 0, not 0 * inf); the correctly rounded division, as xp's
+        const float d = *divisor;
+        g = f32_div(g, is_nonzero_f32(d) ? d : 1.0f);
+    }
     const float l = lse[row];
     const float wt = weight ? weight[t] : 1.0f;
     const float smooth = smoothing / (float)n_classes;
@@ -95,5 +102,34 @@ __global__ void softmax_xent_backward_kernel(const T* logits, const long long* t
         float q = smooth * (weight ? weight[c] : 1.0f);
         if (c == t) q += (1.0f - smoothing) * wt;
         store_f32(dx + c, g * (p * sum_q - q));
+    }
+}
+
+// softmax_xent_mean_kernel: the 'mean' reduction of the per-row losses in one launch (one block):
+//   divisor = sum of w[t] over rows whose target is not ignore_index (1 per row without weights)
+//   out     = T(sum_r loss[r] / divisor)        (0 / 0 = NaN, as PyTorch's mean over no rows)
+// NOTE: both sums are fixed-order and exact-operation (thread t adds rows t, t + 256, ... in order,
+// then block_reduce<ExactSum>), so the result is the same bits run after run and reference.py's
+// softmax_xent_mean replays it; it differs from an xp `sum()` (another order) by rounding only.
+template <typename T>
+__global__ void softmax_xent_mean_kernel(const float* loss, const long long* target, const float* weight,
+                                         long long n_rows, int n_classes, long long ignore_index,
+                                         float* divisor, T* out)
+{
+    __shared__ float scratch[32];
+    float total = 0.0f, count = 0.0f;
+    for (long long r = threadIdx.x; r < n_rows; r += blockDim.x) {
+        total = f32_add(total, loss[r]);
+        const long long t = target[r];
+        if (t != ignore_index) {
+            const bool in_range = t >= 0 && t < n_classes;
+            count = f32_add(count, weight ? (in_range ? weight[t] : CUPYNET_NAN) : 1.0f);
+        }
+    }
+    total = block_reduce<ExactSum>(total, scratch);
+    count = block_reduce<ExactSum>(count, scratch);
+    if (threadIdx.x == 0) {
+        store_f32(divisor, count);
+        store_f32(out, f32_div(total, count));
     }
 }

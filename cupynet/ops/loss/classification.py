@@ -22,7 +22,7 @@ from ... import dtypes
 from ...autograd.function import Function
 from ...autograd.state import is_grad_enabled
 from ...tensor import Tensor
-from .. import fused
+from .. import kernels as fused
 from .._util import check_same_device, host_check_range, xp_of
 from ..reduce import sum as sum_
 from ..shape import reshape, unsqueeze
@@ -300,16 +300,15 @@ class FusedCrossEntropy(CrossEntropy):
     def forward(ctx, x, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
         t, w = target.array, weight.array if weight is not None else None
         rows, lse = fused.softmax_xent_forward(x.array, t, ignore_index, label_smoothing, w)
-        xp = xp_of(rows)
         ctx.save_for_backward(x, None)
         ctx.kernel_state = (t, w, lse, ignore_index)
         ctx.cdim, ctx.reduction, ctx.smoothing, ctx.elem_shape, ctx.q = 1, reduction, label_smoothing, rows.shape, None
         ctx.divisor = None
         if reduction == "mean":
-            valid = t != ignore_index
-            picked = w.astype(rows.dtype)[xp.where(valid, t, 0)] if w is not None else 1.0
-            ctx.divisor = xp.where(valid, picked, 0.0).sum(dtype=rows.dtype)
-        return reduce_array(rows, reduction, x.dtype, ctx.divisor)
+            # NOTE: the divisor (sum of w[t] over rows not ignored) and the mean in one launch
+            loss, ctx.divisor = fused.softmax_xent_mean(rows, t, x.shape[1], ignore_index, w, out_dtype=x.dtype)
+            return loss
+        return reduce_array(rows, reduction, x.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -326,10 +325,10 @@ class FusedCrossEntropy(CrossEntropy):
         # NOTE: flat while computing (0-d arithmetic may give a host scalar), then 0-d for 'mean'/'sum' (the
         # kernel broadcasts it over the rows) or (N,) for 'none'
         g = grad.array.reshape(-1).astype(lse.dtype, copy=False)
-        if ctx.reduction == "mean":
-            g = g / _grad_divisor(ctx.divisor)
         g = g.reshape(lse.shape if ctx.reduction == "none" else ())
-        return Tensor(fused.softmax_xent_backward(x.array, t, lse, g, ignore_index, ctx.smoothing, w))
+        # NOTE: for 'mean' the kernel divides by the divisor itself (0 taken as 1, as _grad_divisor)
+        return Tensor(fused.softmax_xent_backward(x.array, t, lse, g, ignore_index, ctx.smoothing, w,
+                                                  divisor=ctx.divisor))
 
     @staticmethod
     def _dense_target(ctx):
