@@ -13,7 +13,7 @@ import math
 import numbers
 
 from .. import backend, dtypes
-from ..random import resolve_generator
+from ..random import normal_values, resolve_generator, uniform_values
 from ..tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",
@@ -88,8 +88,7 @@ def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
     _check_tensor("uniform_", tensor)
     if not a <= b:
         raise ValueError(f"nn.init.uniform_: expected a <= b, got a={a}, b={b}")
-    dt = _draw_dtype(tensor)
-    draw = lambda gen: gen.random(tensor.shape, dtype=dt) * (b - a) + a
+    draw = lambda gen: uniform_values(gen, tensor.shape, tensor.dtype, a, b)
     return _write(tensor, _on_device(tensor, draw, generator, "uniform_"))
 
 
@@ -105,8 +104,7 @@ def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
     _check_tensor("normal_", tensor)
     if std < 0:
         raise ValueError(f"nn.init.normal_: std must be >= 0, got {std}")
-    dt = _draw_dtype(tensor)
-    draw = lambda gen: gen.standard_normal(tensor.shape, dtype=dt) * std + mean
+    draw = lambda gen: normal_values(gen, tensor.shape, tensor.dtype, mean, std)
     return _write(tensor, _on_device(tensor, draw, generator, "normal_"))
 
 

@@ -25,7 +25,7 @@ import numpy
 
 from .. import creation, dtypes
 from ..autograd.function import Function
-from ..random import resolve_generator
+from ..random import bernoulli_mask, resolve_generator
 from ..tensor import Tensor
 from ._util import xp_of
 from .inplace import Copy, _assign, write_in_place
@@ -197,7 +197,7 @@ class Bernoulli(_Sample):
     @staticmethod
     def draw(gen, xp, arrays, wide):
         (p,) = arrays
-        return gen.random(p.shape, dtype=wide) < p
+        return bernoulli_mask(gen, p.shape, p)
 
 
 def bernoulli(input, p=None, *, generator=None, out=None):  # noqa: A002 - PyTorch's names
@@ -289,8 +289,8 @@ def bernoulli_(input, p=0.5, *, generator=None):  # noqa: A002 - PyTorch's names
     else:
         _check_probability("bernoulli", p)
         probs = p
-    return _fill("bernoulli_", input, lambda gen, xp, wide: gen.random(tuple(input.shape), dtype=wide) < probs,
-                 generator, floating=False)
+    return _fill("bernoulli_", input, lambda gen, xp, wide: bernoulli_mask(gen, input.shape, probs), generator,
+                 floating=False)
 
 
 def exponential_(input, lambd=1.0, *, generator=None):  # noqa: A002 - PyTorch's names
