@@ -8,8 +8,8 @@ multiple of 16 the last 16 positions are redrawn and recomputed as one more bloc
 float32 on an x86 CPU with AVX2 (what torch's AVX2 and AVX512 builds run) uses the AVX vector
 routines ``log256_ps`` and ``sincos256_ps`` (Cephes polynomials in float32), compiled with fused
 multiply-adds. They are written out here operation by operation; ``fma32`` is an exactly rounded
-float32 fused multiply-add. float64, float16 and bfloat16 use the C library's ``log``/``cos``/``sin``,
-reached through Python's ``math`` module.
+float32 fused multiply-add. float16 and bfloat16 round the float32 values. float64 uses the C
+library's ``log``/``cos``/``sin`` (ATen's scalar code), reached through Python's ``math`` module.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ import numpy
 
 _F32, _F64 = numpy.float32, numpy.float64
 _BLOCK, _HALF = 16, 8
+_LOW_29, _HALF_29 = (1 << 29) - 1, 1 << 28    # NOTE: the float64 bits below float32's last bit; a midpoint
+_F32_TINY = float(numpy.finfo(numpy.float32).tiny)
 
 # NOTE: Cephes' float32 coefficients, as the AVX routines spell them
 _LOG_POLY = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1,
@@ -42,19 +44,19 @@ def fill(stream, count: int, dtype, mean: float, std: float) -> numpy.ndarray:
         std: the standard deviation.
     """
     dtype = numpy.dtype(dtype)
-    if dtype == _F32:
+    if dtype != _F64:
+        # NOTE: float16/bfloat16 are the float32 values rounded: measured equal to torch when count is a
+        # multiple of 16; torch's tail block for these dtypes lands elsewhere (docs/random.md)
         uniforms, blocks = _float32_uniforms, _float32_blocks
-    elif dtype == _F64:
-        uniforms, blocks = _float64_uniforms, _float64_blocks
     else:
-        uniforms, blocks = _reduced_uniforms(dtype), _reduced_blocks
+        uniforms, blocks = _float64_uniforms, _float64_blocks
     data = uniforms(stream, count)
     full = count // _BLOCK * _BLOCK
     data[:full] = blocks(data[:full].reshape(-1, _BLOCK), mean, std).reshape(-1)
     if count % _BLOCK:
         # NOTE: ATen redraws the last 16 positions (overwriting finished values) and recomputes them
         data[count - _BLOCK:] = blocks(uniforms(stream, _BLOCK).reshape(1, _BLOCK), mean, std).reshape(-1)
-    return data
+    return data.astype(dtype, copy=False)
 
 
 def _float32_uniforms(stream, count):
@@ -63,14 +65,6 @@ def _float32_uniforms(stream, count):
 
 def _float64_uniforms(stream, count):
     return stream._unit(count, 53)
-
-
-def _reduced_uniforms(dtype):
-    bits = 11 if dtype == numpy.float16 else 8    # NOTE: uniform_real<Half> keeps 11 bits, <BFloat16> 8
-
-    def draw(stream, count):
-        return stream._unit(count, bits).astype(dtype)
-    return draw
 
 
 def _float32_blocks(blocks, mean, std):
@@ -93,40 +87,13 @@ def _float64_blocks(blocks, mean, std):
     return fma64(out, std, mean)
 
 
-def _reduced_blocks(blocks, mean, std):
-    """The scalar kernel in half/bfloat16: each named intermediate rounds to the tensor's dtype.
-
-    ``log``/``cos``/``sin`` are the C library's float functions on at most 2**11 distinct inputs, so
-    they are evaluated once per distinct value.
-    """
-    dtype = blocks.dtype
-    u1 = (_F32(1) - blocks[:, :_HALF].astype(_F32)).astype(dtype)
-    u2 = blocks[:, _HALF:]
-    radius = numpy.sqrt(_F32(-2) * _libm_float(math.log, u1)).astype(dtype)
-    theta = (_F64(2 * math.pi) * u2.astype(_F64)).astype(_F32).astype(dtype)
-    cos, sin = _libm_float(math.cos, theta), _libm_float(math.sin, theta)
-    radius32, std32, mean32 = radius.astype(_F32), _F32(_as(dtype, std)), _F32(_as(dtype, mean))
-    out = numpy.concatenate([radius32 * cos * std32 + mean32, radius32 * sin * std32 + mean32], axis=1)
-    return out.astype(dtype)
-
-
-def _as(dtype, value):
-    return numpy.asarray(value, dtype=_F32).astype(dtype).astype(_F32)
-
-
-def _libm_float(function, values):
-    """``function`` (a ``math`` function) at each distinct value, rounded to float32, as a float32 array."""
-    distinct, where = numpy.unique(values.astype(_F32), return_inverse=True)
-    results = numpy.array([function(v) for v in distinct.tolist()], dtype=_F64).astype(_F32)
-    return results[where].reshape(values.shape)
-
-
 def fma32(a, b, c):
     """float32 ``a * b + c`` rounded once, as an FMA instruction does (for arrays).
 
-    NOTE: the product of two float32 values is exact in float64; the float64 sum is then rounded to odd
-    (moved one step toward the exact sum when inexact and even), and a 53-bit round-to-odd value rounds
-    to float32 exactly as the exact sum would.
+    NOTE: the product of two float32 values is exact in float64, and the float64 sum rounded to float32
+    is the exact sum rounded unless the float64 sum fell exactly on a midpoint between two float32
+    values (or in float32's subnormal range); those few are rounded to odd first (moved one step toward
+    the exact sum), and a 53-bit round-to-odd value rounds to float32 as the exact sum would.
 
     Args:
         a: a float32 array or number.
@@ -134,8 +101,15 @@ def fma32(a, b, c):
         c: a float32 array or number.
     """
     product = numpy.asarray(a, dtype=_F64) * numpy.asarray(b, dtype=_F64)
-    total, error = _two_sum(product, numpy.asarray(c, dtype=_F64))
-    return _to_odd(total, error).astype(_F32)
+    addend = numpy.asarray(c, dtype=_F64)
+    total = numpy.asarray(product + addend)
+    doubtful = ((total.view(numpy.int64) & _LOW_29) == _HALF_29) | (numpy.abs(total) < _F32_TINY)
+    if doubtful.any():
+        product, addend = numpy.broadcast_arrays(product, addend)
+        exact = _to_odd(*_two_sum(product[doubtful], addend[doubtful]))
+        total = total.copy()
+        total[doubtful] = exact
+    return total.astype(_F32)
 
 
 def _to_odd(total, error):
