@@ -304,8 +304,11 @@ def exponential_(input, lambd=1.0, *, generator=None):  # noqa: A002 - PyTorch's
     _check_real("exponential_", "lambd", lambd)
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
-    return _fill("exponential_", input, lambda gen, xp, wide: gen.standard_exponential(
-        tuple(input.shape), dtype=wide) / lambd, generator)
+    def draw(gen, xp, wide):
+        if hasattr(gen, "fill_uniform"):  # NOTE: the CPU stream: torch's -log1p(-u) / lambd, in double
+            return gen.exponential(tuple(input.shape), wide, lambd)
+        return gen.standard_exponential(tuple(input.shape), dtype=wide) / lambd
+    return _fill("exponential_", input, draw, generator)
 
 
 def geometric_(input, p, *, generator=None):  # noqa: A002 - PyTorch's names

@@ -62,6 +62,10 @@ class Generator:
                     self._array_generator = cupy.random.Generator(cupy.random.XORWOW(self._seed))
         return self._array_generator
 
+    def _cpu_stream(self):
+        """The CPU stream (torch's generator) of a CPU Generator."""
+        return self.array_generator
+
     def manual_seed(self, seed):
         """Restart the stream from ``seed``; returns this generator.
 
@@ -96,7 +100,7 @@ class Generator:
             # NOTE: CuPy keeps XORWOW's state on the device with no public way to read it
             raise RuntimeError(f"Generator.get_state: the state of a {self.device} generator cannot be read "
                                "(CuPy keeps it on the device); re-seed it with manual_seed instead")
-        return Tensor(numpy.frombuffer(self.array_generator.get_state(), dtype=numpy.uint8).copy())
+        return Tensor(numpy.frombuffer(self._cpu_stream().get_state(), dtype=numpy.uint8).copy())
 
     def set_state(self, new_state):
         """Restore a state from ``get_state`` (or from ``torch.Generator.get_state``); returns this generator.

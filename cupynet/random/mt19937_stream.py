@@ -186,8 +186,9 @@ class TorchCPUStream:
     def bernoulli(self, shape, p) -> numpy.ndarray:
         """``bernoulli_``: True where a uniform is below ``p``.
 
-        A number ``p`` (``bernoulli_(p)``, dropout) compares 53-bit uniforms in double precision; an array
-        of probabilities (``torch.bernoulli(p)``) compares 24-bit float uniforms with ``p`` as float32.
+        A number ``p`` (``bernoulli_(p)``, dropout) and a float64 array of probabilities compare 53-bit
+        uniforms in double precision; other arrays (``torch.bernoulli(p)``) compare 24-bit float uniforms
+        with ``p`` as float32.
 
         Args:
             shape: the shape.
@@ -196,8 +197,10 @@ class TorchCPUStream:
         count = _count(shape)
         if numpy.ndim(p) == 0:
             return self._unit(count, 53).reshape(shape) < float(p)
-        probs = numpy.broadcast_to(numpy.asarray(p).astype(_F32), shape)
-        return self._unit(count, 24).reshape(shape) < probs
+        p = numpy.asarray(p)
+        if p.dtype == _F64:
+            return self._unit(count, 53).reshape(shape) < numpy.broadcast_to(p, shape)
+        return self._unit(count, 24).reshape(shape) < numpy.broadcast_to(p.astype(_F32), shape)
 
     def exponential(self, shape, dtype, lambd=1.0) -> numpy.ndarray:
         """``exponential_(lambd)``: ``-1 / lambd * log1p(-u)`` on 53-bit uniforms, in double precision.
@@ -214,15 +217,16 @@ class TorchCPUStream:
         """``torch.multinomial`` on the rows of a 2-D array of weights.
 
         With replacement: each row's running sum (in the weights' dtype) divided by the total, then one
-        53-bit uniform per sample placed by binary search. Without: ``argsort(weights / Exp(1))``, the
-        exponential trick ATen uses, keeping the first ``num_samples``.
+        53-bit uniform per sample placed by binary search. Without (or for one sample):
+        ``argsort(weights / Exp(1))``, the exponential trick ATen uses, keeping the first ``num_samples``.
 
         Args:
             probs: non-negative weights, one row per distribution.
             num_samples: draws per row.
             replacement: whether a category may be drawn again.
         """
-        if not replacement:
+        if not replacement or num_samples == 1:
+            # NOTE: ATen takes this path for one sample with replacement too
             ratio = probs / self.exponential(probs.shape, probs.dtype)
             return numpy.argsort(-ratio, axis=1, kind="stable")[:, :num_samples].astype(numpy.int64)
         cumulative = numpy.cumsum(probs, axis=1, dtype=probs.dtype)
