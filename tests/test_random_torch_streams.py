@@ -187,17 +187,20 @@ def test_bernoulli_matches_torch_with_scalar_and_tensor_probabilities(dtype):
     assert _same(cn.rand(5), torch.rand(5))
 
 
-@pytest.mark.parametrize("p", (0.1, 0.5, 0.9))
-@pytest.mark.parametrize("dtype", ("float32", "float64"))
+@pytest.mark.parametrize("p", (0.1, 0.3, 0.5, 0.9))
+@pytest.mark.parametrize("dtype", list(FLOATS))
 def test_dropout_masks_match_torch(p, dtype):
     ours, theirs = FLOATS[dtype]
-    x = np.random.default_rng(2).standard_normal((8, 3, 5, 5)).astype(dtype)
+    x = np.random.default_rng(2).standard_normal((8, 3, 5, 5)).astype(np.float32)
+    ours_dtype, theirs_dtype = FLOATS[dtype]
     _seed(5)
-    for shape in ((1,), (17,), (8, 75)):
+    for shape in ((1,), (17,), (8, 75), (8, 3, 5, 5)):
         values = x.reshape(-1)[:int(np.prod(shape))].reshape(shape)
-        assert _same(F.dropout(cn.tensor(values), p), torch.nn.functional.dropout(torch.from_numpy(values), p))
-    assert _same(nn.Dropout(p)(cn.tensor(x)), torch.nn.Dropout(p)(torch.from_numpy(x)))
-    assert _same(nn.Dropout2d(p)(cn.tensor(x)), torch.nn.Dropout2d(p)(torch.from_numpy(x)))
+        assert _same(F.dropout(cn.tensor(values).to(ours_dtype), p),
+                     torch.nn.functional.dropout(torch.from_numpy(values).to(theirs_dtype), p))
+    assert _same(nn.Dropout(p)(cn.tensor(x).to(ours_dtype)), torch.nn.Dropout(p)(torch.from_numpy(x).to(theirs_dtype)))
+    assert _same(nn.Dropout2d(p)(cn.tensor(x).to(ours_dtype)),
+                 torch.nn.Dropout2d(p)(torch.from_numpy(x).to(theirs_dtype)))
 
 
 @pytest.mark.parametrize("dtype", ("float32", "float64"))
@@ -210,6 +213,15 @@ def test_multinomial_matches_torch(dtype, replacement):
                      torch.multinomial(torch.from_numpy(weights), samples, replacement))
         assert _same(cn.multinomial(cn.tensor(weights[0]), samples, replacement),
                      torch.multinomial(torch.from_numpy(weights[0]), samples, replacement))
+
+
+@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
+def test_half_bernoulli_and_exponential_match_torch(dtype):
+    ours, theirs = FLOATS[dtype]
+    _seed(12)
+    for n in (1, 17, 1000):
+        assert _same(cn.empty(n, dtype=ours).bernoulli_(0.3), torch.empty(n, dtype=theirs).bernoulli_(0.3))
+        assert _same(cn.empty(n, dtype=ours).exponential_(), torch.empty(n, dtype=theirs).exponential_())
 
 
 def test_exponential_matches_torch():

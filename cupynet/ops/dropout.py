@@ -30,9 +30,11 @@ def _scaled_mask(a, p, mask_shape):
         return xp.zeros(mask_shape, dtype=compute_dtype)
     # NOTE: torch's CPU dropout is bernoulli_(1 - p) (one 53-bit uniform per element) then div_(1 - p)
     keep = rng.bernoulli_mask(rng.generator_for(a.device), mask_shape, 1.0 - p)
-    # NOTE: the scale 1/(1-p) is rounded to fp32 (fp64 for fp64 inputs) first, then the product once
+    # NOTE: as torch's noise.div_(1 - p): the scale 1/(1-p) is computed in fp32 (fp64 for fp64 inputs) and
+    # rounded to the input's dtype (a half noise tensor), then the product is rounded once
     scalar = numpy.dtype(compute_dtype).type
-    return keep.astype(compute_dtype) * (scalar(1.0) / scalar(1.0 - p))
+    scale = scalar(numpy.asarray(scalar(1.0) / scalar(1.0 - p)).astype(a.dtype))
+    return keep.astype(compute_dtype) * scale
 
 
 def _check_args(op_name, input, p, training, inplace):  # noqa: A002
