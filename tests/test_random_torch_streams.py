@@ -235,9 +235,13 @@ def test_exponential_matches_torch():
 # ---- initialisation ------------------------------------------------------------------------------------
 
 def _models(lib):
+    """Layers that draw their initial weights, built in the same order from ``lib`` (cupynet.nn or torch.nn)."""
     return (lib.Linear(20, 30), lib.Linear(3, 1000), lib.Conv2d(3, 8, 3), lib.Conv1d(4, 6, 5), lib.Embedding(50, 7),
             lib.LayerNorm(12), lib.Sequential(lib.Linear(784, 128), lib.ReLU(), lib.Linear(128, 10)),
-            lib.Conv2d(2, 4, 5, bias=False), lib.Conv1d(3, 3, 1))
+            lib.Conv2d(2, 4, 5, bias=False), lib.Conv1d(3, 3, 1), lib.ConvTranspose2d(3, 4, 3), lib.Conv3d(2, 3, 2),
+            lib.LSTM(5, 7), lib.GRU(3, 4, num_layers=2), lib.RNN(3, 4), lib.LSTMCell(3, 5),
+            lib.MultiheadAttention(8, 2), lib.TransformerEncoderLayer(8, 2, 16), lib.BatchNorm2d(4), lib.PReLU(),
+            lib.GroupNorm(2, 4), lib.EmbeddingBag(10, 3))
 
 
 def test_layers_start_from_torchs_weights_after_the_same_seed():
