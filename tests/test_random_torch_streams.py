@@ -137,6 +137,16 @@ def test_half_normal_matches_torch_below_16_and_in_whole_blocks(dtype):
         assert _same(cn.randn(n, dtype=ours), torch.randn(n, dtype=theirs)), n
 
 
+@pytest.mark.parametrize("fill", ("normal_", "uniform_"))
+def test_non_contiguous_tensors_fill_in_memory_order_as_torch(fill):
+    _seed(13)
+    views = (lambda lib: lib.empty(3, 40).t(), lambda lib: lib.empty(16, 7)[::2], lambda lib: lib.empty(4, 5, 6)[:, 1])
+    for make in views:
+        ours, theirs = make(cn), make(torch)
+        assert _same(getattr(ours, fill)(), getattr(theirs, fill)())
+        assert _same(getattr(nn.init, fill)(make(cn)), getattr(torch.nn.init, fill)(make(torch)))
+
+
 def test_scalar_normals_share_the_cached_second_value_across_calls():
     _seed(8)
     for _ in range(5):

@@ -88,7 +88,7 @@ def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
     _check_tensor("uniform_", tensor)
     if not a <= b:
         raise ValueError(f"nn.init.uniform_: expected a <= b, got a={a}, b={b}")
-    draw = lambda gen: uniform_values(gen, tensor.shape, tensor.dtype, a, b)
+    draw = lambda gen: uniform_values(gen, tensor.shape, tensor.dtype, a, b, like=tensor.array)
     return _write(tensor, _on_device(tensor, draw, generator, "uniform_"))
 
 
@@ -104,7 +104,7 @@ def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
     _check_tensor("normal_", tensor)
     if std < 0:
         raise ValueError(f"nn.init.normal_: std must be >= 0, got {std}")
-    draw = lambda gen: normal_values(gen, tensor.shape, tensor.dtype, mean, std)
+    draw = lambda gen: normal_values(gen, tensor.shape, tensor.dtype, mean, std, like=tensor.array)
     return _write(tensor, _on_device(tensor, draw, generator, "normal_"))
 
 

@@ -431,7 +431,8 @@ def normal_(input, mean=0.0, std=1.0, generator=None):  # noqa: A002
     """
     if std < 0:
         raise RuntimeError(f"normal_ expects std >= 0.0, but found std {std}")
-    return _draw(input, lambda gen, dt: normal_values(gen, input.shape, dt, mean, std), generator, "normal_")
+    return _draw(input, lambda gen, dt: normal_values(gen, input.shape, dt, mean, std, like=input.array), generator,
+                 "normal_")
 
 
 def uniform_(input, from_=0.0, to=1.0, generator=None):  # noqa: A002
@@ -445,7 +446,8 @@ def uniform_(input, from_=0.0, to=1.0, generator=None):  # noqa: A002
     """
     if not from_ <= to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}")
-    return _draw(input, lambda gen, dt: uniform_values(gen, input.shape, dt, from_, to), generator, "uniform_")
+    return _draw(input, lambda gen, dt: uniform_values(gen, input.shape, dt, from_, to, like=input.array), generator,
+                 "uniform_")
 
 
 # ---- in-place shape changes ----------------------------------------------------------------------------

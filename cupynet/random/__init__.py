@@ -256,7 +256,7 @@ def set_rng_state(state: dict):
     _DEFAULTS.cuda = {}  # NOTE: re-created from the seed on next use (see get_rng_state)
 
 
-def uniform_values(gen, shape, dtype, low=0.0, high=1.0):
+def uniform_values(gen, shape, dtype, low=0.0, high=1.0, like=None):
     """Uniform values in [low, high) of ``dtype``: torch's CPU transform on the CPU stream, else the array generator's.
 
     Args:
@@ -265,14 +265,15 @@ def uniform_values(gen, shape, dtype, low=0.0, high=1.0):
         dtype: a floating dtype.
         low: the lowest value.
         high: the bound above.
+        like: the array the values will fill, or None: a non-contiguous one is filled in memory order, as torch's.
     """
     if hasattr(gen, "fill_uniform"):
-        return gen.fill_uniform(tuple(shape), dtype, low, high)
+        return _in_memory_order(like, tuple(shape), lambda s, contiguous: gen.fill_uniform(s, dtype, low, high))
     native = numpy.float64 if numpy.dtype(dtype) == numpy.float64 else numpy.float32
     return (gen.random(tuple(shape), dtype=native) * (high - low) + low).astype(dtype, copy=False)
 
 
-def normal_values(gen, shape, dtype, mean=0.0, std=1.0):
+def normal_values(gen, shape, dtype, mean=0.0, std=1.0, like=None):
     """Normal values of ``dtype``: torch's CPU transforms on the CPU stream, else the array generator's.
 
     Args:
@@ -281,11 +282,24 @@ def normal_values(gen, shape, dtype, mean=0.0, std=1.0):
         dtype: a floating dtype.
         mean: the mean.
         std: the standard deviation.
+        like: the array the values will fill, or None: a non-contiguous one is filled in memory order with
+            torch's scalar path, as torch does.
     """
     if hasattr(gen, "fill_normal"):
-        return gen.fill_normal(tuple(shape), dtype, mean, std)
+        return _in_memory_order(like, tuple(shape),
+                                lambda s, contiguous: gen.fill_normal(s, dtype, mean, std, contiguous))
     native = numpy.float64 if numpy.dtype(dtype) == numpy.float64 else numpy.float32
     return (gen.standard_normal(tuple(shape), dtype=native) * std + mean).astype(dtype, copy=False)
+
+
+def _in_memory_order(like, shape, fill):
+    """``fill(shape, contiguous)``, or for a non-contiguous ``like`` its values drawn in ``like``'s memory order."""
+    if like is None or like.flags.c_contiguous or like.shape != shape:
+        return fill(shape, True)
+    # NOTE: torch's TensorIterator walks a strided tensor in memory order: the axes by decreasing stride
+    axes = sorted(range(len(shape)), key=lambda axis: -abs(like.strides[axis]))
+    values = fill(tuple(shape[axis] for axis in axes), False)
+    return values.transpose(numpy.argsort(axes))
 
 
 def bernoulli_mask(gen, shape, p):
