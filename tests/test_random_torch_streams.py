@@ -130,11 +130,12 @@ def test_normal_matches_torch_across_the_block_threshold(dtype, seed, moments):
 
 
 @pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
-def test_half_normal_matches_torch_below_16_and_in_whole_blocks(dtype):
+@pytest.mark.parametrize("moments", ((0.0, 1.0), (0.5, 2.5)))
+def test_half_normal_matches_torch_including_its_own_last_block(dtype, moments):
     ours, theirs = FLOATS[dtype]
     _seed(2)
-    for n in (1, 2, 15, 16, 32, 1024):
-        assert _same(cn.randn(n, dtype=ours), torch.randn(n, dtype=theirs)), n
+    for n in SIZES + (18, 20, 24, 1024):
+        assert _same(cn.empty(n, dtype=ours).normal_(*moments), torch.empty(n, dtype=theirs).normal_(*moments)), n
 
 
 @pytest.mark.parametrize("fill", ("normal_", "uniform_"))

@@ -8,7 +8,8 @@ multiple of 16 the last 16 positions are redrawn and recomputed as one more bloc
 float32 on an x86 CPU with AVX2 (what torch's AVX2 and AVX512 builds run) uses the AVX vector
 routines ``log256_ps`` and ``sincos256_ps`` (Cephes polynomials in float32), compiled with fused
 multiply-adds. They are written out here operation by operation; ``fma32`` is an exactly rounded
-float32 fused multiply-add. float16 and bfloat16 round the float32 values. float64 uses the C
+float32 fused multiply-add. float16 and bfloat16 round the float32 values (their first pass draws
+uniforms for the whole blocks only). float64 uses the C
 library's ``log``/``cos``/``sin`` (ATen's scalar code), reached through Python's ``math`` module.
 """
 
@@ -46,18 +47,22 @@ def fill(stream, count: int, dtype, mean: float, std: float) -> numpy.ndarray:
     """
     dtype = numpy.dtype(dtype)
     if dtype != _F64:
-        # NOTE: float16/bfloat16 are the float32 values rounded: measured equal to torch when count is a
-        # multiple of 16; torch's tail block for these dtypes lands elsewhere (docs/random.md)
+        # NOTE: float16/bfloat16 are the float32 values rounded (measured equal to torch 2.13)
         uniforms, blocks = _float32_uniforms, _float32_blocks
     else:
         uniforms, blocks = _float64_uniforms, _float64_blocks
-    data = uniforms(stream, count)
-    full = data[:count // _BLOCK * _BLOCK].reshape(-1, _BLOCK)
+    whole = count // _BLOCK * _BLOCK
+    # NOTE: for float16/bfloat16 torch's first pass draws uniforms for the whole blocks only (measured
+    # against torch 2.13); float32/float64 draw one per value and overwrite the leftover ones
+    data = uniforms(stream, count if dtype in (_F32, _F64) else whole)
+    blocks_view = data[:whole].reshape(-1, _BLOCK)
     # NOTE: a few thousand blocks at a time keep the float64 temporaries in cache (measured 1.7x faster)
-    for start in range(0, len(full), _CHUNK_BLOCKS):
-        full[start:start + _CHUNK_BLOCKS] = blocks(full[start:start + _CHUNK_BLOCKS], mean, std)
+    for start in range(0, len(blocks_view), _CHUNK_BLOCKS):
+        blocks_view[start:start + _CHUNK_BLOCKS] = blocks(blocks_view[start:start + _CHUNK_BLOCKS], mean, std)
     if count % _BLOCK:
         # NOTE: ATen redraws the last 16 positions (overwriting finished values) and recomputes them
+        if len(data) < count:
+            data = numpy.concatenate([data, numpy.empty(count - len(data), dtype=data.dtype)])
         data[count - _BLOCK:] = blocks(uniforms(stream, _BLOCK).reshape(1, _BLOCK), mean, std).reshape(-1)
     return data.astype(dtype, copy=False)
 
