@@ -148,6 +148,19 @@ def test_non_contiguous_tensors_fill_in_memory_order_as_torch(fill):
         assert _same(getattr(nn.init, fill)(make(cn)), getattr(torch.nn.init, fill)(make(torch)))
 
 
+@pytest.mark.parametrize("dtype", list(FLOATS))
+def test_normal_function_overloads_match_torch(dtype):
+    ours, theirs = FLOATS[dtype]
+    mean = np.linspace(-1, 1, 40).astype(np.float32)
+    std = np.linspace(0.1, 2, 40).astype(np.float32)
+    _seed(14)
+    for n in (5, 40):
+        assert _same(cn.normal(2.0, 3.0, (n,), dtype=ours), torch.normal(2.0, 3.0, (n,), dtype=theirs))
+    assert _same(cn.normal(cn.tensor(mean).to(ours), cn.tensor(std).to(ours)),
+                 torch.normal(torch.from_numpy(mean).to(theirs), torch.from_numpy(std).to(theirs)))
+    assert _same(cn.normal(cn.tensor(mean).to(ours), 0.5), torch.normal(torch.from_numpy(mean).to(theirs), 0.5))
+
+
 def test_scalar_normals_share_the_cached_second_value_across_calls():
     _seed(8)
     for _ in range(5):

@@ -25,7 +25,7 @@ import numpy
 
 from .. import creation, dtypes
 from ..autograd.function import Function
-from ..random import bernoulli_mask, resolve_generator
+from ..random import bernoulli_mask, normal_values, resolve_generator
 from ..tensor import Tensor
 from ._util import xp_of
 from .inplace import Copy, _assign, write_in_place
@@ -118,8 +118,8 @@ def _normal_of_numbers(mean, std, size, generator, dtype, device, requires_grad)
     if not dtypes.is_floating(holder.dtype):
         raise TypeError(f"normal: expected a floating point dtype, got {holder.dtype}")
     gen = resolve_generator(generator, holder.device, "normal")
-    wide = _wide(holder.dtype)
-    values = _on_device(holder.device, lambda: gen.standard_normal(tuple(holder.shape), dtype=wide) * std + mean)
+    # NOTE: as torch: normal_(mean, std) of the result's dtype (torch's transforms on the CPU stream)
+    values = _on_device(holder.device, lambda: normal_values(gen, tuple(holder.shape), holder.dtype, mean, std))
     return Tensor(values.astype(holder.dtype, copy=False), requires_grad=requires_grad)
 
 
@@ -129,9 +129,13 @@ class Normal(_Sample):
     op_name = "normal"
 
     @staticmethod
-    def draw(gen, xp, arrays, wide, shape=()):
+    def draw(gen, xp, arrays, wide, shape=(), result_dtype=None):
         mean, std = arrays
-        return mean + std * gen.standard_normal(shape, dtype=wide)
+        # NOTE: torch draws normal_(0, 1) into the result, then multiplies by std and adds mean, each step
+        # rounded to the result's dtype
+        result_dtype = result_dtype or wide
+        scaled = (std * normal_values(gen, shape, result_dtype).astype(wide)).astype(result_dtype).astype(wide)
+        return mean + scaled
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, device=None,  # noqa: A002
@@ -180,7 +184,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
                            f"do not broadcast together") from None
     out_dtype = dtypes.result_type(*(t.dtype for t in tensors))
     gen = resolve_generator(generator, like.device, "normal")
-    return Normal.apply(mean_t, std_t, gen=gen, out_dtype=out_dtype, shape=shape)
+    return Normal.apply(mean_t, std_t, gen=gen, out_dtype=out_dtype, shape=shape, result_dtype=out_dtype)
 
 
 def _check_probability(fn, p):
