@@ -248,6 +248,23 @@ def test_half_bernoulli_and_exponential_match_torch(dtype):
         assert _same(cn.empty(n, dtype=ours).exponential_(), torch.empty(n, dtype=theirs).exponential_())
 
 
+@pytest.mark.parametrize("dtype", ("float32", "float64"))
+def test_other_fills_match_torch(dtype):
+    ours, theirs = FLOATS[dtype]
+    _seed(15)
+    for n in (1, 17, 200):
+        assert _same(cn.empty(n, dtype=ours).log_normal_(0.5, 0.75), torch.empty(n, dtype=theirs).log_normal_(0.5, 0.75))
+        assert _same(cn.empty(n, dtype=ours).cauchy_(1.0, 2.0), torch.empty(n, dtype=theirs).cauchy_(1.0, 2.0))
+        assert _same(cn.empty(n, dtype=ours).geometric_(0.3), torch.empty(n, dtype=theirs).geometric_(0.3))
+        assert _same(cn.empty(n, dtype=ours).random_(0, 10), torch.empty(n, dtype=theirs).random_(0, 10))
+        assert _same(cn.empty(n, dtype=ours).random_(), torch.empty(n, dtype=theirs).random_())
+        assert _same(cn.rand_like(cn.empty(n, dtype=ours)), torch.rand_like(torch.empty(n, dtype=theirs)))
+        assert _same(cn.randn_like(cn.empty(n, dtype=ours)), torch.randn_like(torch.empty(n, dtype=theirs)))
+        assert _same(nn.init.trunc_normal_(cn.empty(n, dtype=ours), 0.0, 0.02),
+                     torch.nn.init.trunc_normal_(torch.empty(n, dtype=theirs), 0.0, 0.02))
+    assert _same(cn.empty(50, dtype=cn.int64).random_(), torch.empty(50, dtype=torch.int64).random_())
+
+
 def test_exponential_matches_torch():
     _seed(10)
     for n in (1, 17, 1000):

@@ -328,6 +328,8 @@ def geometric_(input, p, *, generator=None):  # noqa: A002 - PyTorch's names
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
 
     def draw(gen, xp, wide):
+        if hasattr(gen, "fill_uniform"):  # NOTE: the CPU stream: torch's ceil(log(u) / log1p(-p))
+            return gen.geometric(tuple(input.shape), "float64", p)
         # NOTE: inverse CDF with U in (0, 1]: P(k = 1) = P(U > 1 - p) = p, and k >= 1 always
         u = 1.0 - gen.random(tuple(input.shape), dtype="float64")
         return xp.floor(xp.log(u) / math.log1p(-p)) + 1.0
@@ -347,8 +349,11 @@ def cauchy_(input, median=0.0, sigma=1.0, *, generator=None):  # noqa: A002 - Py
     _check_real("cauchy_", "sigma", sigma)
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
-    return _fill("cauchy_", input, lambda gen, xp, wide: median + sigma * xp.tan(
-        math.pi * (gen.random(tuple(input.shape), dtype=wide) - 0.5)), generator)
+    def draw(gen, xp, wide):
+        if hasattr(gen, "fill_uniform"):  # NOTE: the CPU stream: torch's transform, in double
+            return gen.cauchy(tuple(input.shape), wide, median, sigma)
+        return median + sigma * xp.tan(math.pi * (gen.random(tuple(input.shape), dtype=wide) - 0.5))
+    return _fill("cauchy_", input, draw, generator)
 
 
 def log_normal_(input, mean=1.0, std=2.0, *, generator=None):  # noqa: A002 - PyTorch's names
@@ -364,8 +369,11 @@ def log_normal_(input, mean=1.0, std=2.0, *, generator=None):  # noqa: A002 - Py
     _check_real("log_normal_", "std", std)
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
-    return _fill("log_normal_", input, lambda gen, xp, wide: xp.exp(
-        mean + std * gen.standard_normal(tuple(input.shape), dtype=wide)), generator)
+    def draw(gen, xp, wide):
+        if hasattr(gen, "fill_uniform"):  # NOTE: the CPU stream: torch's scalar normals, exp in double
+            return gen.log_normal(tuple(input.shape), wide, mean, std)
+        return xp.exp(mean + std * gen.standard_normal(tuple(input.shape), dtype=wide))
+    return _fill("log_normal_", input, draw, generator)
 
 
 def _random_high(dtype):

@@ -213,6 +213,52 @@ class TorchCPUStream:
         values = [-1.0 / lambd * math.log1p(-u) for u in self._unit(_count(shape), 53).tolist()]
         return numpy.array(values, dtype=_F64).astype(dtype).reshape(shape)
 
+    def scalar_map(self, shape, dtype, value_of) -> numpy.ndarray:
+        """One value per element from one 53-bit uniform each, ``value_of(u)`` in double, as ATen's serial kernels.
+
+        Args:
+            shape: the shape.
+            dtype: the result's dtype.
+            value_of: a function of one float (the uniform) to one float.
+        """
+        values = [value_of(u) for u in self._unit(_count(shape), 53).tolist()]
+        return numpy.array(values, dtype=_F64).astype(dtype).reshape(shape)
+
+    def cauchy(self, shape, dtype, median=0.0, sigma=1.0) -> numpy.ndarray:
+        """``cauchy_``: ``median + sigma * tan(pi * (u - 0.5))`` in double.
+
+        Args:
+            shape: the shape.
+            dtype: the result's dtype.
+            median: the location.
+            sigma: the scale.
+        """
+        return self.scalar_map(shape, dtype, lambda u: median + sigma * math.tan(math.pi * (u - 0.5)))
+
+    def geometric(self, shape, dtype, p) -> numpy.ndarray:
+        """``geometric_``: ``ceil(log(u) / log1p(-p))`` in double.
+
+        Args:
+            shape: the shape.
+            dtype: the result's dtype.
+            p: the success probability.
+        """
+        denominator = math.log1p(-p)
+        # NOTE: u = 0 (probability 2**-53) gives log(0); ATen's value is then +inf, here too
+        return self.scalar_map(shape, dtype, lambda u: math.ceil(math.log(u) / denominator) if u else math.inf)
+
+    def log_normal(self, shape, dtype, mean=1.0, std=2.0) -> numpy.ndarray:
+        """``log_normal_``: ``exp`` of one scalar (double, cached) normal per element.
+
+        Args:
+            shape: the shape.
+            dtype: the result's dtype.
+            mean: the underlying normal's mean.
+            std: its standard deviation.
+        """
+        values = [math.exp(self.scalar_normal(mean, std)) for _ in range(_count(shape))]
+        return numpy.array(values, dtype=_F64).astype(dtype).reshape(shape)
+
     def multinomial(self, probs: numpy.ndarray, num_samples: int, replacement: bool) -> numpy.ndarray:
         """``torch.multinomial`` on the rows of a 2-D array of weights.
 
