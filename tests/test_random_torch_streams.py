@@ -253,7 +253,8 @@ def test_other_fills_match_torch(dtype):
     ours, theirs = FLOATS[dtype]
     _seed(15)
     for n in (1, 17, 200):
-        assert _same(cn.empty(n, dtype=ours).log_normal_(0.5, 0.75), torch.empty(n, dtype=theirs).log_normal_(0.5, 0.75))
+        assert _same(cn.empty(n, dtype=ours).log_normal_(0.5, 0.75),
+                     torch.empty(n, dtype=theirs).log_normal_(0.5, 0.75))
         assert _same(cn.empty(n, dtype=ours).cauchy_(1.0, 2.0), torch.empty(n, dtype=theirs).cauchy_(1.0, 2.0))
         assert _same(cn.empty(n, dtype=ours).geometric_(0.3), torch.empty(n, dtype=theirs).geometric_(0.3))
         assert _same(cn.empty(n, dtype=ours).random_(0, 10), torch.empty(n, dtype=theirs).random_(0, 10))
@@ -271,6 +272,22 @@ def test_exponential_matches_torch():
         assert _same(cn.empty(n).exponential_(), torch.empty(n).exponential_())
         assert _same(cn.empty(n, dtype=cn.float64).exponential_(2.5),
                      torch.empty(n, dtype=torch.float64).exponential_(2.5))
+
+
+@pytest.mark.parametrize("sample_shape", ((), (3,), (2, 5)))
+def test_distribution_samples_match_torch(sample_shape):
+    ours, theirs = cn.distributions, torch.distributions
+    probs = np.random.default_rng(4).random((4, 6)).astype(np.float32)
+    loc, scale = np.linspace(-1, 1, 20).astype(np.float32), np.linspace(0.5, 2, 20).astype(np.float32)
+    _seed(16)
+    assert _same(ours.Categorical(probs=cn.tensor(probs)).sample(sample_shape),
+                 theirs.Categorical(probs=torch.from_numpy(probs)).sample(sample_shape))
+    assert _same(ours.Normal(cn.tensor(loc), cn.tensor(scale)).sample(sample_shape),
+                 theirs.Normal(torch.from_numpy(loc), torch.from_numpy(scale)).sample(sample_shape))
+    assert _same(ours.Uniform(cn.tensor(loc), cn.tensor(loc + scale)).sample(sample_shape),
+                 theirs.Uniform(torch.from_numpy(loc), torch.from_numpy(loc + scale)).sample(sample_shape))
+    assert _same(ours.Bernoulli(probs=cn.tensor(probs)).sample(sample_shape),
+                 theirs.Bernoulli(probs=torch.from_numpy(probs)).sample(sample_shape))
 
 
 # ---- initialisation ------------------------------------------------------------------------------------

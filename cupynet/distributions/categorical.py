@@ -99,6 +99,12 @@ class Categorical(ProbsOrLogits):
         shape = self._extended_shape(sample_shape)
         probs = self.probs.array
         xp = get_array_module(probs)
+        stream = generator_for(self.probs.device)
+        draws = int(numpy.prod(shape[:len(shape) - len(self._batch_shape)], dtype=numpy.int64))
+        if hasattr(stream, "fill_uniform") and draws:
+            # NOTE: the CPU stream samples as torch: multinomial(probs_2d, draws, replacement=True).T
+            rows = probs.reshape(-1, self._num_events)
+            return Tensor(stream.multinomial(rows, draws, True).T.reshape(shape))
         # NOTE: the CDF is accumulated in float64 and divided by its last entry, so it ends at exactly 1
         # and u < 1 never passes it; zero-probability categories have cdf[k] == cdf[k-1] and are never chosen.
         cdf = xp.cumsum(probs.astype(numpy.float64), axis=-1)
