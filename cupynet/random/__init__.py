@@ -37,6 +37,8 @@ def _check_seed(fn, seed):
 class Generator:
     """A random stream with its own state (``torch.Generator``): pass it as ``generator=`` to random ops.
 
+    On the CPU it is torch's generator (same seed, same numbers; docs/random.md); on a GPU, CuPy's XORWOW.
+
     Args:
         device: where its numbers are made ("cpu" by default, or "cuda", "cuda:1", a Device).
     """
@@ -182,7 +184,7 @@ def initial_seed() -> int:
 
 
 def cpu_generator():
-    """The NumPy ``Generator`` behind random CPU tensors (the default generator's)."""
+    """The default CPU generator's stream: torch's mt19937 and ATen's transforms (it takes NumPy-style calls too)."""
     return _DEFAULTS.cpu.array_generator
 
 
