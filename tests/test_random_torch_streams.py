@@ -227,6 +227,19 @@ def test_dropout_masks_match_torch(p, dtype):
                  torch.nn.Dropout2d(p)(torch.from_numpy(x).to(theirs_dtype)))
 
 
+def test_attention_dropout_masks_match_torch():
+    # NOTE: zero queries give uniform attention and an identity value matrix shows each kept entry, so the
+    # output's zeros are exactly the dropped entries of the mask
+    q = np.zeros((2, 3, 6, 4), dtype=np.float32)
+    v = np.broadcast_to(np.eye(6, dtype=np.float32), (2, 3, 6, 6)).copy()
+    _seed(17)
+    ours = F.scaled_dot_product_attention(cn.tensor(q), cn.tensor(q), cn.tensor(v), dropout_p=0.4).numpy()
+    theirs = torch.nn.functional.scaled_dot_product_attention(torch.from_numpy(q), torch.from_numpy(q),
+                                                                torch.from_numpy(v), dropout_p=0.4).numpy()
+    np.testing.assert_array_equal(ours == 0, theirs == 0)
+    assert _same(cn.rand(3), torch.rand(3))
+
+
 @pytest.mark.parametrize("dtype", ("float32", "float64"))
 @pytest.mark.parametrize("replacement", (True, False))
 def test_multinomial_matches_torch(dtype, replacement):
