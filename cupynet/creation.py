@@ -13,7 +13,7 @@ import numbers
 import numpy
 
 from . import backend, dtypes
-from .random import generator_for, normal_values, resolve_generator, uniform_values
+from .random import cpu_stream, generator_for, normal_values, resolve_generator, uniform_values
 from .tensor import Tensor
 
 __all__ = ["is_tensor", "numel", "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange",
@@ -314,7 +314,12 @@ def randint(*args, size=None, generator=None, dtype=None, device=None, requires_
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     dev = _device(device)
     dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.int64
-    array = resolve_generator(generator, dev, "randint").integers(low, high, size=_shape((size,)))
+    gen = resolve_generator(generator, dev, "randint")
+    stream = cpu_stream(gen)
+    if stream is not None:  # NOTE: the CPU stream: torch's draws, with its bounds for float dtypes
+        array = stream.random_from_to(_shape((size,)), low, high, dt)
+    else:
+        array = gen.integers(low, high, size=_shape((size,)))
     return _finish(backend.to_numpy(array).astype(dt), dev, False) if dev.type == "cpu" else Tensor(array.astype(dt))
 
 

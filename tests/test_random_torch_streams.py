@@ -1,6 +1,7 @@
 """The CPU random stream against torch's, bit for bit: seeding, state, and every transform over sizes that cross
 torch's thresholds (16 values for the block Box-Muller, 2**28 for 64-bit randint draws)."""
 
+import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -182,13 +183,34 @@ def test_randint_matches_torch_on_both_sides_of_the_64_bit_threshold(bounds, dty
     low, high = bounds
     if dtype == "int32" and (low < -2**31 or high > 2**31):
         return
-    exact_limit = {"float32": 2**24, "float64": 2**53}.get(dtype)
-    if exact_limit and max(abs(low), abs(high), high - low) > exact_limit:
-        return  # NOTE: torch warns that the float cannot hold such ranges, and draws differently (docs/random.md)
     _seed(6)
     for n in (1, 17, 1000):
         assert _same(cn.randint(low, high, (n,), dtype=getattr(cn, dtype)),
                      torch.randint(low, high, (n,), dtype=getattr(torch, dtype))), n
+
+
+@pytest.mark.parametrize("dtype", list(FLOATS))
+@pytest.mark.parametrize("bounds", ((0, 2**25), (-2**30 - 7, 2**27 + 3), (-5, 2**40 + 1), (2**60, 2**61)))
+def test_randint_and_random_move_bounds_a_float_cannot_hold_as_torch(dtype, bounds):
+    ours, theirs = FLOATS[dtype]
+    low, high = bounds
+    _seed(18)
+    if dtype == "float16" and max(abs(low), abs(high - 1)) > 65504:
+        with pytest.raises(RuntimeError, match="out of bounds"):
+            torch.randint(low, high, (3,), dtype=theirs)
+        before = cn.random.default_generator.get_state().numpy()
+        with pytest.raises(RuntimeError, match="out of bounds for float16"):
+            cn.randint(low, high, (3,), dtype=ours)
+        with pytest.raises(RuntimeError, match="out of bounds for float16"):
+            cn.empty(3, dtype=ours).random_(low, high)
+        np.testing.assert_array_equal(cn.random.default_generator.get_state().numpy(), before)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # NOTE: torch warns that such bounds are out of the exact range
+        for n in (1, 17, 300):
+            assert _same(cn.randint(low, high, (n,), dtype=ours), torch.randint(low, high, (n,), dtype=theirs))
+            assert _same(cn.empty(n, dtype=ours).random_(low, high), torch.empty(n, dtype=theirs).random_(low, high))
+        assert _same(cn.empty(9, dtype=ours).random_(high), torch.empty(9, dtype=theirs).random_(high))
 
 
 @pytest.mark.parametrize("n", (0, 1, 2, 15, 16, 17, 1000, 5000))

@@ -409,9 +409,12 @@ def random_(input, from_=0, to=None, *, generator=None):  # noqa: A002 - PyTorch
     if low > high:
         shown = (from_, to) if to is not None else (0, from_)
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={shown[0]} >= to={shown[1]}")
-    return _fill("random_", input, lambda gen, xp, wide: gen.integers(low, high, size=tuple(input.shape),
-                                                                      dtype="int64", endpoint=True),
-                 generator, floating=False)
+    def draw(gen, xp, wide):
+        if hasattr(gen, "fill_uniform") and (to is not None or from_):
+            # NOTE: the CPU stream: torch's random_from_to, with its bounds for float dtypes
+            return gen.random_from_to(tuple(input.shape), low, high + 1, input.dtype)
+        return gen.integers(low, high, size=tuple(input.shape), dtype="int64", endpoint=True)
+    return _fill("random_", input, draw, generator, floating=False)
 
 
 METHODS = {"bernoulli": bernoulli, "bernoulli_": bernoulli_, "exponential_": exponential_,

@@ -23,7 +23,7 @@ from ..tensor import Tensor
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "seed_gpus", "initial_seed", "get_rng_state",
            "set_rng_state", "cpu_generator", "generator_for", "resolve_generator", "snapshot_rng", "restore_rng",
-           "uniform_values", "normal_values", "bernoulli_mask"]
+           "uniform_values", "normal_values", "bernoulli_mask", "cpu_stream"]
 
 _TORCH_INITIAL_SEED = 67280421310721   # NOTE: what a fresh torch.Generator() reports as initial_seed()
 
@@ -292,6 +292,15 @@ def normal_values(gen, shape, dtype, mean=0.0, std=1.0, like=None):
                                 lambda s, contiguous: gen.fill_normal(s, dtype, mean, std, contiguous))
     native = numpy.float64 if numpy.dtype(dtype) == numpy.float64 else numpy.float32
     return (gen.standard_normal(tuple(shape), dtype=native) * std + mean).astype(dtype, copy=False)
+
+
+def cpu_stream(gen):
+    """The CPU stream (torch's generator) that ``gen`` is, or None when it is a CuPy or NumPy generator.
+
+    Args:
+        gen: what ``resolve_generator`` returned.
+    """
+    return gen if hasattr(gen, "fill_uniform") else None
 
 
 def _in_memory_order(like, shape, fill):

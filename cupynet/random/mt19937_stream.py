@@ -153,14 +153,17 @@ class TorchCPUStream:
         self.next_double_normal = radius * math.sin(theta)
         return _fma(radius * math.cos(theta), std, mean)
 
-    def random_from_to(self, shape, low: int, high: int) -> numpy.ndarray:
+    def random_from_to(self, shape, low: int, high: int, dtype=None) -> numpy.ndarray:
         """``random_(low, high)`` / ``randint``: ``draw % (high - low) + low``, the draw 64-bit from a range of 2**28.
 
         Args:
             shape: the shape.
             low: the lowest value.
             high: one above the highest.
+            dtype: the tensor's dtype: for a floating one, bounds it cannot hold move inwards as ATen moves them.
         """
+        if dtype is not None and numpy.dtype(dtype).name in _DIGITS:
+            low, high = float_bounds(low, high, numpy.dtype(dtype))
         span, count = high - low, _count(shape)
         draws = self.draw64(count) if span >= _WIDE_RANGE else self.draw32(count)
         # NOTE: unsigned 64-bit arithmetic, as ATen's static_cast<int64_t>((val % range) + base)
@@ -415,6 +418,40 @@ class TorchCPUStream:
             seeded = numpy.random.Generator(numpy.random.PCG64(int(self.draw64(1)[0])))
             return getattr(seeded, name)(*args, **kwargs)
         return call
+
+
+_DIGITS = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}
+
+
+def float_bounds(low: int, high: int, dtype) -> tuple:
+    """ATen's ``update_from``/``update_to``: integer bounds a floating dtype cannot hold, moved inwards.
+
+    NOTE: when ``low + 1`` (or ``high - 1``) rounds past the bound in ``dtype``, the bound becomes that
+    rounded value plus (minus) one step of the dtype's spacing there, so every drawn integer stays inside.
+
+    Args:
+        low: the lowest integer.
+        high: one above the highest.
+        dtype: a floating dtype (float16 bounds past its largest value raise, as torch's).
+    """
+    name = numpy.dtype(dtype).name
+    digits, largest = _DIGITS[name], float(numpy.finfo(numpy.float16).max) if name == "float16" else math.inf
+    for label, bound in (("from", low), ("to - 1", high - 1)):
+        if not -largest <= bound <= largest:
+            raise RuntimeError(f"random_: {label} is out of bounds for {name} (|value| <= {largest:g}), got {bound}")
+    low_plus_1 = _as_float_int(low + 1, dtype)
+    if low_plus_1 < low:
+        low = low_plus_1 + (1 << (abs(low + 1).bit_length() - 1 - digits + 1))
+    high_minus_1 = _as_float_int(high - 1, dtype)
+    if high_minus_1 >= high:
+        high = high_minus_1 - (1 << (abs(high - 1).bit_length() - 1 - digits + 1))
+    return low, high
+
+
+def _as_float_int(value: int, dtype) -> int:
+    """``static_cast<int64_t>(static_cast<scalar_t>(value))``: half types round through float32, as c10's do."""
+    wide = numpy.float64 if numpy.dtype(dtype) == numpy.float64 else numpy.float32
+    return int(numpy.asarray(wide(value)).astype(dtype).astype(numpy.float64))
 
 
 def _fma(value: float, std: float, mean: float) -> float:
