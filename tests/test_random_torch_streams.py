@@ -73,6 +73,13 @@ def test_get_rng_state_round_trips_as_plain_data():
     np.testing.assert_array_equal(cn.randn(20).numpy(), expected)
 
 
+def test_set_rng_state_takes_torchs_byte_tensor():
+    torch.manual_seed(21)
+    torch.randn(3)
+    cn.set_rng_state(cn.tensor(torch.get_rng_state().numpy()))
+    assert _same(cn.randn(50), torch.randn(50))
+
+
 def test_set_state_rejects_bad_states_and_keeps_the_stream():
     g = cn.Generator().manual_seed(4)
     before = g.get_state().numpy()

@@ -242,8 +242,12 @@ def set_rng_state(state: dict):
     """Restore states captured by ``get_rng_state``.
 
     Args:
-        state: the dict returned by ``get_rng_state``.
+        state: the dict returned by ``get_rng_state``, or a CPU generator state as torch's
+            ``get_rng_state()`` returns it (a uint8 Tensor of 5056 bytes; it sets the CPU generator only).
     """
+    if isinstance(state, Tensor):
+        _DEFAULTS.cpu.set_state(state)
+        return
     if not isinstance(state, dict) or not isinstance(state.get("cpu"), str):
         raise ValueError("set_rng_state: expected the dict returned by get_rng_state() (with a 'cpu' key holding "
                          "the CPU generator's state in hex)")
