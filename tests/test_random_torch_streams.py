@@ -361,6 +361,17 @@ def test_init_functions_match_torch(init):
         assert _same(getattr(nn.init, init)(cn.empty(*shape)), getattr(torch.nn.init, init)(torch.empty(*shape)))
 
 
+@pytest.mark.parametrize("shape", ((5, 3), (3, 5), (64, 32), (4, 2, 3)))
+def test_orthogonal_draws_torchs_matrix(shape):
+    _seed(19)
+    ours = nn.init.orthogonal_(cn.empty(*shape)).numpy()
+    theirs = torch.nn.init.orthogonal_(torch.empty(*shape)).numpy()
+    # NOTE: the same normal draws; the QR factorisations (NumPy's LAPACK, torch's MKL) differ by rounding,
+    # whose size is bounded by a few units of float32's eps times the matrix dimension
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=max(shape) * np.finfo(np.float32).eps)
+    assert _same(cn.rand(3), torch.rand(3))
+
+
 # ---- the exact fused multiply-adds the transforms rely on ----------------------------------------------
 
 def _exact_fma(a, b, c, dtype):

@@ -271,7 +271,10 @@ def orthogonal_(tensor, gain: float = 1, generator=None):
 
     def draw(gen):
         xp = backend.get_array_module(tensor.array)
-        a = gen.standard_normal((cols, rows) if wide else (rows, cols), dtype=_draw_dtype(tensor))
+        # NOTE: drawn as torch draws it, rows x cols with normal_ (the same values on the CPU stream), then
+        # transposed when wide
+        a = normal_values(gen, (rows, cols), _draw_dtype(tensor))
+        a = a.T if wide else a
         q, r = xp.linalg.qr(a)
         q = q * xp.sign(xp.diagonal(r))
         return (q.T if wide else q).reshape(tensor.shape) * gain
