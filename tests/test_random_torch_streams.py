@@ -256,6 +256,21 @@ def test_dropout_masks_match_torch(p, dtype):
                  torch.nn.Dropout2d(p)(torch.from_numpy(x).to(theirs_dtype)))
 
 
+@pytest.mark.parametrize("dtype", ("float32", "float64", "bfloat16"))
+def test_rrelu_slopes_and_gradients_match_torch(dtype):
+    ours_dtype, theirs_dtype = FLOATS[dtype]
+    x = np.random.default_rng(5).standard_normal((3, 100)).astype(np.float32)
+    _seed(20)
+    ours = cn.tensor(x).to(ours_dtype).requires_grad_()
+    theirs = torch.from_numpy(x).to(theirs_dtype).requires_grad_()
+    out_ours, out_theirs = F.rrelu(ours, training=True), torch.nn.functional.rrelu(theirs, training=True)
+    assert _same(out_ours, out_theirs)
+    out_ours.sum().backward()
+    out_theirs.sum().backward()
+    assert _same(ours.grad, theirs.grad)
+    assert _same(cn.rand(3), torch.rand(3))
+
+
 def test_attention_dropout_masks_match_torch():
     # NOTE: zero queries give uniform attention and an identity value matrix shows each kept entry, so the
     # output's zeros are exactly the dropped entries of the mask

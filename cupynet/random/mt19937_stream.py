@@ -88,6 +88,14 @@ class TorchCPUStream:
         pairs = self.draw32(2 * count)
         return (pairs[0::2] << numpy.uint64(32)) | pairs[1::2]
 
+    def unit_doubles(self, count: int) -> numpy.ndarray:
+        """``count`` uniforms in [0, 1) from 53 bits of ``random64`` each (``uniform_real_distribution<double>``).
+
+        Args:
+            count: how many.
+        """
+        return self._unit(count, 53)
+
     def _unit(self, count: int, bits: int) -> numpy.ndarray:
         """Uniforms in [0, 1) as ATen's ``uniform_real`` makes them: 24 bits of a 32-bit draw, or 53 of 64."""
         if bits == 53:
