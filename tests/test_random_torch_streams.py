@@ -323,6 +323,16 @@ def test_other_fills_match_torch(dtype):
     assert _same(cn.empty(50, dtype=cn.int64).random_(), torch.empty(50, dtype=torch.int64).random_())
 
 
+@pytest.mark.parametrize("dtype", ("float32", "float64"))
+def test_poisson_matches_torch_on_both_sides_of_rate_10(dtype):
+    ours, theirs = FLOATS[dtype]
+    rates = np.linspace(0, 40, 81).astype(dtype)
+    _seed(22)
+    assert _same(cn.poisson(cn.tensor(rates)), torch.poisson(torch.from_numpy(rates)))
+    assert _same(cn.poisson(cn.tensor(rates[:7]).to(ours) * 0 + 3), torch.poisson(torch.from_numpy(rates[:7]) * 0 + 3))
+    assert _same(cn.rand(3), torch.rand(3))
+
+
 def test_exponential_matches_torch():
     _seed(10)
     for n in (1, 17, 1000):
@@ -345,6 +355,13 @@ def test_distribution_samples_match_torch(sample_shape):
                  theirs.Uniform(torch.from_numpy(loc), torch.from_numpy(loc + scale)).sample(sample_shape))
     assert _same(ours.Bernoulli(probs=cn.tensor(probs)).sample(sample_shape),
                  theirs.Bernoulli(probs=torch.from_numpy(probs)).sample(sample_shape))
+    cov, mean = np.array([[2.0, 0.3], [0.3, 1.0]], np.float32), np.array([1.0, -1.0], np.float32)
+    ours_mvn = ours.MultivariateNormal(cn.tensor(mean), covariance_matrix=cn.tensor(cov)).sample(sample_shape)
+    theirs_mvn = theirs.MultivariateNormal(torch.from_numpy(mean), covariance_matrix=torch.from_numpy(cov))
+    # NOTE: the same normals; the Cholesky factor and the product round differently (a few float32 ulps of 2)
+    np.testing.assert_allclose(ours_mvn.numpy(), theirs_mvn.sample(sample_shape).numpy(), rtol=0,
+                               atol=8 * np.finfo(np.float32).eps * 2)
+    assert _same(cn.rand(3), torch.rand(3))
 
 
 # ---- initialisation ------------------------------------------------------------------------------------

@@ -405,6 +405,51 @@ class TorchCPUStream:
         values = self.fill_normal(_shape(size), _F64, float(loc), float(scale))
         return values.item() if size is None else values
 
+    def poisson(self, lam=1.0, size=None):
+        """Poisson counts (as float64), as ``torch.poisson`` draws them: one ATen ``sample_poisson`` per rate, in order.
+
+        Args:
+            lam: a rate or an array of rates (each >= 0).
+            size: the shape when ``lam`` is a number (None for one value).
+        """
+        shape = _shape(size) if size is not None else numpy.shape(lam)
+        rates = numpy.broadcast_to(numpy.asarray(lam, dtype=_F64), shape)
+        counts = numpy.array([self._poisson(rate) for rate in rates.reshape(-1).tolist()], dtype=_F64)
+        counts = counts.reshape(rates.shape)
+        return counts.item() if counts.ndim == 0 else counts
+
+    def _poisson(self, rate: float) -> int:
+        """ATen's ``sample_poisson``: Hoermann's transformed rejection from a rate of 10, else uniforms' products."""
+        if rate >= 10:
+            return self._poisson_rejection(rate)
+        if rate == 0:
+            return 0
+        limit, count, product = math.exp(-rate), 0, 1.0
+        while True:
+            product *= float(self._unit(1, 53)[0])
+            if product <= limit:
+                return count
+            count += 1
+
+    def _poisson_rejection(self, rate: float) -> int:
+        root, log_rate = math.sqrt(rate), math.log(rate)
+        b = 0.931 + 2.53 * root
+        a = -0.059 + 0.02483 * b
+        inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
+        v_r = 0.9277 - 3.6224 / (b - 2)
+        while True:
+            u, v = (float(x) for x in self._unit(2, 53))
+            u -= 0.5
+            us = 0.5 - abs(u)
+            k = math.floor((2 * a / us + b) * u + rate + 0.43)
+            if us >= 0.07 and v <= v_r:
+                return k
+            if k < 0 or (us < 0.013 and v > us):
+                continue
+            accept = -rate + k * log_rate - math.lgamma(k + 1)
+            if math.log(v) + math.log(inv_alpha) - math.log(a / (us * us) + b) <= accept:
+                return k
+
     def standard_exponential(self, size=None, dtype=_F64):
         """Exp(1) values, as ``torch.empty(size).exponential_()`` (NumPy's signature).
 
