@@ -7,11 +7,12 @@ same seed gives torch's numbers bit for bit (docs/random.md lists each transform
 
 - ``fill_uniform`` (``rand``, ``uniform_``): a 32-bit draw masked to 24 bits for float32 (and for
   float16/bfloat16, rounded afterwards), two draws making 53 bits for float64;
-  ``u * (to - from) + from``, and a value that rounds to ``to`` becomes ``from``.
+  ``fma(u, to - from, from)``, and a value that rounds to ``to`` becomes ``from``.
 - ``fill_normal`` (``randn``, ``normal_``): 16 or more contiguous values use ATen's block Box-Muller
   (``normal_fill``: all uniforms first, blocks of 16, the tail block redrawn); fewer use the scalar
   Box-Muller in double precision with its cached second value.
-- ``random_from_to`` (``randint``), ``randperm``, ``bernoulli``, ``exponential``, ``multinomial``.
+- ``random_from_to`` (``randint``), ``randperm``, ``bernoulli``, ``exponential``, ``multinomial``,
+  ``cauchy``, ``geometric``, ``log_normal``, ``poisson``.
 
 It also answers the NumPy ``Generator`` calls the rest of cupynet makes (``random``, ``standard_normal``,
 ``integers``, ``permutation``, ``uniform``...), so every CPU draw comes from this one stream.
