@@ -13,7 +13,7 @@ import numbers
 import numpy
 
 from . import backend, dtypes
-from .random import generator_for, resolve_generator
+from .random import cpu_stream, generator_for, normal_values, resolve_generator, uniform_values
 from .tensor import Tensor
 
 __all__ = ["is_tensor", "numel", "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange",
@@ -293,13 +293,12 @@ def _random(draw, size, generator, dtype, device, requires_grad, fn):
     if not dtypes.is_floating(dt):
         raise TypeError(f"random floats need a floating dtype, got {dt}")
     gen = resolve_generator(generator, dev, fn)
-    # NOTE: draw in float32/float64 (the generators' native types), then round to half if asked
-    native = dtypes.float64 if dt == dtypes.float64 else dtypes.float32
+    # NOTE: the CPU stream draws in the asked dtype as torch does; CuPy draws float32/float64 and rounds
     if dev.type == "cuda":
         with dev.xp.cuda.Device(dev.index):
-            array = draw(gen, _shape(size), native).astype(dt, copy=False)
+            array = draw(gen, _shape(size), dt).astype(dt, copy=False)
     else:
-        array = draw(gen, _shape(size), native).astype(dt, copy=False)
+        array = draw(gen, _shape(size), dt).astype(dt, copy=False)
     return Tensor(array, requires_grad=requires_grad)
 
 
@@ -321,8 +320,8 @@ def _random_factory(name, summary, draw):
     return make
 
 
-rand = _random_factory("rand", "Uniform random values in [0, 1).", lambda g, s, d: g.random(s, dtype=d))
-randn = _random_factory("randn", "Standard normal random values.", lambda g, s, d: g.standard_normal(s, dtype=d))
+rand = _random_factory("rand", "Uniform random values in [0, 1).", uniform_values)
+randn = _random_factory("randn", "Standard normal random values.", normal_values)
 
 
 def randint(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False, low=None,
@@ -346,7 +345,12 @@ def randint(*args, size=None, generator=None, dtype=None, device=None, requires_
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     dev = _device(device)
     dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.int64
-    array = resolve_generator(generator, dev, "randint").integers(low, high, size=_shape((size,)))
+    gen = resolve_generator(generator, dev, "randint")
+    stream = cpu_stream(gen)
+    if stream is not None:  # NOTE: the CPU stream: torch's draws, with its bounds for float dtypes
+        array = stream.random_from_to(_shape((size,)), low, high, dt)
+    else:
+        array = gen.integers(low, high, size=_shape((size,)))
     return _finish(backend.to_numpy(array).astype(dt), dev, False) if dev.type == "cpu" else Tensor(array.astype(dt))
 
 

@@ -8,7 +8,7 @@ from .. import dtypes
 from ..backend import get_array_module
 from ..checks import require_tensor
 from ..ops import argmax, broadcast_to, clamp, gather, log, logsumexp, softmax
-from ..random import generator_for
+from ..random import cpu_generator, generator_for
 from ..tensor import Tensor
 from . import constraints
 from .distribution import ProbsOrLogits, finfo
@@ -99,6 +99,11 @@ class Categorical(ProbsOrLogits):
         shape = self._extended_shape(sample_shape)
         probs = self.probs.array
         xp = get_array_module(probs)
+        draws = int(numpy.prod(shape[:len(shape) - len(self._batch_shape)], dtype=numpy.int64))
+        if self.probs.device.type == "cpu" and draws:
+            # NOTE: the CPU stream samples as torch: multinomial(probs_2d, draws, replacement=True).T
+            rows = probs.reshape(-1, self._num_events)
+            return Tensor(cpu_generator().multinomial(rows, draws, True).T.reshape(shape))
         # NOTE: the CDF is accumulated in float64 and divided by its last entry, so it ends at exactly 1
         # and u < 1 never passes it; zero-probability categories have cdf[k] == cdf[k-1] and are never chosen.
         cdf = xp.cumsum(probs.astype(numpy.float64), axis=-1)

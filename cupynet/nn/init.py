@@ -14,7 +14,7 @@ import numbers
 
 from .. import backend, dtypes
 from ..checks import require_floating, require_tensor
-from ..random import resolve_generator
+from ..random import normal_values, resolve_generator, uniform_values
 from ..tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",
@@ -87,8 +87,7 @@ def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
     _check_init_target("uniform_", tensor)
     if not a <= b:
         raise ValueError(f"nn.init.uniform_: expected a <= b, got a={a}, b={b}")
-    dt = _draw_dtype(tensor)
-    draw = lambda gen: gen.random(tensor.shape, dtype=dt) * (b - a) + a
+    draw = lambda gen: uniform_values(gen, tensor.shape, tensor.dtype, a, b, like=tensor.array)
     return _write(tensor, _on_device(tensor, draw, generator, "uniform_"))
 
 
@@ -104,8 +103,7 @@ def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
     _check_init_target("normal_", tensor)
     if std < 0:
         raise ValueError(f"nn.init.normal_: std must be >= 0, got {std}")
-    dt = _draw_dtype(tensor)
-    draw = lambda gen: gen.standard_normal(tensor.shape, dtype=dt) * std + mean
+    draw = lambda gen: normal_values(gen, tensor.shape, tensor.dtype, mean, std, like=tensor.array)
     return _write(tensor, _on_device(tensor, draw, generator, "normal_"))
 
 
@@ -272,7 +270,10 @@ def orthogonal_(tensor, gain: float = 1, generator=None):
 
     def draw(gen):
         xp = backend.get_array_module(tensor.array)
-        a = gen.standard_normal((cols, rows) if wide else (rows, cols), dtype=_draw_dtype(tensor))
+        # NOTE: drawn as torch draws it, rows x cols with normal_ (the same values on the CPU stream), then
+        # transposed when wide
+        a = normal_values(gen, (rows, cols), _draw_dtype(tensor))
+        a = a.T if wide else a
         q, r = xp.linalg.qr(a)
         q = q * xp.sign(xp.diagonal(r))
         return (q.T if wide else q).reshape(tensor.shape) * gain

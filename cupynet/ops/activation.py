@@ -229,10 +229,32 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, ge
     if not training:
         return leaky_relu(input, (lower + upper) / 2.0, inplace=inplace)
     gen = rng.resolve_generator(generator, input.device, "rrelu")
+    stream = rng.cpu_stream(gen)
+    if stream is not None:
+        noise = Tensor(_torch_rrelu_noise(stream, input.array, lower, upper))
+        if noise.dtype == input.dtype:
+            return _maybe_inplace(input, inplace, lambda: input * noise)
+        # NOTE: half inputs: the product is taken in float32 and rounded once, as torch's opmath does
+        return _maybe_inplace(input, inplace, lambda: (input.float() * noise).to(input.dtype))
     draw = gen.random(tuple(input.shape), dtype="float64" if input.dtype == numpy.float64 else "float32")
     slopes = lower + (upper - lower) * draw
     noise = Tensor(xp_of(input).where(input.array <= 0, slopes, 1.0).astype(input.dtype))
     return _maybe_inplace(input, inplace, lambda: input * noise)
+
+
+def _torch_rrelu_noise(stream, values, lower, upper):
+    """torch's CPU slopes: one ``uniform_(lower, upper)`` draw in double per element <= 0 (in order), 1 elsewhere.
+
+    The slopes are in the compute dtype: float64 for float64 inputs, float32 otherwise.
+    """
+    # NOTE: the bounds pass through the compute dtype (float for float32 and half inputs), as ATen's opmath
+    compute = numpy.float64 if values.dtype == numpy.float64 else numpy.float32
+    low, high = float(compute(lower)), float(compute(upper))
+    negative = numpy.ascontiguousarray(values).reshape(-1) <= 0
+    noise = numpy.ones(negative.shape, dtype=compute)
+    # NOTE: u * (upper - lower) + lower in double, two roundings (measured: this kernel's build does not fuse it)
+    noise[negative] = (stream.unit_doubles(int(negative.sum())) * (high - low) + low).astype(compute)
+    return noise.reshape(values.shape)
 
 
 def _prelu_weight_shape(a, weight):

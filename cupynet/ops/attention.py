@@ -21,7 +21,7 @@ from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.state import STATE
 from ..checks import require_floating, require_tensor
-from ..random import generator_for
+from ..random import bernoulli_mask, generator_for
 from ..tensor import Tensor
 from ._util import check_same_device, xp_of
 from .arith import cast
@@ -173,9 +173,10 @@ class ScaledDotProductAttention(Function):
         probs, ctx.row_max, ctx.empty = _safe_softmax_array(scores)
         ctx.probs, ctx.keep = probs, None  # NOTE: fp32 probabilities before dropout, for the array backward
         if dropout_p > 0.0:
-            # NOTE: inverted dropout on the probabilities: kept entries are scaled by 1 / (1 - p)
-            u = generator_for(q.device).random(probs.shape, dtype=dtypes.float32)
-            ctx.keep = (u >= dropout_p).astype(ctx.work) / (1.0 - dropout_p)
+            # NOTE: inverted dropout on the probabilities: kept entries are scaled by 1 / (1 - p); the mask is
+            # bernoulli(1 - p), as torch's math path draws it (the same mask as torch's on the CPU)
+            keep = bernoulli_mask(generator_for(q.device), probs.shape, 1.0 - dropout_p)
+            ctx.keep = keep.astype(ctx.work) / (1.0 - dropout_p)
             probs = probs * ctx.keep
         ctx.save_for_backward(q, k, v)
         return matmul_arrays(probs.astype(v.dtype, copy=False), v.array)

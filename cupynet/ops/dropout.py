@@ -10,6 +10,8 @@ from __future__ import annotations
 import numbers
 import warnings
 
+import numpy
+
 from .. import dtypes
 from .. import random as rng
 from ..autograd.function import Function
@@ -22,14 +24,18 @@ __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d"]
 
 
 def _scaled_mask(a, p, mask_shape):
-    """``(uniform >= p) / (1 - p)`` in ``a``'s compute dtype (float32 for half inputs), shape ``mask_shape``."""
+    """``bernoulli(1 - p) / (1 - p)`` in ``a``'s compute dtype (float32 for half inputs), shape ``mask_shape``."""
     xp = xp_of(a)
     compute_dtype = dtypes.float64 if a.dtype == dtypes.float64 else dtypes.float32
     if p == 1.0:
         return xp.zeros(mask_shape, dtype=compute_dtype)
-    keep = rng.generator_for(a.device).random(mask_shape, dtype=dtypes.float32) >= p
-    # NOTE: the scale 1/(1-p) is applied in fp32 (fp64 for fp64 inputs) and the product rounded once
-    return keep.astype(compute_dtype) * (1.0 / (1.0 - p))
+    # NOTE: torch's CPU dropout is bernoulli_(1 - p) (one 53-bit uniform per element) then div_(1 - p)
+    keep = rng.bernoulli_mask(rng.generator_for(a.device), mask_shape, 1.0 - p)
+    # NOTE: as torch's noise.div_(1 - p): the scale 1/(1-p) is computed in fp32 (fp64 for fp64 inputs) and
+    # rounded to the input's dtype (a half noise tensor), then the product is rounded once
+    scalar = numpy.dtype(compute_dtype).type
+    scale = scalar(numpy.asarray(scalar(1.0) / scalar(1.0 - p)).astype(a.dtype))
+    return keep.astype(compute_dtype) * scale
 
 
 def _check_args(op_name, input, p, training, inplace):  # noqa: A002

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from ..autograd.function import Function
 from ..autograd.state import STATE
-from ..random import resolve_generator
+from ..random import normal_values, resolve_generator, uniform_values
 from ..tensor import Tensor, live_views, remember_view, view_info, view_root
 from ._util import data, xp_of, zero_where_not
 from .arith import _move, add, cast, div, mul, sub
@@ -404,11 +404,11 @@ clip_ = clamp_
 
 
 def _draw(input, draw, generator, fn):  # noqa: A002
-    """Write ``draw(array_generator, dtype)`` (float32, or float64 for a float64 tensor) into ``input``; no graph."""
+    """Write ``draw(array_generator, dtype)`` (in ``input``'s dtype) into ``input``; no graph."""
     if not input.dtype.kind == "f" and input.dtype.name != "bfloat16":
         raise TypeError(f"expected a floating point tensor, got dtype {input.dtype}")
     device = input.device
-    dtype = "float64" if input.dtype.name == "float64" else "float32"
+    dtype = input.dtype
     gen = resolve_generator(generator, device, fn)
 
     def compute():
@@ -431,7 +431,8 @@ def normal_(input, mean=0.0, std=1.0, generator=None):  # noqa: A002
     """
     if std < 0:
         raise RuntimeError(f"normal_ expects std >= 0.0, but found std {std}")
-    return _draw(input, lambda gen, dt: gen.standard_normal(input.shape, dtype=dt) * std + mean, generator, "normal_")
+    return _draw(input, lambda gen, dt: normal_values(gen, input.shape, dt, mean, std, like=input.array), generator,
+                 "normal_")
 
 
 def uniform_(input, from_=0.0, to=1.0, generator=None):  # noqa: A002
@@ -445,7 +446,7 @@ def uniform_(input, from_=0.0, to=1.0, generator=None):  # noqa: A002
     """
     if not from_ <= to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}")
-    return _draw(input, lambda gen, dt: gen.random(input.shape, dtype=dt) * (to - from_) + from_, generator,
+    return _draw(input, lambda gen, dt: uniform_values(gen, input.shape, dt, from_, to, like=input.array), generator,
                  "uniform_")
 
 

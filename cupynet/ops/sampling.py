@@ -26,7 +26,7 @@ import numpy
 from .. import creation, dtypes
 from ..autograd.function import Function
 from ..checks import require_tensor
-from ..random import resolve_generator
+from ..random import bernoulli_mask, normal_values, resolve_generator
 from ..tensor import Tensor
 from ._util import xp_of
 from .inplace import Copy, _assign, write_in_place
@@ -119,8 +119,8 @@ def _normal_of_numbers(mean, std, size, generator, dtype, device, requires_grad)
     if not dtypes.is_floating(holder.dtype):
         raise TypeError(f"normal: expected a floating point dtype, got {holder.dtype}")
     gen = resolve_generator(generator, holder.device, "normal")
-    wide = _wide(holder.dtype)
-    values = _on_device(holder.device, lambda: gen.standard_normal(tuple(holder.shape), dtype=wide) * std + mean)
+    # NOTE: as torch: normal_(mean, std) of the result's dtype (torch's transforms on the CPU stream)
+    values = _on_device(holder.device, lambda: normal_values(gen, tuple(holder.shape), holder.dtype, mean, std))
     return Tensor(values.astype(holder.dtype, copy=False), requires_grad=requires_grad)
 
 
@@ -130,9 +130,13 @@ class Normal(_Sample):
     op_name = "normal"
 
     @staticmethod
-    def draw(gen, xp, arrays, wide, shape=()):
+    def draw(gen, xp, arrays, wide, shape=(), result_dtype=None):
         mean, std = arrays
-        return mean + std * gen.standard_normal(shape, dtype=wide)
+        # NOTE: torch draws normal_(0, 1) into the result, then multiplies by std and adds mean, each step
+        # rounded to the result's dtype
+        result_dtype = result_dtype or wide
+        scaled = (std * normal_values(gen, shape, result_dtype).astype(wide)).astype(result_dtype).astype(wide)
+        return mean + scaled
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, device=None,  # noqa: A002
@@ -181,7 +185,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
                            f"do not broadcast together") from None
     out_dtype = dtypes.result_type(*(t.dtype for t in tensors))
     gen = resolve_generator(generator, like.device, "normal")
-    return Normal.apply(mean_t, std_t, gen=gen, out_dtype=out_dtype, shape=shape)
+    return Normal.apply(mean_t, std_t, gen=gen, out_dtype=out_dtype, shape=shape, result_dtype=out_dtype)
 
 
 def _check_probability(fn, p):
@@ -198,7 +202,7 @@ class Bernoulli(_Sample):
     @staticmethod
     def draw(gen, xp, arrays, wide):
         (p,) = arrays
-        return gen.random(p.shape, dtype=wide) < p
+        return bernoulli_mask(gen, p.shape, p)
 
 
 def bernoulli(input, p=None, *, generator=None, out=None):  # noqa: A002 - PyTorch's names
@@ -288,8 +292,8 @@ def bernoulli_(input, p=0.5, *, generator=None):  # noqa: A002 - PyTorch's names
     else:
         _check_probability("bernoulli", p)
         probs = p
-    return _fill("bernoulli_", input, lambda gen, xp, wide: gen.random(tuple(input.shape), dtype=wide) < probs,
-                 generator, floating=False)
+    return _fill("bernoulli_", input, lambda gen, xp, wide: bernoulli_mask(gen, input.shape, probs), generator,
+                 floating=False)
 
 
 def exponential_(input, lambd=1.0, *, generator=None):  # noqa: A002 - PyTorch's names
@@ -303,8 +307,11 @@ def exponential_(input, lambd=1.0, *, generator=None):  # noqa: A002 - PyTorch's
     _check_real("exponential_", "lambd", lambd)
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
-    return _fill("exponential_", input, lambda gen, xp, wide: gen.standard_exponential(
-        tuple(input.shape), dtype=wide) / lambd, generator)
+    def draw(gen, xp, wide):
+        if hasattr(gen, "fill_uniform"):  # NOTE: the CPU stream: torch's -log1p(-u) / lambd, in double
+            return gen.exponential(tuple(input.shape), wide, lambd)
+        return gen.standard_exponential(tuple(input.shape), dtype=wide) / lambd
+    return _fill("exponential_", input, draw, generator)
 
 
 def geometric_(input, p, *, generator=None):  # noqa: A002 - PyTorch's names
@@ -320,6 +327,8 @@ def geometric_(input, p, *, generator=None):  # noqa: A002 - PyTorch's names
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
 
     def draw(gen, xp, wide):
+        if hasattr(gen, "fill_uniform"):  # NOTE: the CPU stream: torch's ceil(log(u) / log1p(-p))
+            return gen.geometric(tuple(input.shape), "float64", p)
         # NOTE: inverse CDF with U in (0, 1]: P(k = 1) = P(U > 1 - p) = p, and k >= 1 always
         u = 1.0 - gen.random(tuple(input.shape), dtype="float64")
         return xp.floor(xp.log(u) / math.log1p(-p)) + 1.0
@@ -339,8 +348,11 @@ def cauchy_(input, median=0.0, sigma=1.0, *, generator=None):  # noqa: A002 - Py
     _check_real("cauchy_", "sigma", sigma)
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
-    return _fill("cauchy_", input, lambda gen, xp, wide: median + sigma * xp.tan(
-        math.pi * (gen.random(tuple(input.shape), dtype=wide) - 0.5)), generator)
+    def draw(gen, xp, wide):
+        if hasattr(gen, "fill_uniform"):  # NOTE: the CPU stream: torch's transform, in double
+            return gen.cauchy(tuple(input.shape), wide, median, sigma)
+        return median + sigma * xp.tan(math.pi * (gen.random(tuple(input.shape), dtype=wide) - 0.5))
+    return _fill("cauchy_", input, draw, generator)
 
 
 def log_normal_(input, mean=1.0, std=2.0, *, generator=None):  # noqa: A002 - PyTorch's names
@@ -356,8 +368,11 @@ def log_normal_(input, mean=1.0, std=2.0, *, generator=None):  # noqa: A002 - Py
     _check_real("log_normal_", "std", std)
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
-    return _fill("log_normal_", input, lambda gen, xp, wide: xp.exp(
-        mean + std * gen.standard_normal(tuple(input.shape), dtype=wide)), generator)
+    def draw(gen, xp, wide):
+        if hasattr(gen, "fill_uniform"):  # NOTE: the CPU stream: torch's scalar normals, exp in double
+            return gen.log_normal(tuple(input.shape), wide, mean, std)
+        return xp.exp(mean + std * gen.standard_normal(tuple(input.shape), dtype=wide))
+    return _fill("log_normal_", input, draw, generator)
 
 
 def _random_high(dtype):
@@ -393,9 +408,12 @@ def random_(input, from_=0, to=None, *, generator=None):  # noqa: A002 - PyTorch
     if low > high:
         shown = (from_, to) if to is not None else (0, from_)
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={shown[0]} >= to={shown[1]}")
-    return _fill("random_", input, lambda gen, xp, wide: gen.integers(low, high, size=tuple(input.shape),
-                                                                      dtype="int64", endpoint=True),
-                 generator, floating=False)
+    def draw(gen, xp, wide):
+        if hasattr(gen, "fill_uniform") and (to is not None or from_):
+            # NOTE: the CPU stream: torch's random_from_to, with its bounds for float dtypes
+            return gen.random_from_to(tuple(input.shape), low, high + 1, input.dtype)
+        return gen.integers(low, high, size=tuple(input.shape), dtype="int64", endpoint=True)
+    return _fill("random_", input, draw, generator, floating=False)
 
 
 METHODS = {"bernoulli": bernoulli, "bernoulli_": bernoulli_, "exponential_": exponential_,

@@ -219,6 +219,10 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):  # no
     rows = p.reshape(-1, p.shape[-1])
     xp = xp_of(input)
     gen = random.resolve_generator(generator, backend.device_of_array(input.array), "multinomial")
+    if hasattr(gen, "fill_uniform") and xp is numpy:
+        # NOTE: torch's CPU algorithm on torch's CPU stream (cumulative sums and binary search, or Exp(1) keys)
+        out = gen.multinomial(rows, num_samples, replacement)
+        return Tensor(out.reshape(p.shape[:-1] + (num_samples,)))
     u = xp.asarray(gen.random((rows.shape[0], num_samples if replacement else rows.shape[1])))
     if replacement:
         cdf = xp.cumsum(rows, axis=1)

@@ -1,15 +1,15 @@
 """Random number generators: ``Generator`` objects, one default per device, and the global seed.
 
-A ``Generator`` (``torch.Generator``) wraps the array module's own generator:
-NumPy's PCG64 on the CPU, CuPy's XORWOW on a GPU. ``default_generator`` is the
-CPU one every random op uses unless given ``generator=``; each GPU has its own
-default, made on first use. ``manual_seed(s)`` seeds them all and returns
-``default_generator``, as in PyTorch. ``get_rng_state()`` / ``set_rng_state()``
-capture and restore the global state as plain data (checkpoints use this for a
-bit-identical resume).
-NOTE: the CPU and GPU streams differ (different algorithms), and neither is
-torch's: the same seed gives different numbers than torch and than the other
-device; each device is reproducible on its own (docs/differences.md).
+A ``Generator`` (``torch.Generator``) on the CPU is torch's CPU generator: mt19937
+seeded as ATen seeds it, with ATen's transforms (``mt19937_stream``, loaded on
+the first draw), so ``manual_seed(s)`` then ``rand``/``randn``/``randint``/... give
+torch's numbers bit for bit (docs/random.md says which, and where not). On a GPU
+it wraps CuPy's XORWOW, whose numbers are not torch's CUDA ones.
+``default_generator`` is the CPU one every random op uses unless given
+``generator=``; each GPU has its own default, made on first use.
+``manual_seed(s)`` seeds them all and returns ``default_generator``, as in
+PyTorch. ``get_rng_state()`` / ``set_rng_state()`` capture and restore the
+global state as plain data (checkpoints use this for a bit-identical resume).
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ import numbers
 
 import numpy
 
-from . import backend
-from .tensor import Tensor
+from .. import backend
+from ..tensor import Tensor
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "seed_gpus", "initial_seed", "get_rng_state",
-           "set_rng_state", "cpu_generator", "generator_for", "resolve_generator", "snapshot_rng", "restore_rng"]
+           "set_rng_state", "cpu_generator", "generator_for", "resolve_generator", "snapshot_rng", "restore_rng",
+           "uniform_values", "normal_values", "bernoulli_mask", "cpu_stream"]
 
 _TORCH_INITIAL_SEED = 67280421310721   # NOTE: what a fresh torch.Generator() reports as initial_seed()
-_STATE_BYTES = 8 + 16 + 16 + 1 + 4     # seed, PCG64 state, PCG64 increment, has_uint32, uinteger
 
 
 def _check_seed(fn, seed):
@@ -36,6 +36,8 @@ def _check_seed(fn, seed):
 
 class Generator:
     """A random stream with its own state (``torch.Generator``): pass it as ``generator=`` to random ops.
+
+    On the CPU it is torch's generator (same seed, same numbers; docs/random.md); on a GPU, CuPy's XORWOW.
 
     Args:
         device: where its numbers are made ("cpu" by default, or "cuda", "cuda:1", a Device).
@@ -51,15 +53,20 @@ class Generator:
 
     @property
     def array_generator(self):
-        """The NumPy (CPU) or CuPy (GPU) ``Generator`` this one draws from, made from the seed on first use."""
+        """What this one draws from, made from the seed on first use: torch's CPU stream, or CuPy's ``Generator``."""
         if self._array_generator is None:
             if self.device.type == "cpu":
-                self._array_generator = numpy.random.Generator(numpy.random.PCG64(self._seed))
+                from .mt19937_stream import TorchCPUStream  # noqa: PLC0415 - loads with the first CPU draw
+                self._array_generator = TorchCPUStream(self._seed)
             else:
                 cupy = self.device.xp
                 with cupy.cuda.Device(self.device.index):
                     self._array_generator = cupy.random.Generator(cupy.random.XORWOW(self._seed))
         return self._array_generator
+
+    def _cpu_stream(self):
+        """The CPU stream (torch's generator) of a CPU Generator."""
+        return self.array_generator
 
     def manual_seed(self, seed):
         """Restart the stream from ``seed``; returns this generator.
@@ -86,7 +93,7 @@ class Generator:
         return self._seed
 
     def get_state(self) -> Tensor:
-        """The full state as a uint8 CPU Tensor (``set_state`` takes it back), as ``torch.Generator`` gives.
+        """The full state as a uint8 CPU Tensor of 5056 bytes, torch's ``CPUGeneratorImplState`` layout.
 
         Args:
             (none)
@@ -95,36 +102,25 @@ class Generator:
             # NOTE: CuPy keeps XORWOW's state on the device with no public way to read it
             raise RuntimeError(f"Generator.get_state: the state of a {self.device} generator cannot be read "
                                "(CuPy keeps it on the device); re-seed it with manual_seed instead")
-        state = self.array_generator.bit_generator.state
-        fields = ((self._seed, 8), (state["state"]["state"], 16), (state["state"]["inc"], 16),
-                  (state["has_uint32"], 1), (state["uinteger"], 4))
-        raw = b"".join(int(value).to_bytes(size, "little") for value, size in fields)
-        return Tensor(numpy.frombuffer(raw, dtype=numpy.uint8).copy())
+        return Tensor(numpy.frombuffer(self._cpu_stream().get_state(), dtype=numpy.uint8).copy())
 
     def set_state(self, new_state):
-        """Restore a state from ``get_state``; returns this generator.
+        """Restore a state from ``get_state`` (or from ``torch.Generator.get_state``); returns this generator.
 
         Args:
-            new_state: the uint8 Tensor ``get_state`` returned.
+            new_state: a uint8 Tensor of 5056 bytes (torch's legacy 5048-byte layout is accepted too).
         """
         if not isinstance(new_state, Tensor) or new_state.dtype != numpy.uint8:
             raise TypeError("Generator.set_state: expected a torch.ByteTensor (a uint8 Tensor from get_state()), "
                             f"got {type(new_state).__name__}"
                             + (f" of dtype {new_state.dtype}" if isinstance(new_state, Tensor) else ""))
-        raw = bytes(backend.to_numpy(new_state.array).reshape(-1))
-        if len(raw) != _STATE_BYTES:
-            raise RuntimeError(f"Generator.set_state: expected a state of {_STATE_BYTES} bytes, got {len(raw)}")
         if self.device.type != "cpu":
             raise RuntimeError(f"Generator.set_state: the state of a {self.device} generator cannot be set "
                                "(CuPy keeps it on the device); re-seed it with manual_seed instead")
-        values, at = [], 0
-        for size in (8, 16, 16, 1, 4):
-            values.append(int.from_bytes(raw[at:at + size], "little"))
-            at += size
-        bit_generator = numpy.random.PCG64()
-        bit_generator.state = {"bit_generator": "PCG64", "state": {"state": values[1], "inc": values[2]},
-                               "has_uint32": values[3], "uinteger": values[4]}
-        self._seed, self._array_generator = values[0], numpy.random.Generator(bit_generator)
+        from .mt19937_stream import TorchCPUStream  # noqa: PLC0415
+        stream = TorchCPUStream(0)
+        stream.set_state(bytes(backend.to_numpy(new_state.array).reshape(-1)))
+        self._seed, self._array_generator = stream.seed, stream
         return self
 
 
@@ -188,7 +184,7 @@ def initial_seed() -> int:
 
 
 def cpu_generator():
-    """The NumPy ``Generator`` behind random CPU tensors (the default generator's)."""
+    """The default CPU generator's stream: torch's mt19937 and ATen's transforms (it takes NumPy-style calls too)."""
     return _DEFAULTS.cpu.array_generator
 
 
@@ -234,30 +230,104 @@ def resolve_generator(generator, device, fn: str):
 
 
 def get_rng_state() -> dict:
-    """The generators' states as plain data (JSON-able), for checkpoints."""
+    """The generators' states as plain data (JSON-able), for checkpoints: the CPU state as 5056 bytes in hex."""
     # NOTE: only the CPU stream is captured exactly. CuPy's generators keep their
     # state on the device with no public way to save it, so set_rng_state re-creates
     # them from the seed: a resumed GPU run is deterministic, but its dropout masks
     # differ from those of the run that never stopped (see docs/checkpoints.md).
-    return {"seed": _DEFAULTS.seed, "cpu": cpu_generator().bit_generator.state}
+    return {"seed": _DEFAULTS.seed, "cpu": cpu_generator().get_state().hex()}
 
 
 def set_rng_state(state: dict):
     """Restore states captured by ``get_rng_state``.
 
     Args:
-        state: the dict returned by ``get_rng_state``.
+        state: the dict returned by ``get_rng_state``, or a CPU generator state as torch's
+            ``get_rng_state()`` returns it (a uint8 Tensor of 5056 bytes; it sets the CPU generator only).
     """
-    if not isinstance(state, dict) or "cpu" not in state:
-        raise ValueError("set_rng_state: expected the dict returned by get_rng_state() (with a 'cpu' key)")
-    cpu = numpy.random.Generator(numpy.random.PCG64())
+    if isinstance(state, Tensor):
+        _DEFAULTS.cpu.set_state(state)
+        return
+    if not isinstance(state, dict) or not isinstance(state.get("cpu"), str):
+        raise ValueError("set_rng_state: expected the dict returned by get_rng_state() (with a 'cpu' key holding "
+                         "the CPU generator's state in hex)")
+    from .mt19937_stream import TorchCPUStream  # noqa: PLC0415
+    stream = TorchCPUStream(0)
     try:
-        cpu.bit_generator.state = state["cpu"]
-    except (TypeError, ValueError, KeyError) as error:
-        raise ValueError(f"set_rng_state: the 'cpu' entry is not a PCG64 state ({error})") from None
+        stream.set_state(bytes.fromhex(state["cpu"]))
+    except (ValueError, RuntimeError) as error:
+        raise ValueError(f"set_rng_state: the 'cpu' entry is not a CPU generator state ({error})") from None
     _DEFAULTS.seed = _DEFAULTS.gpu_seed = int(state.get("seed", 0))
-    _DEFAULTS.cpu._seed, _DEFAULTS.cpu._array_generator = _DEFAULTS.seed % 2**64, cpu
+    _DEFAULTS.cpu._seed, _DEFAULTS.cpu._array_generator = stream.seed, stream
     _DEFAULTS.cuda = {}  # NOTE: re-created from the seed on next use (see get_rng_state)
+
+
+def uniform_values(gen, shape, dtype, low=0.0, high=1.0, like=None):
+    """Uniform values in [low, high) of ``dtype``: torch's CPU transform on the CPU stream, else the array generator's.
+
+    Args:
+        gen: what ``resolve_generator`` returned.
+        shape: the shape.
+        dtype: a floating dtype.
+        low: the lowest value.
+        high: the bound above.
+        like: the array the values will fill, or None: a non-contiguous one is filled in memory order, as torch's.
+    """
+    if hasattr(gen, "fill_uniform"):
+        return _in_memory_order(like, tuple(shape), lambda s, contiguous: gen.fill_uniform(s, dtype, low, high))
+    native = numpy.float64 if numpy.dtype(dtype) == numpy.float64 else numpy.float32
+    return (gen.random(tuple(shape), dtype=native) * (high - low) + low).astype(dtype, copy=False)
+
+
+def normal_values(gen, shape, dtype, mean=0.0, std=1.0, like=None):
+    """Normal values of ``dtype``: torch's CPU transforms on the CPU stream, else the array generator's.
+
+    Args:
+        gen: what ``resolve_generator`` returned.
+        shape: the shape.
+        dtype: a floating dtype.
+        mean: the mean.
+        std: the standard deviation.
+        like: the array the values will fill, or None: a non-contiguous one is filled in memory order with
+            torch's scalar path, as torch does.
+    """
+    if hasattr(gen, "fill_normal"):
+        return _in_memory_order(like, tuple(shape),
+                                lambda s, contiguous: gen.fill_normal(s, dtype, mean, std, contiguous))
+    native = numpy.float64 if numpy.dtype(dtype) == numpy.float64 else numpy.float32
+    return (gen.standard_normal(tuple(shape), dtype=native) * std + mean).astype(dtype, copy=False)
+
+
+def cpu_stream(gen):
+    """The CPU stream (torch's generator) that ``gen`` is, or None when it is a CuPy or NumPy generator.
+
+    Args:
+        gen: what ``resolve_generator`` returned.
+    """
+    return gen if hasattr(gen, "fill_uniform") else None
+
+
+def _in_memory_order(like, shape, fill):
+    """``fill(shape, contiguous)``, or for a non-contiguous ``like`` its values drawn in ``like``'s memory order."""
+    if like is None or like.flags.c_contiguous or like.shape != shape:
+        return fill(shape, True)
+    # NOTE: torch's TensorIterator walks a strided tensor in memory order: the axes by decreasing stride
+    axes = sorted(range(len(shape)), key=lambda axis: -abs(like.strides[axis]))
+    values = fill(tuple(shape[axis] for axis in axes), False)
+    return values.transpose(numpy.argsort(axes))
+
+
+def bernoulli_mask(gen, shape, p):
+    """A bool mask, True with probability ``p`` (a number or an array broadcast to ``shape``), as ``bernoulli_``.
+
+    Args:
+        gen: what ``resolve_generator`` returned.
+        shape: the shape.
+        p: the probability of True.
+    """
+    if hasattr(gen, "fill_uniform"):
+        return gen.bernoulli(tuple(shape), p)
+    return gen.random(tuple(shape), dtype=numpy.float64 if hasattr(gen, "bit_generator") else numpy.float32) < p
 
 
 def snapshot_rng(devices) -> list:
