@@ -195,6 +195,14 @@ def main(argv=None) -> int:
     except (FileNotFoundError, NotADirectoryError, ValueError, RuntimeError, ImportError) as error:
         print(f"cupynet {args.command}: error: {error}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt as interrupt:  # Ctrl-C before training began, or a second signal (train.stopping)
+        status = getattr(interrupt, "status", 130)
+        print(f"\ncupynet {args.command}: aborted (nothing saved since the last checkpoint)", file=sys.stderr)
+        return status
+    except BrokenPipeError:  # stdout's reader went away (`cupynet info | head -1`): end quietly
+        from cupynet.train.stopping import silence_stdout
+        silence_stdout()
+        return 141
 
 
 if __name__ == "__main__":

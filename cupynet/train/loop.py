@@ -22,6 +22,7 @@ from .distributed import data_parallel, rank0_output
 from .plots import write_plots
 from .progress import EpochBar
 from .report import format_epoch, header_lines, summary_lines
+from .stopping import EXIT_STATUS, GuardedStream, StopRequest, stop_on_signals
 from .threads import BlasThreads
 
 __all__ = ["TrainConfig", "train", "Trainer"]
@@ -121,19 +122,6 @@ class TrainConfig:
 _BEST = {"val_acc": True, "val_loss": False}
 
 
-class _StopFlag:
-    """Set by Ctrl-C: the loop finishes the current step, then stops cleanly."""
-
-    def __init__(self):
-        self.requested = False
-
-    def __call__(self, signum, frame):
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-        print("\ninterrupt: stopping after the current step (Ctrl-C again to abort)", file=sys.stderr)
-
-
 class Trainer:
     """Holds the model, optimizer, scaler and data of one run; ``fit()`` trains it.
 
@@ -178,6 +166,9 @@ class Trainer:
         self.epoch_hits = self.epoch_seen = 0  # correct predictions / samples of the epoch so far
         self.checkpointer = None
         self.wall_time = 0.0
+        self.stop = StopRequest()
+        self._t0 = None
+        self._time_before = 0.0    # seconds the run had trained before this process resumed it
 
     @property
     def epoch(self) -> int:
@@ -216,6 +207,7 @@ class Trainer:
         restored = int(self.scaler.skipped_steps()) if self.scaler is not None else 0
         self._skips_before = max(0, int(skipped_steps) - restored)
         self._reported_skips = self.skipped_steps()  # NOTE: old skips were reported by the run that took them
+        self._time_before = float(metrics.get("time", 0.0))  # NOTE: the metrics' `time` continues across resumes
 
     # ---- one step ------------------------------------------------------------------------------
     def train_step(self, x, y):
@@ -286,8 +278,11 @@ class Trainer:
         Args:
             out: where summary lines go (default: sys.stdout).
         """
-        out = sys.stdout if out is None else out
-        with self.threads:
+        self.stop = StopRequest()
+        # NOTE: a reader that went away (`cupynet train | head -1`) stops the run as a signal does, quietly
+        out = GuardedStream(sys.stdout if out is None else out,
+                            lambda: self.stop.request("stdout closed", EXIT_STATUS[signal.SIGPIPE]))
+        with self.threads, stop_on_signals(self.stop):
             for line in header_lines(self):
                 print(line, file=out, flush=True)
             warning = self.threads.oversubscription()
@@ -303,20 +298,17 @@ class Trainer:
             return self._report_accuracy(out)  # NOTE: the last line, as the README promises
 
     def _train(self, out):
-        cfg = self.config
+        cfg, stop = self.config, self.stop
         metrics = _MetricsWriter(cfg.metrics, append=self.step > 0, out=cfg.out)
         self._t0 = time.perf_counter()
-        stop = _StopFlag()
-        previous_handler = signal.signal(signal.SIGINT, stop) if _main_thread() else None
         try:
             while self.epoch < cfg.epochs and not stop.requested:
                 self._run_epoch(metrics, stop, out)
         finally:
             metrics.close()
-            if previous_handler is not None:
-                signal.signal(signal.SIGINT, previous_handler)
         if stop.requested and self.epoch < cfg.epochs:  # NOTE: a stop at the very last step finished the run
-            print(f"stopped at step {self.step} ({self.where()})", file=out, flush=True)
+            saved = "" if self.checkpointer is not None else "; nothing saved (no --out)"
+            print(f"stopped at step {self.step} ({self.where()}): {stop.reason}{saved}", file=out, flush=True)
         if self.checkpointer is not None:
             self.checkpointer.save_now(self)
             if self.checkpointer.last_named != self.step:
@@ -353,10 +345,10 @@ class Trainer:
             loss, logits = self.train_step(x, y)
             self.step += 1
             tally.add((logits.argmax(dim=1) == y).sum(), int(y.shape[0]))
-            pending.append((self.step, loss, self._lr(), time.perf_counter() - self._t0, self._scale_tensor(),
+            pending.append((self.step, loss, self._lr(), self.elapsed(), self._scale_tensor(),
                             self._skipped_tensor()))
             if cfg.max_steps is not None and self.step >= cfg.max_steps:
-                stop.requested = True  # NOTE: the same clean stop as Ctrl-C
+                stop.request(f"--max-steps {cfg.max_steps}")  # NOTE: the same clean stop as Ctrl-C
             epoch_done = self._position_in_epoch() == 0
             due = self.checkpointer is not None and self.checkpointer.due(self.step)
             if bar.wants_refresh() or len(pending) >= 50 or epoch_done or due:
@@ -385,7 +377,7 @@ class Trainer:
         self.epoch_rows.append(row)
         self.epoch_hits = self.epoch_seen = 0
         metrics.write(split="val" if self.val_loader is not None else "train", **row,
-                      time=time.perf_counter() - self._t0)
+                      time=self.elapsed())
         improved = self._update_best(row)
         if self.checkpointer is not None:
             self.checkpointer.save_named(self, "last.ckpt")
@@ -414,8 +406,13 @@ class Trainer:
         """
         metrics = {"history": [list(h) for h in self.history], "epochs": [dict(r) for r in self.epoch_rows],
                    "best": dict(self.best) if self.best else {}, "amp": [list(p) for p in self.amp_history],
-                   "epoch_so_far": [self.epoch_hits, self.epoch_seen]}
+                   "epoch_so_far": [self.epoch_hits, self.epoch_seen], "time": self.elapsed()}
         return metrics, {"skipped_steps": self.skipped_steps(), "config": self.config.identity()}
+
+    def elapsed(self) -> float:
+        """Seconds the run has trained, across resumes (the ``time`` of the metrics file)."""
+        now = 0.0 if self._t0 is None else time.perf_counter() - self._t0
+        return self._time_before + now
 
     def _position_in_epoch(self) -> int:
         return self.step % self.steps_per_epoch
@@ -486,11 +483,6 @@ def _read_all(values):
     arrays = [v.array if isinstance(v, cn.Tensor) else v for v in values]
     xp = backend.get_array_module(*arrays)
     return backend.to_numpy(xp.stack([a.reshape(()) for a in arrays])).astype(float)
-
-
-def _main_thread() -> bool:
-    import threading
-    return threading.current_thread() is threading.main_thread()
 
 
 def _make_optimizer(config, model):
@@ -573,5 +565,5 @@ def train(config: TrainConfig, out=None) -> int:
             from .checkpoint import attach_checkpointing
             attach_checkpointing(trainer)
         trainer.fit(out)
-    return 0
+    return trainer.stop.status
 
