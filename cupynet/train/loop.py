@@ -7,7 +7,6 @@ flushed and at the end of an epoch, so the GPU is not stalled every step.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import signal
@@ -17,6 +16,7 @@ import time
 import cupynet as cn
 from cupynet import backend
 
+from .config import BEST_IS_HIGHER, TrainConfig
 from .data_spec import load_datasets, split_validation
 from .distributed import data_parallel, rank0_output
 from .plots import write_plots
@@ -26,100 +26,6 @@ from .stopping import EXIT_STATUS, GuardedStream, StopRequest, stop_on_signals
 from .threads import BlasThreads
 
 __all__ = ["TrainConfig", "train", "Trainer"]
-
-
-@dataclasses.dataclass
-class TrainConfig:
-    """Everything ``cupynet train`` needs; built from the command line or by hand.
-
-    Args:
-        model: "mlp", "cnn" or "transformer".
-        dataset: "digits", "mnist:DIR", "fashion-mnist:DIR" or "cifar10:DIR".
-        epochs: passes over the training set.
-        batch_size: samples per step.
-        lr: learning rate (None: 1e-3 for adam/adamw, 0.05 for sgd).
-        optimizer: "sgd", "adam" or "adamw".
-        device: "cpu", "cuda" or None for the default device.
-        seed: seed of init, dropout and shuffling.
-        metrics: path of the JSON-lines metrics file, or None.
-        out: output directory (checkpoints, loss curve), or None.
-        amp: use autocast and a GradScaler.
-        amp_dtype: "float16"/"bfloat16" or None for autocast's default.
-        init_scale: the GradScaler's initial scale.
-        save_every: checkpoint every N steps (needs out).
-        resume: a checkpoint path, "auto", or None.
-        keep: how many checkpoints to keep.
-        progress: show the tqdm bar.
-        max_steps: stop once the global step (counted across resumes) reaches this, as Ctrl-C does:
-            a checkpoint is saved (with save_every) and ``resume`` continues later; None: no limit.
-            ``cupynet train --max-steps N``.
-        val_split: fraction of the training set held out for validation every epoch (drawn from ``seed``);
-            0 disables validation (and best.ckpt).
-        best_metric: "val_acc" or "val_loss": what ``best.ckpt`` is chosen by.
-        threads: BLAS threads (None: one for small models on the CPU, else the library's default).
-    """
-
-    model: str = "mlp"
-    dataset: str = "digits"
-    epochs: int = 20
-    batch_size: int = 64
-    lr: float | None = None
-    optimizer: str = "adam"
-    device: str | None = None
-    seed: int = 0
-    metrics: str | None = None
-    out: str | None = None
-    amp: bool = False
-    amp_dtype: str | None = None
-    init_scale: float = 2.0 ** 16
-    save_every: int | None = None
-    resume: str | None = None
-    keep: int = 3
-    progress: bool = True
-    max_steps: int | None = None
-    val_split: float = 0.1
-    best_metric: str = "val_acc"
-    threads: int | None = None
-
-    @classmethod
-    def from_args(cls, args):
-        """Build from parsed ``cupynet train`` arguments.
-
-        Args:
-            args: the argparse namespace.
-        """
-        fields = {f.name for f in dataclasses.fields(cls)}
-        values = {k: v for k, v in vars(args).items() if k in fields}
-        values["progress"] = not args.no_progress
-        return cls(**values)
-
-    def validate(self):
-        """Raise ValueError naming the first inconsistent setting."""
-        if (self.save_every or (self.resume == "auto")) and not self.out:
-            raise ValueError("--save-every and --resume auto need --out DIR")
-        if self.amp_dtype is not None and not self.amp:
-            raise ValueError(f"--amp-dtype {self.amp_dtype} has no effect without --amp (the run would be fp32); "
-                             "add --amp, or drop --amp-dtype")
-        if self.model not in ("mlp", "cnn", "transformer"):
-            raise ValueError(f"unknown model {self.model!r}; expected mlp, cnn or transformer")
-        if self.optimizer not in ("sgd", "adam", "adamw"):
-            raise ValueError(f"unknown optimizer {self.optimizer!r}; expected sgd, adam or adamw")
-        if self.max_steps is not None and (isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int)
-                                           or self.max_steps < 1):
-            raise ValueError(f"max_steps must be a positive int or None, got {self.max_steps!r}")
-        if self.best_metric not in _BEST:
-            raise ValueError(f"unknown --best-metric {self.best_metric!r}; expected val_acc or val_loss")
-
-    def identity(self) -> dict:
-        """The settings a checkpoint records (``RUN_IDENTITY`` and the rest that describe the run).
-        """
-        keys = ("model", "dataset", "val_split", "seed", "batch_size", "optimizer", "amp", "amp_dtype", "lr",
-                "epochs", "init_scale", "best_metric")
-        return {key: getattr(self, key) for key in keys}
-
-
-# NOTE: True where a larger value is better
-_BEST = {"val_acc": True, "val_loss": False}
 
 
 class Trainer:
@@ -390,10 +296,13 @@ class Trainer:
         value = row.get(metric)
         if value is None or value != value:  # no validation, or a NaN loss
             return False
-        if self.best is not None and not (value > self.best[metric] if _BEST[metric] else value < self.best[metric]):
+        if self.best is not None and not self._better(value, self.best[metric]):
             return False
         self.best = dict(row)
         return True
+
+    def _better(self, value, than) -> bool:
+        return value > than if BEST_IS_HIGHER[self.config.best_metric] else value < than
 
     def _epoch_line(self, row, rate) -> str:
         line = f"epoch {row['epoch']}/{self.config.epochs}: {format_epoch(row)}, {rate:.0f} samples/s"
@@ -499,7 +408,7 @@ def _make_scaler(config, device):
     if not config.amp:
         return None
     from cupynet.amp import GradScaler
-    return GradScaler(device.type, init_scale=config.init_scale)
+    return GradScaler(device.type, init_scale=config.initial_scale)
 
 
 class _EpochTally:

@@ -18,7 +18,7 @@ def _precision(trainer) -> str:
         return "fp32 (no AMP; --amp for mixed precision)"
     from cupynet.amp.autocast import default_autocast_dtype
     dtype = cfg.amp_dtype or str(default_autocast_dtype(trainer.device.type))
-    return (f"AMP: autocast {dtype} (fp32 master weights) + GradScaler (initial scale {cfg.init_scale:g})")
+    return (f"AMP: autocast {dtype} (fp32 master weights) + GradScaler (initial scale {cfg.initial_scale:g})")
 
 
 def _data(trainer) -> str:
