@@ -68,3 +68,37 @@ def test_nproc_trains_with_rank_zero_reporting_then_mpiexec_resumes(tmp_path):
                     launcher=(mpiexec, "-n", "2", "--oversubscribe", "-x", "OMP_NUM_THREADS=1"))
     assert text.count("resumed from") == 1 and "at step 4" in text and text.count("test accuracy") == 1, text
     assert "step-00000006.ckpt" in os.listdir(tmp_path / "run" / "checkpoints")
+
+
+@needs_mpi
+def test_nproc_reports_one_set_of_numbers_and_starts_as_root(tmp_path):
+    """stdout, --metrics and last.ckpt carry the same numbers; as root, no OMPI_ALLOW_RUN_AS_ROOT is needed."""
+    import json
+    import re
+
+    import cupynet as cn
+    env = dict(os.environ, CUPYNET_DEVICE="cpu", PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for name in (*train_dist._WORLD_SIZE_VARIABLES, "OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-m", "cupynet.cli", "train", "--nproc", "2", "--epochs", "2",
+                           "--batch-size", "32", "--no-progress", "--out", "run", "--metrics", "m.jsonl"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    text = done.stdout
+    assert "processes: 2 processes (mpiexec" in text and "batch 32 per process, global batch 64" in text, text
+    assert ("--allow-run-as-root" in text) == (os.geteuid() == 0), text
+    printed = [tuple(float(v) for v in re.findall(r"(?:loss|accuracy) ([\d.]+)", line))
+               for line in text.splitlines() if line.startswith("epoch ")]
+    rows = [json.loads(line) for line in (tmp_path / "m.jsonl").read_text().splitlines()]
+    epochs = [r for r in rows if "split" in r]
+    state = cn.load(tmp_path / "run" / "last.ckpt")
+    saved = state["metrics"]["epochs"]
+    assert len(printed) == len(epochs) == len(saved) == 2
+    for shown, row, kept in zip(printed, epochs, saved):
+        # the printed line rounds: loss to 4 decimals, accuracy to 1
+        assert shown == (round(row["train_loss"], 4), round(row["train_acc"], 1), round(row["val_loss"], 4),
+                         round(row["val_acc"], 1))
+        assert {k: kept[k] for k in ("train_loss", "train_acc", "val_loss", "val_acc")} == \
+               {k: row[k] for k in ("train_loss", "train_acc", "val_loss", "val_acc")}
+    steps = [(r["step"], r["loss"]) for r in rows if "split" not in r]
+    assert steps == [tuple(pair) for pair in state["metrics"]["history"]]

@@ -187,6 +187,9 @@ def attach_checkpointing(trainer):
     ckpt = Checkpoint(os.path.join(directory, "checkpoints") if cfg.out else directory, trainer.model,
                       trainer.optimizer, None, trainer.scaler, trainer.loader, keep=cfg.keep)
     trainer.checkpointer = _Checkpointer(ckpt, cfg.save_every, cfg.out)
+    # NOTE: under --nproc every rank resumes from the files, and rank 0 alone writes them: two writers of
+    # last.ckpt would leave whichever rank renamed last, with its own shard's numbers
+    trainer.checkpointer.writer = getattr(trainer, "rank", 0) == 0
     if cfg.resume:
         path = None if cfg.resume == "auto" else cfg.resume
         if path is None:
@@ -266,6 +269,7 @@ class _Checkpointer:
     def __init__(self, checkpoint, every, out=None):
         self.checkpoint, self.every, self.out = checkpoint, every, out
         self.last_saved = self.last_named = None
+        self.writer = True  # False on the ranks other than 0 under --nproc: they read checkpoints only
         self.written = {}  # file name -> path, for the run's summary
 
     def due(self, step) -> bool:
@@ -277,7 +281,7 @@ class _Checkpointer:
         return path if path and os.path.isfile(path) else None
 
     def save_now(self, trainer):
-        if self.every is None or self.last_saved == trainer.step:
+        if self.every is None or self.last_saved == trainer.step or not self.writer:
             return
         metrics, extra = trainer.checkpoint_payload()
         self.written["steps"] = self.checkpoint.save(trainer.step, trainer.epoch, metrics=metrics, extra=extra)
@@ -290,7 +294,7 @@ class _Checkpointer:
             trainer: the Trainer.
             name: one of best.ckpt, last.ckpt.
         """
-        if not self.out:
+        if not self.out or not self.writer:
             return
         assert name in _NAMED, name
         metrics, extra = trainer.checkpoint_payload()

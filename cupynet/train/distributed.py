@@ -2,7 +2,10 @@
 rank trains a DistributedDataParallel replica on its shard of the training set, and rank 0 alone
 prints, writes metrics and saves checkpoints (all ranks resume from them).
 
-``--batch-size`` is per process, as in PyTorch: the global batch is N times it. ``--nproc`` limits each
+``--batch-size`` is per process, as in PyTorch: the global batch is N times it (the header says both).
+The training loss and accuracy printed, written to ``--metrics`` and kept in the checkpoints are rank 0's,
+measured on its shard: one set of numbers everywhere; validation and test use the whole sets.
+Run as root, ``--nproc`` passes Open MPI's ``--allow-run-as-root`` and the header says so. ``--nproc`` limits each
 rank's BLAS threads to cores / N; with a bare ``mpiexec`` set ``OMP_NUM_THREADS`` yourself.
 """
 
@@ -14,9 +17,10 @@ import shutil
 import subprocess
 import sys
 
-__all__ = ["mpi_world_size", "relaunch", "data_parallel", "rank0_output"]
+__all__ = ["mpi_world_size", "relaunch", "data_parallel", "rank0_output", "launch_note"]
 
 _WORLD_SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE")
+AS_ROOT_VARIABLE = "CUPYNET_MPI_AS_ROOT"  # set by --nproc for its ranks when it started mpiexec as root
 
 
 def mpi_world_size() -> int:
@@ -53,9 +57,29 @@ def relaunch(argv, nproc: int) -> int:
         elif not arg.startswith("--nproc="):
             rest.append(arg)
     # NOTE: oversubscribe: N may exceed the cores (a CPU run on a laptop); no binding, so the OS places ranks
-    cmd = [_mpiexec(), "-n", str(nproc), "--oversubscribe", "--bind-to", "none", sys.executable, "-m",
-           "cupynet.cli", *rest]
-    return subprocess.call(cmd, env=_thread_limits(nproc))
+    cmd = [_mpiexec(), "-n", str(nproc), "--oversubscribe", "--bind-to", "none"]
+    env = _thread_limits(nproc)
+    if _is_root():
+        # NOTE: Open MPI refuses to start as root unless told (containers usually run as root); as Horovod's
+        # launcher does, say so: the run's header names it (AS_ROOT_VARIABLE)
+        cmd.append("--allow-run-as-root")
+        env[AS_ROOT_VARIABLE] = "1"
+    return subprocess.call([*cmd, sys.executable, "-m", "cupynet.cli", *rest], env=env)
+
+
+def _is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def launch_note():
+    """How this process was started, for the run header: "2 processes (mpiexec ...)", or None in one process."""
+    world = mpi_world_size()
+    if world <= 1:
+        return None
+    note = f"{world} processes (mpiexec, data-parallel; rank 0 reports and writes)"
+    if os.environ.get(AS_ROOT_VARIABLE) == "1":
+        note += "; running as root: started with Open MPI's --allow-run-as-root"
+    return note
 
 
 def _thread_limits(nproc: int) -> dict:

@@ -46,6 +46,8 @@ def write_plots(trainer) -> PlotResult:
     out_dir = trainer.config.out
     if not out_dir:
         return PlotResult(skipped="no --out directory")
+    if getattr(trainer, "rank", 0) != 0:
+        return PlotResult(skipped="rank 0 writes the plots")
     if not trainer.history:
         return PlotResult(skipped="nothing was trained")
     plt = _pyplot()

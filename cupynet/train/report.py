@@ -28,7 +28,12 @@ def _data(trainer) -> str:
         sizes += f", {len(trainer.val_set)} val ({cfg.val_split:g} of the training set, --seed {cfg.seed})"
     else:
         sizes += ", no validation (--val-split 0)"
-    return (f"{cfg.dataset}: {sizes}, {len(trainer.test_set)} test; batch {cfg.batch_size}, "
+    from .distributed import mpi_world_size
+    world = mpi_world_size()
+    batch = f"batch {cfg.batch_size}"
+    if world > 1:
+        batch += f" per process, global batch {world * cfg.batch_size} ({world} processes)"
+    return (f"{cfg.dataset}: {sizes}, {len(trainer.test_set)} test; {batch}, "
             f"{trainer.steps_per_epoch} steps/epoch, {cfg.epochs} epochs")
 
 
@@ -72,7 +77,14 @@ def header_lines(trainer) -> list:
             f"  precision: {_precision(trainer)}",
             f"  optimizer: {cfg.optimizer}, lr {lr:g}; seed {cfg.seed}",
             f"  threads:   BLAS {trainer.threads.describe()}",
+            *_processes(),
             *_outputs(trainer)]
+
+
+def _processes() -> list:
+    from .distributed import launch_note
+    note = launch_note()
+    return [f"  processes: {note}"] if note else []
 
 
 def _device(device) -> str:
