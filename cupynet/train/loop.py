@@ -22,6 +22,7 @@ from .distributed import data_parallel, rank0_output
 from .plots import write_plots
 from .progress import EpochBar
 from .report import format_epoch, header_lines, summary_lines
+from .schedule import LearningRate
 from .stopping import EXIT_STATUS, GuardedStream, StopRequest, stop_on_signals
 from .threads import BlasThreads
 
@@ -58,6 +59,13 @@ class Trainer:
         self.steps_per_epoch = len(self.loader)
         if self.steps_per_epoch == 0:
             raise ValueError(f"the training set of {config.dataset!r} is empty")
+        if config.accumulate > 1 and self.rank_count() > 1:
+            raise ValueError("--accumulate with several processes is not supported yet; use a larger --batch-size "
+                             "or --nproc instead")
+        self.accumulate = config.accumulate
+        self.groups_per_epoch = -(-self.steps_per_epoch // self.accumulate)  # optimizer updates per epoch
+        self.schedule = LearningRate(self.optimizer.param_groups[0]["lr"], config.schedule, config.warmup_steps,
+                                     config.epochs * self.groups_per_epoch)
         self.scaler = _make_scaler(config, self.device)
         if self.scaler is not None:
             self.scaler.register_model(self.model)  # overflow reports name layers, not param[i]
@@ -75,6 +83,8 @@ class Trainer:
         self.stop = StopRequest()
         self._t0 = None
         self._time_before = 0.0    # seconds the run had trained before this process resumed it
+        self._save_wanted = False  # a --save-every step passed inside an accumulation group
+        self.tensorboard = None
 
     @property
     def epoch(self) -> int:
@@ -113,29 +123,78 @@ class Trainer:
         restored = int(self.scaler.skipped_steps()) if self.scaler is not None else 0
         self._skips_before = max(0, int(skipped_steps) - restored)
         self._reported_skips = self.skipped_steps()  # NOTE: old skips were reported by the run that took them
+        self.schedule.load_state_dict(metrics.get("lr_schedule") or {})
         self._time_before = float(metrics.get("time", 0.0))  # NOTE: the metrics' `time` continues across resumes
 
     # ---- one step ------------------------------------------------------------------------------
     def train_step(self, x, y):
-        """Forward, backward and update for one batch; returns the loss as a device tensor.
+        """Forward and backward for one batch; the optimizer update on the last batch of its group.
+
+        With ``--accumulate N`` the batches of an epoch form groups of N (the last group of an epoch may be
+        shorter); their gradients add up and one update follows the group. Each batch's loss is weighted by
+        its share of the group's samples, so the update uses the mean loss over the group: the large batch's.
+        Returns the batch's (unweighted) loss and logits, detached.
 
         Args:
             x: the input batch.
             y: the int64 labels.
         """
         from cupynet.nn import functional as F
-        self.optimizer.zero_grad(set_to_none=True)
+        position = self._position_in_epoch()
+        first, last, weight = self._group_role(position, int(y.shape[0]))
+        if first:
+            self.optimizer.zero_grad(set_to_none=True)
         with self._autocast():
             logits = self.net(x)
             loss = F.cross_entropy(logits, y)
+        weighted = loss if weight == 1.0 else loss * weight
         if self.scaler is not None:
-            self.scaler.scale(loss).backward()
+            self.scaler.scale(weighted).backward()
+        else:
+            weighted.backward()
+        if last:
+            self._update()
+        return loss.detach(), logits.detach()
+
+    def _group_role(self, position, batch):
+        """(first of its group, last of its group, weight) of the batch at ``position`` in the epoch."""
+        n = self.accumulate
+        if n == 1:
+            return True, True, 1.0
+        start = position - position % n
+        end = min(start + n, self.steps_per_epoch)
+        size, total = self.config.batch_size, len(self.loader.dataset)
+        samples = min(end * size, total) - start * size  # NOTE: the epoch's last batch may be smaller
+        return position == start, position + 1 == end, batch / samples
+
+    def _update(self):
+        """One optimizer update: the scheduled learning rate, clipping (of unscaled gradients), the step."""
+        lr = self.schedule.at(self.updates_done())
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        clip = self.config.clip_grad_norm
+        if clip is not None:
+            from cupynet.nn.utils import clip_grad_norm_
+            if self.scaler is not None:
+                # NOTE: as PyTorch's AMP recipe: clip the true gradients, not the scaled ones; a step whose
+                # gradients overflowed is still skipped by scaler.step (unscale_ recorded found_inf)
+                self.scaler.unscale_(self.optimizer)
+            clip_grad_norm_(self.model.parameters(), clip)
+        if self.scaler is not None:
             self.scaler.step(self.optimizer)
             self.scaler.update()
         else:
-            loss.backward()
             self.optimizer.step()
-        return loss.detach(), logits.detach()
+
+    def updates_done(self) -> int:
+        """Optimizer updates taken before the current batch (batches / --accumulate, by epoch)."""
+        epochs, position = divmod(self.step, self.steps_per_epoch)
+        return epochs * self.groups_per_epoch + position // self.accumulate
+
+    def rank_count(self) -> int:
+        """Processes training this run (1 without MPI)."""
+        from .distributed import mpi_world_size
+        return mpi_world_size()
 
     def _autocast(self):
         import contextlib
@@ -206,12 +265,17 @@ class Trainer:
     def _train(self, out):
         cfg, stop = self.config, self.stop
         metrics = _MetricsWriter(cfg.metrics, append=self.step > 0, out=cfg.out)
+        if cfg.tensorboard and self.rank == 0:
+            from cupynet.utils.tensorboard import SummaryWriter
+            self.tensorboard = SummaryWriter(cfg.tensorboard)
         self._t0 = time.perf_counter()
         try:
             while self.epoch < cfg.epochs and not stop.requested:
                 self._run_epoch(metrics, stop, out)
         finally:
             metrics.close()
+            if self.tensorboard is not None:
+                self.tensorboard.close()
         if stop.requested and self.epoch < cfg.epochs:  # NOTE: a stop at the very last step finished the run
             saved = "" if self.checkpointer is not None else "; nothing saved (no --out)"
             print(f"stopped at step {self.step} ({self.where()}): {stop.reason}{saved}", file=out, flush=True)
@@ -230,12 +294,34 @@ class Trainer:
             return f"the run is past --epochs {cfg.epochs} already ({self.epoch} epochs done, step {self.step})"
         if cfg.max_steps is not None and self.step >= cfg.max_steps:
             return f"step {self.step} already reaches max_steps {cfg.max_steps}"
-        return None
+        return self._early_stop_reason()
+
+    def _early_stop_reason(self):
+        """Why --patience ends the run now (the best epoch is that many epochs back), or None."""
+        patience, best = self.config.patience, self.best
+        if patience is None or best is None or self.epoch - best["epoch"] < patience:
+            return None
+        return (f"early stopping: {self.config.best_metric} has not improved for {self.epoch - best['epoch']} "
+                f"epochs (--patience {patience}; best epoch {best['epoch']})")
 
     def _report_accuracy(self, out):
+        """Measure the test set on the weights --test-on names; say which, then the accuracy (the last line)."""
+        print(f"test set:  {self._load_test_weights()}", file=out, flush=True)
         accuracy = self.evaluate()
         print(f"test accuracy: {accuracy:.1f}%", file=out, flush=True)
         return accuracy
+
+    def _load_test_weights(self) -> str:
+        """Load best.ckpt's weights for --test-on best; returns words naming the weights measured."""
+        final = f"final weights (step {self.step})"
+        if self.config.test_on != "best":
+            return f"{final}; --test-on best for best.ckpt's"
+        path = os.path.join(self.config.out, "best.ckpt")
+        if self.best is None or not os.path.isfile(path):
+            return f"{final}: --test-on best, but no epoch was best yet (no best.ckpt)"
+        state = cn.load(path, map_location=str(self.device))
+        self.model.load_state_dict(state["model"])
+        return f"best.ckpt's weights (epoch {self.best['epoch']}, by {self.config.best_metric}; --test-on best)"
 
     def _run_epoch(self, metrics, stop, out):
         cfg = self.config
@@ -256,7 +342,11 @@ class Trainer:
             if cfg.max_steps is not None and self.step >= cfg.max_steps:
                 stop.request(f"--max-steps {cfg.max_steps}")  # NOTE: the same clean stop as Ctrl-C
             epoch_done = self._position_in_epoch() == 0
-            due = self.checkpointer is not None and self.checkpointer.due(self.step)
+            # NOTE: between optimizer updates only (--accumulate): a checkpoint never holds half a group
+            between = self._position_in_epoch() % self.accumulate == 0
+            self._save_wanted = self._save_wanted or (self.checkpointer is not None
+                                                      and self.checkpointer.due(self.step))
+            due = between and self._save_wanted
             if bar.wants_refresh() or len(pending) >= 50 or epoch_done or due:
                 self._flush(number, pending, metrics, bar, tally, started)  # a saved history is complete
                 pending = []
@@ -264,7 +354,8 @@ class Trainer:
                 self._end_epoch(number, metrics)  # NOTE: before a step checkpoint, which then holds the epoch row
             if due:
                 self.checkpointer.save_now(self)
-            if stop.requested:
+                self._save_wanted = False
+            if stop.requested and between:
                 break
         self._flush(number, pending, metrics, bar, tally, started)
         bar.close()
@@ -285,6 +376,11 @@ class Trainer:
         metrics.write(split="val" if self.val_loader is not None else "train", **row,
                       time=self.elapsed())
         improved = self._update_best(row)
+        self.schedule.end_epoch(row.get("val_loss"))
+        self._log_tensorboard(number, row)
+        reason = self._early_stop_reason()
+        if reason:
+            self.stop.request(reason)
         if self.checkpointer is not None:
             self.checkpointer.save_named(self, "last.ckpt")
             if improved:
@@ -306,6 +402,8 @@ class Trainer:
 
     def _epoch_line(self, row, rate) -> str:
         line = f"epoch {row['epoch']}/{self.config.epochs}: {format_epoch(row)}, {rate:.0f} samples/s"
+        if self.config.schedule != "constant" or self.config.warmup_steps:
+            line += f", lr {self._lr():.3g}"
         if self.scaler is not None:
             line += f", scale {self.scaler.get_scale():g}, skipped steps {self.skipped_steps()}"
         return line
@@ -315,7 +413,8 @@ class Trainer:
         """
         metrics = {"history": [list(h) for h in self.history], "epochs": [dict(r) for r in self.epoch_rows],
                    "best": dict(self.best) if self.best else {}, "amp": [list(p) for p in self.amp_history],
-                   "epoch_so_far": [self.epoch_hits, self.epoch_seen], "time": self.elapsed()}
+                   "epoch_so_far": [self.epoch_hits, self.epoch_seen], "time": self.elapsed(),
+                   "lr_schedule": self.schedule.state_dict()}
         return metrics, {"skipped_steps": self.skipped_steps(), "config": self.config.identity()}
 
     def elapsed(self) -> float:
@@ -342,10 +441,15 @@ class Trainer:
             metrics.write(step=step, epoch=number, loss=float(losses[i]), lr=lr, time=when,
                           scale=None if scales is None else float(scales[i]),
                           skipped=None if skips is None else int(skips[i]))
+            if self.tensorboard is not None:
+                self.tensorboard.add_scalar("train/loss", float(losses[i]), step)
+                self.tensorboard.add_scalar("train/lr", lr, step)
+                if scales is not None:
+                    self.tensorboard.add_scalar("amp/loss_scale", float(scales[i]), step)
         self.epoch_hits, self.epoch_seen = tally.read()
         accuracy = 100.0 * self.epoch_hits / max(self.epoch_seen, 1)
         rate = tally.seen / max(time.perf_counter() - started, 1e-9)
-        extra = {}
+        extra = {"lr": f"{lr:.3g}"}
         last = self.epoch_rows[-1] if self.epoch_rows else {}  # the last finished epoch's validation
         if "val_acc" in last:
             extra.update(val_loss=f"{last['val_loss']:.4f}", val_acc=f"{last['val_acc']:.1f}%")
@@ -354,6 +458,15 @@ class Trainer:
             self._report_overflow(int(skips[-1]), bar)
         position = pending[-1][0] - (number - 1) * self.steps_per_epoch  # the last batch: total, not 0
         bar.update_to(position, loss=float(losses[-1]), acc=accuracy, rate=rate, **extra)
+
+    def _log_tensorboard(self, number, row):
+        """The epoch's row as TensorBoard scalars (x: the step), under epoch/."""
+        if self.tensorboard is None:
+            return
+        for key in ("train_loss", "train_acc", "val_loss", "val_acc"):
+            if key in row:
+                self.tensorboard.add_scalar(f"epoch/{key}", row[key], self.step)
+        self.tensorboard.add_scalar("epoch/number", number, self.step)
 
     def _report_overflow(self, skipped, bar):
         """Name the layers whose gradients overflowed, once per newly skipped step seen at a flush."""

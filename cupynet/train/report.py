@@ -75,10 +75,23 @@ def header_lines(trainer) -> list:
             f"on {_device(trainer.device)}",
             f"  data:      {_data(trainer)}",
             f"  precision: {_precision(trainer)}",
-            f"  optimizer: {cfg.optimizer}, lr {lr:g}; seed {cfg.seed}",
+            f"  optimizer: {cfg.optimizer}, lr {lr:g} ({trainer.schedule.describe()}); seed {cfg.seed}",
+            *_gradients(trainer),
             f"  threads:   BLAS {trainer.threads.describe()}",
             *_processes(),
             *_outputs(trainer)]
+
+
+def _gradients(trainer) -> list:
+    """A header line for --accumulate and --clip-grad-norm, when either is set."""
+    cfg, parts = trainer.config, []
+    if cfg.accumulate > 1:
+        parts.append(f"accumulated over {cfg.accumulate} batches per update (effective batch "
+                     f"{cfg.accumulate * cfg.batch_size})")
+    if cfg.clip_grad_norm is not None:
+        parts.append(f"clipped to a global norm of {cfg.clip_grad_norm:g}"
+                     + (" (after unscaling)" if cfg.amp else ""))
+    return [f"  gradients: {'; '.join(parts)}"] if parts else []
 
 
 def _processes() -> list:
