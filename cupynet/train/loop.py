@@ -144,17 +144,32 @@ class Trainer:
         first, last, weight = self._group_role(position, int(y.shape[0]))
         if first:
             self.optimizer.zero_grad(set_to_none=True)
-        with self._autocast():
-            logits = self.net(x)
-            loss = F.cross_entropy(logits, y)
-        weighted = loss if weight == 1.0 else loss * weight
-        if self.scaler is not None:
-            self.scaler.scale(weighted).backward()
-        else:
-            weighted.backward()
-        if last:
-            self._update()
+        with self._overflow_is_expected():
+            with self._autocast():
+                logits = self.net(x)
+                loss = F.cross_entropy(logits, y)
+            weighted = loss if weight == 1.0 else loss * weight
+            if self.scaler is not None:
+                self.scaler.scale(weighted).backward()
+            else:
+                weighted.backward()
+            if last:
+                self._update()
         return loss.detach(), logits.detach()
+
+    def _overflow_is_expected(self):
+        """Under loss scaling, NumPy's overflow/invalid warnings silenced: an inf there is the scaler's signal.
+
+        NOTE: with --amp a too-large loss scale makes fp16 casts and products overflow on purpose; the
+        GradScaler finds the inf, skips the step, halves the scale, and the run reports the layers in its own
+        "step skipped" line. NumPy would print a RuntimeWarning block for each of those casts (on the CPU);
+        fp32 runs keep NumPy's warnings, where an overflow is a real problem.
+        """
+        import contextlib
+        if self.scaler is None:
+            return contextlib.nullcontext()
+        import numpy
+        return numpy.errstate(over="ignore", invalid="ignore")
 
     def _group_role(self, position, batch):
         """(first of its group, last of its group, weight) of the batch at ``position`` in the epoch."""
@@ -268,7 +283,7 @@ class Trainer:
         if cfg.tensorboard and self.rank == 0:
             from cupynet.utils.tensorboard import SummaryWriter
             self.tensorboard = SummaryWriter(cfg.tensorboard)
-        self._t0 = time.perf_counter()
+        self._t0, self._start_step = time.perf_counter(), self.step
         try:
             while self.epoch < cfg.epochs and not stop.requested:
                 self._run_epoch(metrics, stop, out)
@@ -457,7 +472,17 @@ class Trainer:
             extra.update(scale=f"{scales[-1]:g}", skipped=int(skips[-1]))
             self._report_overflow(int(skips[-1]), bar)
         position = pending[-1][0] - (number - 1) * self.steps_per_epoch  # the last batch: total, not 0
-        bar.update_to(position, loss=float(losses[-1]), acc=accuracy, rate=rate, **extra)
+        bar.update_to(position, loss=float(losses[-1]), acc=accuracy, rate=rate, eta=self._eta(), **extra)
+
+    def _eta(self):
+        """Seconds left for the whole run at this process's pace so far (validation included), or None."""
+        done = self.step - self._start_step
+        if done <= 0:
+            return None
+        last = self.config.epochs * self.steps_per_epoch
+        if self.config.max_steps is not None:
+            last = min(last, self.config.max_steps)
+        return (time.perf_counter() - self._t0) / done * max(last - self.step, 0)
 
     def _log_tensorboard(self, number, row):
         """The epoch's row as TensorBoard scalars (x: the step), under epoch/."""

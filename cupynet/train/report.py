@@ -12,13 +12,19 @@ import os
 __all__ = ["header_lines", "summary_lines", "format_epoch"]
 
 
-def _precision(trainer) -> str:
+def _precision(trainer) -> list:
     cfg = trainer.config
     if not cfg.amp:
-        return "fp32 (no AMP; --amp for mixed precision)"
+        return ["  precision: fp32 (no AMP; --amp for mixed precision)"]
     from cupynet.amp.autocast import default_autocast_dtype
     dtype = cfg.amp_dtype or str(default_autocast_dtype(trainer.device.type))
-    return (f"AMP: autocast {dtype} (fp32 master weights) + GradScaler (initial scale {cfg.initial_scale:g})")
+    lines = [f"  precision: AMP: autocast {dtype} (fp32 master weights) + GradScaler (initial scale "
+             f"{cfg.initial_scale:g})"]
+    if trainer.device.type == "cpu":
+        # NOTE: see docs/training.md for the measured slowdown of the built-in models
+        lines.append("  note:      AMP on the CPU is slower than fp32: NumPy has no fast float16/bfloat16 math, "
+                     "so products are cast to fp32 and rounded back (docs/training.md)")
+    return lines
 
 
 def _data(trainer) -> str:
@@ -74,12 +80,35 @@ def header_lines(trainer) -> list:
     return [f"cupynet train: {cfg.model} ({type(trainer.model).__name__}, {trainer.parameters:,} parameters) "
             f"on {_device(trainer.device)}",
             f"  data:      {_data(trainer)}",
-            f"  precision: {_precision(trainer)}",
+            *_precision(trainer),
             f"  optimizer: {cfg.optimizer}, lr {lr:g} ({trainer.schedule.describe()}); seed {cfg.seed}",
             *_gradients(trainer),
             f"  threads:   BLAS {trainer.threads.describe()}",
             *_processes(),
-            *_outputs(trainer)]
+            *_outputs(trainer),
+            *model_summary(trainer.model)]
+
+
+def model_summary(model) -> list:
+    """The model's top-level layers, one line each: name, type and parameter count (a small Keras summary).
+
+    Args:
+        model: the Module.
+    """
+    children = list(model.named_children())
+    lines = [f"  layers:    {len(children)} at the top level (name, type, parameters)"]
+    for name, child in children:
+        lines.append(_layer_line(name, child))
+        grandchildren = list(child.named_children())
+        if type(child).__name__ in ("Sequential", "ModuleList") and grandchildren:
+            # NOTE: a container says little by itself; its own layers are shown, indented
+            lines += [_layer_line(f"{name}.{inner}", layer, indent=6) for inner, layer in grandchildren]
+    return lines
+
+
+def _layer_line(name, layer, indent=4) -> str:
+    count = sum(int(p.numel()) for p in layer.parameters())
+    return f"{' ' * indent}{name:<{18 - indent}} {type(layer).__name__:<24} {count:>12,}"
 
 
 def _gradients(trainer) -> list:
