@@ -239,3 +239,23 @@ def test_fit_fields_and_durations():
     assert progress.fit_fields(fields, 25) == "loss 0.5000 acc 75.0%"
     assert progress.fit_fields(fields, 30) == "loss 0.5000 acc 75.0% ETA 0:09"
     assert [progress.format_duration(s) for s in (0, 4.2, 187, 3725.2)] == ["0:00", "0:05", "3:07", "1:02:06"]
+
+
+def test_plots_carry_a_title_a_visible_best_marker_and_the_learning_rate(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from cupynet.cli import main
+    from cupynet.train import plots
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda plt, fig, path: figures.append(fig) or path)
+    monkeypatch.setenv("CUPYNET_DEVICE", "cpu")
+    assert main(["train", "--epochs", "3", "--batch-size", "512", "--no-progress", "--out", str(tmp_path),
+                 "--schedule", "cosine", "--best-metric", "val_loss"]) == 0
+    (figure,) = figures
+    assert figure._suptitle.get_text() == f"mlp on digits, fp32, adam -- {tmp_path}"
+    loss_ax, acc_ax, lr_ax = figure.axes
+    stars = [line for line in loss_ax.lines if line.get_marker() == "*"]
+    assert len(stars) == 1 and not stars[0].get_clip_on()  # drawn even on the axis edge
+    epoch = int(stars[0].get_xdata()[0])
+    assert loss_ax.get_xlim()[1] > epoch  # room to the right of the last epoch
+    rates = lr_ax.lines[0].get_ydata()
+    assert rates[0] == pytest.approx(1e-3) and rates[-1] < rates[0]  # cosine from 1e-3 down

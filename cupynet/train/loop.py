@@ -76,6 +76,7 @@ class Trainer:
         self.epoch_rows = []       # one dict per finished epoch: train/val loss and accuracy
         self.best = None           # the epoch row with the best --best-metric so far
         self.amp_history = []      # (step, scale after its update, skipped steps so far), with AMP
+        self.lr_history = []       # (step, lr) at the first step and wherever the learning rate changed
         self.overflow_counts = {}  # layer -> overflow reports naming it (this process only)
         self.epoch_hits = self.epoch_seen = 0  # correct predictions / samples of the epoch so far
         self.checkpointer = None
@@ -119,6 +120,7 @@ class Trainer:
         self.epoch_rows = [dict(row) for row in metrics.get("epochs", [])]
         self.best = dict(metrics["best"]) if metrics.get("best") else None
         self.amp_history = [tuple(p) for p in metrics.get("amp", [])]
+        self.lr_history = [tuple(p) for p in metrics.get("lr", [])]
         self.epoch_hits, self.epoch_seen = (int(v) for v in metrics.get("epoch_so_far", (0, 0)))
         restored = int(self.scaler.skipped_steps()) if self.scaler is not None else 0
         self._skips_before = max(0, int(skipped_steps) - restored)
@@ -428,6 +430,7 @@ class Trainer:
         """
         metrics = {"history": [list(h) for h in self.history], "epochs": [dict(r) for r in self.epoch_rows],
                    "best": dict(self.best) if self.best else {}, "amp": [list(p) for p in self.amp_history],
+                   "lr": [list(p) for p in self.lr_history],
                    "epoch_so_far": [self.epoch_hits, self.epoch_seen], "time": self.elapsed(),
                    "lr_schedule": self.schedule.state_dict()}
         return metrics, {"skipped_steps": self.skipped_steps(), "config": self.config.identity()}
@@ -451,6 +454,8 @@ class Trainer:
             skips = skips + self._skips_before
         for i, (step, _, lr, when, _, _) in enumerate(pending):
             self.history.append((step, float(losses[i])))
+            if not self.lr_history or self.lr_history[-1][1] != lr:
+                self.lr_history.append((step, lr))
             if scales is not None:
                 self.amp_history.append((step, float(scales[i]), int(skips[i])))
             metrics.write(step=step, epoch=number, loss=float(losses[i]), lr=lr, time=when,
