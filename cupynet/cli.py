@@ -228,10 +228,43 @@ def _print_info(as_json):
     if as_json:
         print(json.dumps(report, indent=2))
         return
-    for key, value in report.items():
-        if isinstance(value, dict):
-            value = ", ".join(f"{k}={v}" for k, v in value.items())
-        print(f"{key:>16}: {value if value is not None else 'none (CPU only)'}")
+    for label, text in _plain_info(report):
+        print(f"{label + ':':<16} {text}")
+
+
+def _plain_info(report) -> list:
+    """(label, sentence) pairs of ``cupynet info`` in plain words, from the report that ``--json`` prints.
+
+    NOTE: GPU kernels are reported as what can run here: without a GPU they are not used, whatever the
+    headers would allow (the JSON keeps ``kernels_can_compile`` for scripts).
+    """
+    gpu, headers = report["gpu"], report["kernel_headers"]
+    lines = [("cupynet", f"{report['cupynet']} (Python {report['python']}, NumPy {report['numpy']}, "
+                         f"ml_dtypes {report['ml_dtypes']})")]
+    cupy = report["cupy"]
+    lines.append(("CuPy", "not installed or not usable: arrays live in NumPy on the CPU" if cupy.startswith("not")
+                  else cupy))
+    lines.append(("device", f"{report['default_device']} by default (CUPYNET_DEVICE=cpu|cuda or --device chooses)"))
+    if gpu:
+        lines.append(("GPU", f"{gpu['name']}, compute capability {gpu['compute_capability']}, {gpu['count']} "
+                             "device(s)"))
+    else:
+        lines.append(("GPU", "none found: everything runs on the CPU"))
+    kinds = [name for name, ok in (("float16", report["fp16_supported"]), ("bfloat16", report["bf16_supported"]))
+             if ok]
+    where = "" if gpu else " (on the CPU through NumPy: correct, but slower than float32)"
+    lines.append(("half precision", (" and ".join(kinds) + " work here" + where) if kinds else "not available"))
+    if not gpu:
+        kernels = "not used: there is no GPU to run them"
+    elif headers["kernels_can_compile"]:
+        kernels = "compiled on first use (CUDA's fp16/bf16 headers found)"
+    else:
+        kernels = f"cannot compile: CUDA's fp16/bf16 headers are missing; {headers['fix']}"
+    lines.append(("GPU kernels", kernels))
+    memory = report["host_malloc"]
+    lines.append(("host memory", "freed array memory is kept for reuse (glibc malloc thresholds raised)"
+                  if memory["tuned"] else f"the C library's default allocation ({memory['reason']})"))
+    return lines
 
 
 def main(argv=None) -> int:

@@ -98,3 +98,22 @@ def test_config_refuses_the_same_values_when_built_by_hand():
                          ({"model": "mpl"}, "did you mean 'mlp'?")):
         with pytest.raises(ValueError, match=message.replace("?", r"\?")):
             TrainConfig(**bad).validate()
+
+
+def test_info_speaks_plain_words_and_reports_kernels_as_what_can_run():
+    from cupynet.cli import _plain_info
+    result = run_cli("info")
+    assert result.returncode == 0, result.stderr
+    assert not any(jargon in result.stdout for jargon in ("tuned=", "reason=", "kernels_can_compile"))
+    base = {"cupynet": "0.1", "python": "3.11", "numpy": "2.4", "ml_dtypes": "0.6", "cupy": "not usable (X)",
+            "default_device": "cpu", "gpu": None, "fp16_supported": True, "bf16_supported": True,
+            "kernel_headers": {"kernels_can_compile": True, "fix": None},
+            "host_malloc": {"tuned": False, "reason": "not glibc"}}
+    words = dict(_plain_info(base))
+    assert words["GPU kernels"] == "not used: there is no GPU to run them"  # headers alone run nothing
+    assert words["host memory"] == "the C library's default allocation (not glibc)"
+    gpu = {**base, "gpu": {"name": "H100", "compute_capability": "9.0", "count": 1}, "default_device": "cuda:0",
+           "kernel_headers": {"kernels_can_compile": False, "fix": "pip install cupy-cuda12x[ctk]"}}
+    words = dict(_plain_info(gpu))
+    assert words["GPU"] == "H100, compute capability 9.0, 1 device(s)"
+    assert words["GPU kernels"].startswith("cannot compile") and "pip install cupy-cuda12x[ctk]" in words["GPU kernels"]
