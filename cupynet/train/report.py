@@ -54,6 +54,8 @@ def _outputs(trainer) -> list:
     else:
         lines.append("  output:    none (--out DIR for checkpoints and plots)")
     lines.append(f"  metrics:   {os.path.abspath(cfg.metrics) if cfg.metrics else 'none (--metrics FILE.jsonl)'}")
+    if cfg.tensorboard:
+        lines.append(f"  tensorboard: {os.path.abspath(cfg.tensorboard)} (tensorboard --logdir {cfg.tensorboard})")
     return lines
 
 
@@ -172,6 +174,8 @@ def _files(trainer, plots) -> list:
     files += plots.files
     if cfg.metrics:
         files.append(cfg.metrics)
+    if cfg.tensorboard:
+        files.append(f"{cfg.tensorboard}/events.out.tfevents.*")
     lines = [f"  files:     {', '.join(files) if files else 'none written (--out DIR, --metrics FILE.jsonl)'}"]
     if plots.skipped and cfg.out:
         lines.append(f"  plots:     not written: {plots.skipped}")
