@@ -132,3 +132,20 @@ def test_closed_stdout_ends_the_run_quietly(tmp_path):
     saved = cn.load(tmp_path / "out" / "last.ckpt")
     assert saved["step"] < 40 * 81  # it stopped early, and saved where it stopped
 
+
+
+def test_sigusr1_asks_for_a_stop_and_never_counts_as_the_second_signal(monkeypatch):
+    from cupynet.train import stopping
+    monkeypatch.delenv(stopping.LAUNCHED_VARIABLE, raising=False)
+    stop = stopping.StopRequest()
+    stop(signal.SIGUSR1, None)
+    assert stop.requested and stop.status == 138 and not stop.signalled
+    stop(signal.SIGINT, None)  # a terminal's own Ctrl-C on top: still the first real signal, no abort
+    assert stop.signalled and stop.status == 138
+    with pytest.raises(stopping.Aborted) as aborted:
+        stop(signal.SIGTERM, None)
+    assert aborted.value.status == 143
+    monkeypatch.setenv(stopping.LAUNCHED_VARIABLE, "1")
+    ranked = stopping.StopRequest()
+    ranked(signal.SIGUSR1, None)
+    assert ranked.status == 0  # a rank of --nproc: the launcher reports the signal, mpiexec sees no failure

@@ -18,7 +18,7 @@ from cupynet import backend
 
 from .config import BEST_IS_HIGHER, TrainConfig
 from .data_spec import load_datasets, split_validation
-from .distributed import data_parallel, rank0_output
+from .distributed import agree_to_stop, data_parallel, rank0_output
 from .plots import write_plots
 from .progress import EpochBar
 from .report import format_epoch, header_lines, summary_lines
@@ -372,7 +372,8 @@ class Trainer:
             if due:
                 self.checkpointer.save_now(self)
                 self._save_wanted = False
-            if stop.requested and between:
+            if between and agree_to_stop(self, stop.requested):
+                stop.request("another process was stopped")  # NOTE: a no-op on the rank that was
                 break
         self._flush(number, pending, metrics, bar, tally, started)
         bar.close()

@@ -18,8 +18,13 @@ import threading
 __all__ = ["StopRequest", "Aborted", "GuardedStream", "stop_on_signals", "EXIT_STATUS"]
 
 # NOTE: 128 + the signal number, as a shell reports a process that a signal ended
-EXIT_STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGPIPE: 141}
-_NAMES = {signal.SIGINT: "interrupt (Ctrl-C)", signal.SIGTERM: "SIGTERM"}
+EXIT_STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGPIPE: 141, signal.SIGUSR1: 138}
+_NAMES = {signal.SIGINT: "interrupt (Ctrl-C)", signal.SIGTERM: "SIGTERM", signal.SIGUSR1: "SIGUSR1"}
+# NOTE: SIGUSR1 asks for the same clean stop but never counts as the second signal that aborts: --nproc's
+# launcher passes a Ctrl-C or SIGTERM on to every rank as SIGUSR1 (Open MPI forwards it as it is), and a rank
+# may also see the terminal's own SIGINT (schedulers such as SLURM send it before a time limit, too)
+_POLITE = (signal.SIGUSR1,)
+LAUNCHED_VARIABLE = "CUPYNET_NPROC_LAUNCHER"  # set for the ranks that `--nproc` started
 
 
 class Aborted(KeyboardInterrupt):
@@ -55,6 +60,12 @@ class StopRequest:
 
     def __call__(self, signum, frame):
         status = EXIT_STATUS.get(signum, 128 + signum)
+        if signum in _POLITE:
+            # NOTE: under --nproc the launcher reports the signal it was sent; a rank that exited non-zero
+            # would make mpiexec print a job-failure block as well
+            launched = os.environ.get(LAUNCHED_VARIABLE) == "1"
+            self.request("a signal sent to --nproc" if launched else _NAMES[signum], 0 if launched else status)
+            return
         if self.signalled:
             raise Aborted(status)
         self.signalled = True
@@ -65,7 +76,7 @@ class StopRequest:
 
 @contextlib.contextmanager
 def stop_on_signals(stop):
-    """Route SIGINT and SIGTERM to ``stop`` while the block runs (main thread only), then restore the handlers.
+    """Route SIGINT, SIGTERM and SIGUSR1 to ``stop`` while the block runs (main thread only), then restore them.
 
     Args:
         stop: the StopRequest.
@@ -73,7 +84,7 @@ def stop_on_signals(stop):
     if threading.current_thread() is not threading.main_thread():
         yield stop
         return
-    previous = {number: signal.signal(number, stop) for number in (signal.SIGINT, signal.SIGTERM)}
+    previous = {number: signal.signal(number, stop) for number in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)}
     try:
         yield stop
     finally:
