@@ -105,6 +105,17 @@ def _non_negative_int(text):
     return value
 
 
+def _seed(text):
+    """An argparse ``type``: an integer from 0 to 2**63 - 1 (``--seed``; checkpoints record it as an int64)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value < 2 ** 63:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2**63 - 1, got {text!r}")
+    return value
+
+
 _positive_int = _positive(int, "integer")
 _positive_float = _positive(float, "finite number")  # NOTE: inf and nan are refused
 
@@ -132,7 +143,7 @@ def _add_train(p):
     p.add_argument("--optimizer", default="adam", choices=["sgd", "adam", "adamw"], help="optimizer (default adam)")
     p.add_argument("--device", default=None, choices=["cpu", "cuda"],
                    help="where to train (default: cuda when a GPU is usable, else cpu; or $CUPYNET_DEVICE)")
-    p.add_argument("--seed", type=int, default=0, help="random seed for init, dropout and shuffling (default 0)")
+    p.add_argument("--seed", type=_seed, default=0, help="random seed for init, dropout and shuffling (default 0)")
     p.add_argument("--metrics", default=None, metavar="FILE.jsonl",
                    help="write one JSON line per step: step, epoch, loss, lr, time (s since the start), with --amp "
                         "also scale and skipped steps so far; and one per epoch with split, train_loss, train_acc, "
@@ -292,6 +303,9 @@ def main(argv=None) -> int:
         return train(TrainConfig.from_args(args))
     except (FileNotFoundError, NotADirectoryError, ValueError, RuntimeError, ImportError) as error:
         print(f"cupynet {args.command}: error: {error}", file=sys.stderr)
+        return 1
+    except MemoryError as error:  # e.g. `bench --batch-size` far beyond this machine's memory
+        print(f"cupynet {args.command}: error: out of memory ({error}); try a smaller --batch-size", file=sys.stderr)
         return 1
     except KeyboardInterrupt as interrupt:  # Ctrl-C before training began, or a second signal (train.stopping)
         status = getattr(interrupt, "status", 130)

@@ -53,6 +53,8 @@ def tree(folder):
     (("--metrics", "/proc/cupynet-test/m.jsonl"), "--metrics /proc/cupynet-test/m.jsonl: directory /proc/cupynet-test "
                                                   "does not exist"),
     (("--tensorboard", "/proc/cupynet-test"), "--tensorboard /proc/cupynet-test: cannot create anything in /proc"),
+    (("--seed", "-1"), "--seed: expected an integer from 0 to 2**63 - 1, got '-1'"),
+    (("--seed", str(2 ** 63)), "--seed: expected an integer from 0 to 2**63 - 1"),
     (("--model", "mpl"), "invalid choice: 'mpl' (choose from 'mlp', 'cnn', 'transformer'); did you mean 'mlp'?"),
     (("--dataset", "digts"), "unknown dataset 'digts'; expected digits, mnist:DIR, fashion-mnist:DIR or "
                              "cifar10:DIR; did you mean 'digits'?"),
@@ -77,6 +79,11 @@ def test_output_paths_that_are_the_wrong_kind(tmp_path):
     assert "is a file, so the directory cannot be made inside it" in line
     assert tree(tmp_path) == before and (tmp_path / "file").read_text() == "keep me"
     assert sorted(os.listdir(tmp_path)) == ["file", "folder"]  # the probe left nothing behind
+
+
+def test_bench_out_of_memory_is_one_line():
+    line = one_line_error(run_cli("bench", "--batch-size", "100000000000000", "--steps", "1"))
+    assert line.startswith("cupynet bench: error: out of memory (") and "try a smaller --batch-size" in line
 
 
 def test_unknown_subcommand_suggests_the_closest():

@@ -130,6 +130,7 @@ class TrainConfig:
         _count("--keep", self.keep)
         _count("--accumulate", self.accumulate)
         _count("--warmup-steps", self.warmup_steps, minimum=0)
+        _count("--seed", self.seed, minimum=0, maximum=2 ** 63 - 1)
         for flag, value in (("--save-every", self.save_every), ("--max-steps", self.max_steps),
                             ("--patience", self.patience)):
             if value is not None:

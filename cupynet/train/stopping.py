@@ -107,6 +107,11 @@ class GuardedStream:
         self.stream, self.on_close, self.closed_reader = stream, on_close, False
 
     def write(self, text):
+        """Write ``text``; after the reader went away, drop it (its length is returned either way).
+
+        Args:
+            text: the text.
+        """
         if self.closed_reader:
             return len(text)
         try:
@@ -116,6 +121,7 @@ class GuardedStream:
             return len(text)
 
     def flush(self):
+        """Flush the stream, unless its reader went away."""
         if self.closed_reader:
             return
         try:
