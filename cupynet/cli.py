@@ -58,7 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"cupynet {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
     _add_train(sub.add_parser("train", help="train a model end to end",
-                              description="Train a small network; the defaults train an MLP on digits."))
+                              description="Train a small network; the defaults train an MLP on digits.",
+                              epilog="Ctrl-C or SIGTERM stops after the current step, saves a checkpoint there "
+                                     "(with --out) and exits 130 or 143; --resume auto continues it. Every flag: "
+                                     "docs/training.md."))
     info = sub.add_parser("info", help="versions, device, GPU and fp16/bf16 support")
     info.add_argument("--json", action="store_true", help="print the report as JSON")
     bench = sub.add_parser("bench", help="time training steps of a model (samples/s)")
