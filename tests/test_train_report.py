@@ -42,7 +42,8 @@ def test_header_names_device_model_data_precision_threads_and_outputs(tmp_path, 
     assert f"output:    {out} (last.ckpt, best.ckpt, curves.png); step checkpoints every 2 steps in " \
            f"{out / 'checkpoints'}" in header
     assert f"metrics:   {metrics}" in header
-    assert lines.index(next(line for line in lines if line.startswith("epoch 1/2"))) == 7  # header, then epochs
+    assert lines[7] == "  layers:    6 at the top level (name, type, parameters)"  # the MLP's 6 top-level layers
+    assert lines.index(next(line for line in lines if line.startswith("epoch 1/2"))) == 14  # header, then epochs
 
 
 def test_header_names_the_amp_dtype(capsys):
