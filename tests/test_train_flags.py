@@ -148,3 +148,14 @@ def test_test_on_names_the_weights_it_measured(tmp_path, capsys):
     trainer.model.load_state_dict(best["model"])
     assert lines[-1] == f"test accuracy: {trainer.evaluate():.1f}%"
     assert os.path.isfile(out / "last.ckpt")
+
+
+def test_resume_inside_an_accumulation_group_is_refused_and_changes_nothing(tmp_path, capsys):
+    out = tmp_path / "out"
+    status, lines, err = run(capsys, "--epochs", "2", "--max-steps", "1", "--out", str(out))
+    assert status == 0, err
+    before = (out / "last.ckpt").read_bytes()
+    status, lines, err = run(capsys, "--epochs", "2", "--accumulate", "2", "--out", str(out), "--resume", "auto")
+    assert status == 1 and lines == []
+    assert "is at batch 1 of an epoch, inside a group of --accumulate 2 batches" in err
+    assert (out / "last.ckpt").read_bytes() == before

@@ -197,7 +197,7 @@ def attach_checkpointing(trainer):
         if path is None:
             print(f"resume: no checkpoint in {ckpt.directory} yet; starting from scratch")
             return
-        state = ckpt.restore(path, check=lambda state: _check_config(state, cfg, path))
+        state = ckpt.restore(path, check=lambda state: _check_resumable(state, trainer, path))
         _check_position(state, trainer.steps_per_epoch, path)
         trainer.continue_from(state["step"], state["metrics"].get("history", []),
                               (state.get("extra") or {}).get("skipped_steps", 0), metrics=state["metrics"])
@@ -221,6 +221,16 @@ def describe_config(config: dict, keys=RUN_IDENTITY) -> str:
         elif value is not None:
             flags.append(f"{flag} {value}")
     return " ".join(flags)
+
+
+def _check_resumable(state, trainer, path):
+    """Refuse, before anything is restored, a checkpoint this run cannot continue."""
+    _check_config(state, trainer.config, path)
+    position = int(state["step"]) % trainer.steps_per_epoch
+    if position % trainer.accumulate:
+        raise ValueError(f"resume: {path} is at batch {position} of an epoch, inside a group of --accumulate "
+                         f"{trainer.accumulate} batches; resume it with the --accumulate it was saved with (a "
+                         "divisor of the batch position)")
 
 
 def _check_config(state, config, path):
