@@ -287,8 +287,12 @@ class Trainer:
             self.tensorboard = SummaryWriter(cfg.tensorboard)
         self._t0, self._start_step = time.perf_counter(), self.step
         try:
-            while self.epoch < cfg.epochs and not stop.requested:
+            # NOTE: agreed here too: a signal that lands between an epoch's last step and the next epoch must
+            # stop every rank of --nproc before that epoch, or the others would start it and wait forever
+            while self.epoch < cfg.epochs and not agree_to_stop(self, stop.requested):
                 self._run_epoch(metrics, stop, out)
+            if not stop.requested and self.epoch < cfg.epochs:
+                stop.request("another process was stopped")
         finally:
             metrics.close()
             if self.tensorboard is not None:
