@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
+import re
 import sys
 
 __all__ = ["main", "build_parser"]
@@ -20,15 +22,46 @@ class _OneLineParser(argparse.ArgumentParser):
     """argparse that reports a usage error as one line (no usage dump) and exits with status 2."""
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(2, f"{self.prog}: error: {message}{_did_you_mean(self, message)} (see --help)\n")
+
+
+def _did_you_mean(parser, message) -> str:
+    """"; did you mean 'train'?" for an invalid choice or an unknown flag close to a real one (difflib)."""
+    import difflib
+    choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if choice:
+        close = difflib.get_close_matches(choice.group(1), re.findall(r"'([^']*)'", choice.group(2)), n=1)
+        return f"; did you mean {close[0]!r}?" if close else ""
+    unknown = re.search(r"unrecognized arguments: (.*)", message)
+    if not unknown:
+        return ""
+    flags = {option for action in _all_actions(parser) for option in action.option_strings}
+    for word in unknown.group(1).split():
+        close = difflib.get_close_matches(word.split("=")[0], sorted(flags), n=1) if word.startswith("--") else []
+        if close:
+            return f"; did you mean {close[0]}?"
+    return ""
+
+
+def _all_actions(parser):
+    """The actions of ``parser`` and of its subcommands' parsers."""
+    for action in parser._actions:
+        yield action
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from sub._actions
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``cupynet`` command."""
     parser = _OneLineParser(prog="cupynet", description="cupynet: deep learning on CuPy/NumPy with AMP")
+    parser.add_argument("--version", action="version", version=f"cupynet {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
     _add_train(sub.add_parser("train", help="train a model end to end",
-                              description="Train a small network; the defaults train an MLP on digits."))
+                              description="Train a small network; the defaults train an MLP on digits.",
+                              epilog="Ctrl-C or SIGTERM stops after the current step, saves a checkpoint there "
+                                     "(with --out) and exits 130 or 143; --resume auto continues it. Every flag: "
+                                     "docs/training.md."))
     info = sub.add_parser("info", help="versions, device, GPU and fp16/bf16 support")
     info.add_argument("--json", action="store_true", help="print the report as JSON")
     bench = sub.add_parser("bench", help="time training steps of a model (samples/s)")
@@ -43,23 +76,51 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _positive_type(convert, what):
-    """An argparse ``type``: ``convert(text)``, refused unless it is > 0 (the message names ``what``)."""
+def _version() -> str:
+    import cupynet
+    return cupynet.__version__
+
+
+def _positive_type(convert, what, maximum=None):
+    """An argparse ``type``: ``convert(text)``, refused unless it is finite, > 0 and at most ``maximum``."""
 
     def parse(text):
         try:
             value = convert(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a positive {what}, got {text!r}") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"expected a positive {what}, got {text!r}")
+        except (ValueError, OverflowError):
+            value = None
+        if value is None or not math.isfinite(value) or not value > 0 or (maximum is not None and value > maximum):
+            upper = f" (at most {maximum})" if maximum is not None else ""
+            raise argparse.ArgumentTypeError(f"expected a positive {what}, got {text!r}{upper}")
         return value
 
     return parse
 
 
+def _non_negative_int(text):
+    """An argparse ``type``: an integer >= 0 (``--warmup-steps``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+def _seed(text):
+    """An argparse ``type``: an integer from 0 to 2**63 - 1 (``--seed``; checkpoints record it as an int64)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value < 2 ** 63:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2**63 - 1, got {text!r}")
+    return value
+
+
 _positive_int = _positive_type(int, "integer")
-_positive_float = _positive_type(float, "number")
+_positive_float = _positive_type(float, "finite number")  # NOTE: inf and nan are refused
 
 
 def _fraction(text):
@@ -74,6 +135,7 @@ def _fraction(text):
 
 
 def _add_train(p):
+    from cupynet.train.config import MAX_THREADS, SCHEDULES
     p.add_argument("--model", default="mlp", choices=["mlp", "cnn", "transformer"],
                    help="network to train (default mlp)")
     p.add_argument("--dataset", default="digits", help=f"data set: {DATASET_HELP} (default digits)")
@@ -84,7 +146,7 @@ def _add_train(p):
     p.add_argument("--optimizer", default="adam", choices=["sgd", "adam", "adamw"], help="optimizer (default adam)")
     p.add_argument("--device", default=None, choices=["cpu", "cuda"],
                    help="where to train (default: cuda when a GPU is usable, else cpu; or $CUPYNET_DEVICE)")
-    p.add_argument("--seed", type=int, default=0, help="random seed for init, dropout and shuffling (default 0)")
+    p.add_argument("--seed", type=_seed, default=0, help="random seed for init, dropout and shuffling (default 0)")
     p.add_argument("--metrics", default=None, metavar="FILE.jsonl",
                    help="write one JSON line per step: step, epoch, loss, lr, time (s since the start), with --amp "
                         "also scale and skipped steps so far; and one per epoch with split, train_loss, train_acc, "
@@ -97,14 +159,14 @@ def _add_train(p):
                         "0 disables validation (default 0.1)")
     p.add_argument("--best-metric", default="val_acc", choices=["val_acc", "val_loss"],
                    help="what best.ckpt is chosen by (default val_acc)")
-    p.add_argument("--threads", type=_positive_int, default=None, metavar="N",
+    p.add_argument("--threads", type=_positive_type(int, "integer", MAX_THREADS), default=None, metavar="N",
                    help="BLAS threads (default: 1 for small models on the CPU, where more threads only slow small "
                         "matrix products on a busy machine; else the BLAS library's default)")
     p.add_argument("--amp", action="store_true", help="mixed precision: autocast + dynamic loss scaling")
     p.add_argument("--amp-dtype", default=None, choices=["float16", "bfloat16"],
                    help="autocast dtype (default float16 on cuda, bfloat16 on cpu)")
-    p.add_argument("--init-scale", type=_positive_float, default=2.0 ** 16,
-                   help="GradScaler initial loss scale, with --amp (default 65536)")
+    p.add_argument("--init-scale", type=_positive_float, default=None,
+                   help="GradScaler initial loss scale; needs --amp (default 65536)")
     p.add_argument("--save-every", type=_positive_int, default=None, metavar="N",
                    help="save a checkpoint in --out every N steps (and at the end)")
     p.add_argument("--resume", nargs="?", const="auto", default=None, metavar="PATH|auto",
@@ -115,7 +177,24 @@ def _add_train(p):
     p.add_argument("--no-progress", action="store_true",
                    help="no progress (summary lines only); without a terminal, progress is plain lines every 10 s")
     p.add_argument("--nproc", type=_positive_int, default=1, metavar="N",
-                   help="data-parallel training in N processes started through mpiexec (default 1)")
+                   help="data-parallel training in N processes started through mpiexec (default 1); "
+                        "--batch-size is per process")
+    p.add_argument("--patience", type=_positive_int, default=None, metavar="N",
+                   help="early stopping: stop when --best-metric has not improved for N epochs (needs validation)")
+    p.add_argument("--schedule", default="constant", choices=list(SCHEDULES),
+                   help="learning-rate schedule: constant, cosine (to 0 at the last step), step (x0.1 at 50%% and "
+                        "75%% of the steps) or plateau (x0.1 when val loss stalls 2 epochs) (default constant)")
+    p.add_argument("--warmup-steps", type=_non_negative_int, default=0, metavar="N",
+                   help="linear learning-rate warmup over the first N optimizer steps (default 0)")
+    p.add_argument("--clip-grad-norm", type=_positive_float, default=None, metavar="X",
+                   help="clip the gradients' global 2-norm to X (under --amp after unscaling)")
+    p.add_argument("--accumulate", type=_positive_int, default=1, metavar="N",
+                   help="sum the gradients of N batches before each optimizer step (an N times larger batch)")
+    p.add_argument("--tensorboard", default=None, metavar="DIR",
+                   help="write TensorBoard event files (loss, lr, accuracy, loss scale) to DIR")
+    p.add_argument("--test-on", default="final", choices=["best", "final"],
+                   help="weights the test accuracy is measured on: best (best.ckpt, needs --out) or final "
+                        "(default final)")
 
 
 def _info() -> dict:
@@ -163,10 +242,43 @@ def _print_info(as_json):
     if as_json:
         print(json.dumps(report, indent=2))
         return
-    for key, value in report.items():
-        if isinstance(value, dict):
-            value = ", ".join(f"{k}={v}" for k, v in value.items())
-        print(f"{key:>16}: {value if value is not None else 'none (CPU only)'}")
+    for label, text in _plain_info(report):
+        print(f"{label + ':':<16} {text}")
+
+
+def _plain_info(report) -> list:
+    """(label, sentence) pairs of ``cupynet info`` in plain words, from the report that ``--json`` prints.
+
+    NOTE: GPU kernels are reported as what can run here: without a GPU they are not used, whatever the
+    headers would allow (the JSON keeps ``kernels_can_compile`` for scripts).
+    """
+    gpu, headers = report["gpu"], report["kernel_headers"]
+    lines = [("cupynet", f"{report['cupynet']} (Python {report['python']}, NumPy {report['numpy']}, "
+                         f"ml_dtypes {report['ml_dtypes']})")]
+    cupy = report["cupy"]
+    lines.append(("CuPy", "not installed or not usable: arrays live in NumPy on the CPU" if cupy.startswith("not")
+                  else cupy))
+    lines.append(("device", f"{report['default_device']} by default (CUPYNET_DEVICE=cpu|cuda or --device chooses)"))
+    if gpu:
+        lines.append(("GPU", f"{gpu['name']}, compute capability {gpu['compute_capability']}, {gpu['count']} "
+                             "device(s)"))
+    else:
+        lines.append(("GPU", "none found: everything runs on the CPU"))
+    kinds = [name for name, ok in (("float16", report["fp16_supported"]), ("bfloat16", report["bf16_supported"]))
+             if ok]
+    where = "" if gpu else " (on the CPU through NumPy: correct, but slower than float32)"
+    lines.append(("half precision", (" and ".join(kinds) + " work here" + where) if kinds else "not available"))
+    if not gpu:
+        kernels = "not used: there is no GPU to run them"
+    elif headers["kernels_can_compile"]:
+        kernels = "compiled on first use (CUDA's fp16/bf16 headers found)"
+    else:
+        kernels = f"cannot compile: CUDA's fp16/bf16 headers are missing; {headers['fix']}"
+    lines.append(("GPU kernels", kernels))
+    memory = report["host_malloc"]
+    lines.append(("host memory", "freed array memory is kept for reuse (glibc malloc thresholds raised)"
+                  if memory["tuned"] else f"the C library's default allocation ({memory['reason']})"))
+    return lines
 
 
 def main(argv=None) -> int:
@@ -195,6 +307,17 @@ def main(argv=None) -> int:
     except (FileNotFoundError, NotADirectoryError, ValueError, RuntimeError, ImportError) as error:
         print(f"cupynet {args.command}: error: {error}", file=sys.stderr)
         return 1
+    except MemoryError as error:  # e.g. `bench --batch-size` far beyond this machine's memory
+        print(f"cupynet {args.command}: error: out of memory ({error}); try a smaller --batch-size", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as interrupt:  # Ctrl-C before training began, or a second signal (train.stopping)
+        status = getattr(interrupt, "status", 130)
+        print(f"\ncupynet {args.command}: aborted (nothing saved since the last checkpoint)", file=sys.stderr)
+        return status
+    except BrokenPipeError:  # stdout's reader went away (`cupynet info | head -1`): end quietly
+        from cupynet.train.stopping import silence_stdout
+        silence_stdout()
+        return 141
 
 
 if __name__ == "__main__":

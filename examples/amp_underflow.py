@@ -58,10 +58,16 @@ def part1(model, x, y, title):
     print(f"{grads.size} gradient values; |g| from {np.abs(grads[grads != 0]).min():.2e} "
           f"to {np.abs(grads).max():.2e}")
     print(f"{'loss scale':>12} {'flushed to 0':>14} {'subnormal':>10} {'inf':>6}")
+    lost = {}
     for scale in (1.0, 2.0 ** 8, 2.0 ** 16, 2.0 ** 24, 2.0 ** 32):
         c = count_in_fp16(grads, scale)
         print(f"{scale:>12.0f} {c['zero']:>8} ({100 * c['zero'] / c['total']:4.1f}%) {c['subnormal']:>10} "
               f"{c['inf']:>6}")
+        lost[scale] = 100 * (c["zero"] + c["subnormal"]) / c["total"]
+    # NOTE: a subnormal fp16 keeps fewer than 10 significant bits (and a GPU kernel compiled with -ftz
+    # flushes it to 0 outright): underflow is the zeros and the subnormals together
+    print(f"underflow (flushed to 0 or subnormal): {lost[1.0]:.1f}% of the values unscaled, "
+          f"{lost[2.0 ** 16]:.1f}% at the default loss scale 65536")
 
 
 def part2(model, x, y, steps, plot):

@@ -70,7 +70,8 @@ def test_help_documents_every_flag():
     assert result.returncode == 0
     for flag in ("--model", "--dataset", "--epochs", "--batch-size", "--lr", "--optimizer", "--device", "--seed",
                  "--metrics", "--out", "--amp", "--amp-dtype", "--save-every", "--resume", "--val-split",
-                 "--best-metric", "--threads"):
+                 "--best-metric", "--threads", "--patience", "--schedule", "--warmup-steps", "--clip-grad-norm",
+                 "--accumulate", "--tensorboard", "--test-on", "--nproc", "--max-steps"):
         assert flag in result.stdout
 
 

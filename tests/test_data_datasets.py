@@ -4,6 +4,7 @@ import gzip
 import os
 import pickle
 import struct
+import sys
 
 import numpy as np
 import pytest
@@ -38,6 +39,8 @@ def test_digits_without_sklearn_says_what_to_install(monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", fake_import)
+    # NOTE: no scikit-learn package either, so no bundled digits.csv.gz to read without importing it
+    monkeypatch.setattr(sys.modules["cupynet.data.datasets.digits"], "_digits_file", lambda: None)
     with pytest.raises(ImportError, match=r"pip install cupynet\[examples\]"):
         datasets.digits()
 

@@ -1,6 +1,7 @@
 """The examples run end to end with tiny settings (public API only) and print what they promise."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -39,4 +40,6 @@ def test_train_cnn_runs():
 def test_amp_underflow_shows_flush_to_zero(tmp_path):
     out = run_example("amp_underflow.py", "--steps", "30", "--plot", str(tmp_path / "p.png"))
     assert "flushed to 0" in out and "subnormal" in out
+    rates = re.findall(r"underflow \(flushed to 0 or subnormal\): ([\d.]+)% of the values unscaled, ([\d.]+)% at", out)
+    assert len(rates) == 2 and all(float(unscaled) > float(scaled) for unscaled, scaled in rates), out
     assert "skipped steps" in out and "0.weight" in out  # the overflow report names the first layer

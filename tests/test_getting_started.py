@@ -58,8 +58,12 @@ def test_every_block_of_the_page_runs(tmp_path):
                                                 and "pdoc cupynet -o build/api" in ci), "CI builds other API docs"
             else:
                 pytest.fail(f"a command the test does not know how to check: {line}")
-    assert ran == {"cupynet": 1, "python": 3}, ran  # first run, metrics reading, first script, first AMP script
-    first_run, metrics, script, amp_script = outputs
+    # first run, metrics reading, the longer run with the new flags, first script, first AMP script
+    assert ran == {"cupynet": 2, "python": 3}, ran
+    first_run, metrics, longer_run, script, amp_script = outputs
+    assert "(cosine to 0 over 330 updates, linear warmup over 20 updates)" in longer_run
+    assert "test set:  best.ckpt's weights (epoch " in longer_run and longer_run.splitlines()[-1].startswith("test ac")
+    assert any(name.startswith("events.out.tfevents.") for name in os.listdir(tmp_path / "runs" / "second" / "tb"))
     assert first_run.splitlines()[0].startswith("cupynet train: mlp (MLP, ")
     assert first_run.splitlines()[-1].startswith("test accuracy: ")
     for name in ("last.ckpt", "best.ckpt", "curves.png", "metrics.jsonl"):

@@ -79,7 +79,7 @@ def test_cli_resume_after_ctrl_c_continues_exactly(tmp_path):
             break
         time.sleep(0.01)
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err[-2000:]
+    assert proc.returncode == 130, err[-2000:]  # Ctrl-C: saved, and the shell sees the interrupt
     assert "stopped at step" in out, "the run finished before Ctrl-C arrived; the test proved nothing"
     resumed = run_cli(*common, "--out", str(tmp_path / "b"), "--resume", "auto", "--metrics", str(metrics_b))
     assert resumed.returncode == 0, resumed.stderr[-2000:]

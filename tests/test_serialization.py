@@ -255,6 +255,17 @@ def test_checkpoint_save_removes_stale_temp_files(tmp_path):
     assert temp_files(directory) == sorted([live, other]) and ckpt.latest().endswith("step-00000006.ckpt")
 
 
+def test_a_step_name_with_a_trailing_newline_is_not_a_checkpoint(tmp_path):
+    from cupynet.train.checkpoint import Checkpoint
+    impostor = tmp_path / "step-00000009.ckpt\n"  # NOTE: `$` in a pattern matches before a final newline
+    impostor.write_bytes(b"not a checkpoint")
+    ckpt = Checkpoint(tmp_path, cn.nn.Linear(2, 1), keep=1)
+    assert ckpt.latest() is None
+    ckpt.save(1)
+    ckpt.save(2)  # prunes to keep=1: the impostor is neither listed nor removed
+    assert [step for step, _ in ckpt.list()] == [2] and impostor.exists()
+
+
 def test_file_mode_follows_the_umask_and_replacing_keeps_the_mode(tmp_path):
     old = os.umask(0o022)
     try:

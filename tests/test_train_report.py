@@ -42,7 +42,8 @@ def test_header_names_device_model_data_precision_threads_and_outputs(tmp_path, 
     assert f"output:    {out} (last.ckpt, best.ckpt, curves.png); step checkpoints every 2 steps in " \
            f"{out / 'checkpoints'}" in header
     assert f"metrics:   {metrics}" in header
-    assert lines.index(next(line for line in lines if line.startswith("epoch 1/2"))) == 7  # header, then epochs
+    assert lines[7] == "  layers:    6 at the top level (name, type, parameters)"  # the MLP's 6 top-level layers
+    assert lines.index(next(line for line in lines if line.startswith("epoch 1/2"))) == 14  # header, then epochs
 
 
 def test_header_names_the_amp_dtype(capsys):
@@ -212,3 +213,50 @@ def test_threads_benchmark_runs_and_prints_medians():
     assert lines[0].startswith("cores ") and "extra busy processes 1" in lines[0]
     assert [line.split(":")[0] for line in lines[1:3]] == ["round 1", "round 2"]
     assert lines[-1].startswith("median 1 thread(s): ") and lines[-1].endswith(")")
+
+
+@pytest.mark.parametrize("width", [50, 80, 132])
+def test_progress_bar_fits_the_terminal_dropping_fields_by_priority(width, monkeypatch):
+    monkeypatch.setattr(progress, "_columns", lambda stream: width)
+    terminal = _Stream(tty=True)
+    bar = progress.EpochBar(11, 20, total=210, stream=terminal)
+    bar.update_to(99, loss=0.51234, acc=75.0, rate=12345.0, eta=3725.2, lr="0.001", val_loss="0.1234",
+                  val_acc="95.8%", scale="65536", skipped=3)
+    frame = [f for f in terminal.getvalue().replace("\x1b[A", "").split("\r") if f.strip()][-1]  # less cursor moves
+    assert len(frame) <= width, frame
+    assert "loss 0.5123" in frame  # the first field always fits
+    assert ("acc 75.0%" in frame) == (width >= 80)
+    kept = [name for name, text in (("eta", "ETA 1:02:06"), ("rate", "12345/s"), ("val_acc", "val 95.8%"),
+                                    ("lr", "lr 0.001"), ("skipped", "skipped 3")) if text in frame]
+    if width >= 132:
+        assert kept == ["eta", "rate", "val_acc", "lr", "skipped"], frame
+    if width == 80:
+        assert kept[:2] == ["eta", "rate"], frame  # the ETA and the speed before validation and AMP numbers
+
+
+def test_fit_fields_and_durations():
+    fields = {"skipped": "3", "loss": "0.5000", "acc": "75.0%", "eta": "0:09"}
+    assert progress.fit_fields(fields, 100) == "loss 0.5000 acc 75.0% ETA 0:09 skipped 3"
+    assert progress.fit_fields(fields, 25) == "loss 0.5000 acc 75.0%"
+    assert progress.fit_fields(fields, 30) == "loss 0.5000 acc 75.0% ETA 0:09"
+    assert [progress.format_duration(s) for s in (0, 4.2, 187, 3725.2)] == ["0:00", "0:05", "3:07", "1:02:06"]
+
+
+def test_plots_carry_a_title_a_visible_best_marker_and_the_learning_rate(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from cupynet.cli import main
+    from cupynet.train import plots
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda plt, fig, path: figures.append(fig) or path)
+    monkeypatch.setenv("CUPYNET_DEVICE", "cpu")
+    assert main(["train", "--epochs", "3", "--batch-size", "512", "--no-progress", "--out", str(tmp_path),
+                 "--schedule", "cosine", "--best-metric", "val_loss"]) == 0
+    (figure,) = figures
+    assert figure._suptitle.get_text() == f"mlp on digits, fp32, adam -- {tmp_path}"
+    loss_ax, acc_ax, lr_ax = figure.axes
+    stars = [line for line in loss_ax.lines if line.get_marker() == "*"]
+    assert len(stars) == 1 and not stars[0].get_clip_on()  # drawn even on the axis edge
+    epoch = int(stars[0].get_xdata()[0])
+    assert loss_ax.get_xlim()[1] > epoch  # room to the right of the last epoch
+    rates = lr_ax.lines[0].get_ydata()
+    assert rates[0] == pytest.approx(1e-3) and rates[-1] < rates[0]  # cosine from 1e-3 down

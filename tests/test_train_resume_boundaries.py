@@ -62,8 +62,10 @@ def checkpoints(out_dir):
 
 
 def final_state(out_dir):
-    """The newest checkpoint of a run, flattened (it is written when a run ends)."""
-    return flat(cn.load(os.path.join(out_dir, "checkpoints", checkpoints(out_dir)[-1])))
+    """The newest checkpoint of a run, flattened (it is written when a run ends), without its wall-clock time."""
+    state = flat(cn.load(os.path.join(out_dir, "checkpoints", checkpoints(out_dir)[-1])))
+    state.pop("/metrics/time")  # seconds trained so far: the one part that differs from run to run
+    return state
 
 
 def rows(path):

@@ -131,7 +131,8 @@ def test_checkpoints_record_the_run_configuration(tmp_path, capsys):
     config = cn.load(out / "last.ckpt")["extra"]["config"]
     assert config == {"model": "mlp", "dataset": "digits", "val_split": 0.1, "seed": 5, "batch_size": 512,
                       "optimizer": "adam", "amp": True, "amp_dtype": "bfloat16", "lr": None, "epochs": 1,
-                      "init_scale": 65536.0, "best_metric": "val_acc"}
+                      "init_scale": 65536.0, "best_metric": "val_acc", "schedule": "constant", "warmup_steps": 0,
+                      "accumulate": 1, "clip_grad_norm": None}
 
 
 @pytest.mark.parametrize("args, flags", [

@@ -37,7 +37,7 @@ from ..serialization import load, save
 
 __all__ = ["Checkpoint", "attach_checkpointing", "RUN_IDENTITY", "describe_config"]
 
-_NAME = re.compile(r"^step-(\d{8,})\.ckpt$")
+_NAME = re.compile(r"^step-(\d{8,})\.ckpt\Z")
 _NAMED = ("best.ckpt", "last.ckpt")
 
 # NOTE: the settings a run cannot change on resume: another model, data, split, batch size, optimizer or
@@ -187,6 +187,9 @@ def attach_checkpointing(trainer):
     ckpt = Checkpoint(os.path.join(directory, "checkpoints") if cfg.out else directory, trainer.model,
                       trainer.optimizer, None, trainer.scaler, trainer.loader, keep=cfg.keep)
     trainer.checkpointer = _Checkpointer(ckpt, cfg.save_every, cfg.out)
+    # NOTE: under --nproc every rank resumes from the files, and rank 0 alone writes them: two writers of
+    # last.ckpt would leave whichever rank renamed last, with its own shard's numbers
+    trainer.checkpointer.writer = getattr(trainer, "rank", 0) == 0
     if cfg.resume:
         path = None if cfg.resume == "auto" else cfg.resume
         if path is None:
@@ -194,7 +197,7 @@ def attach_checkpointing(trainer):
         if path is None:
             print(f"resume: no checkpoint in {ckpt.directory} yet; starting from scratch")
             return
-        state = ckpt.restore(path, check=lambda state: _check_config(state, cfg, path))
+        state = ckpt.restore(path, check=lambda state: _check_resumable(state, trainer, path))
         _check_position(state, trainer.steps_per_epoch, path)
         trainer.continue_from(state["step"], state["metrics"].get("history", []),
                               (state.get("extra") or {}).get("skipped_steps", 0), metrics=state["metrics"])
@@ -218,6 +221,16 @@ def describe_config(config: dict, keys=RUN_IDENTITY) -> str:
         elif value is not None:
             flags.append(f"{flag} {value}")
     return " ".join(flags)
+
+
+def _check_resumable(state, trainer, path):
+    """Refuse, before anything is restored, a checkpoint this run cannot continue."""
+    _check_config(state, trainer.config, path)
+    position = int(state["step"]) % trainer.steps_per_epoch
+    if position % trainer.accumulate:
+        raise ValueError(f"resume: {path} is at batch {position} of an epoch, inside a group of --accumulate "
+                         f"{trainer.accumulate} batches; resume it with the --accumulate it was saved with (a "
+                         "divisor of the batch position)")
 
 
 def _check_config(state, config, path):
@@ -266,6 +279,7 @@ class _Checkpointer:
     def __init__(self, checkpoint, every, out=None):
         self.checkpoint, self.every, self.out = checkpoint, every, out
         self.last_saved = self.last_named = None
+        self.writer = True  # False on the ranks other than 0 under --nproc: they read checkpoints only
         self.written = {}  # file name -> path, for the run's summary
 
     def due(self, step) -> bool:
@@ -277,7 +291,7 @@ class _Checkpointer:
         return path if path and os.path.isfile(path) else None
 
     def save_now(self, trainer):
-        if self.every is None or self.last_saved == trainer.step:
+        if self.every is None or self.last_saved == trainer.step or not self.writer:
             return
         metrics, extra = trainer.checkpoint_payload()
         self.written["steps"] = self.checkpoint.save(trainer.step, trainer.epoch, metrics=metrics, extra=extra)
@@ -290,7 +304,7 @@ class _Checkpointer:
             trainer: the Trainer.
             name: one of best.ckpt, last.ckpt.
         """
-        if not self.out:
+        if not self.out or not self.writer:
             return
         assert name in _NAMED, name
         metrics, extra = trainer.checkpoint_payload()

@@ -15,7 +15,11 @@ def parse_dataset_spec(spec: str):
     """
     kind, _, root = spec.partition(":")
     if kind not in _KINDS:
-        raise ValueError(f"unknown dataset {spec!r}; expected digits, mnist:DIR, fashion-mnist:DIR or cifar10:DIR")
+        import difflib
+        close = difflib.get_close_matches(kind, _KINDS, n=1)
+        hint = f"; did you mean {close[0] if close[0] == 'digits' else close[0] + ':DIR'!r}?" if close else ""
+        raise ValueError(f"unknown dataset {spec!r}; expected digits, mnist:DIR, fashion-mnist:DIR or "
+                         f"cifar10:DIR{hint}")
     if kind == "digits" and root:
         raise ValueError("the digits data set takes no directory (it ships with scikit-learn)")
     if kind != "digits" and not root:

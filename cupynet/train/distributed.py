@@ -2,7 +2,12 @@
 rank trains a DistributedDataParallel replica on its shard of the training set, and rank 0 alone
 prints, writes metrics and saves checkpoints (all ranks resume from them).
 
-``--batch-size`` is per process, as in PyTorch: the global batch is N times it. ``--nproc`` limits each
+``--batch-size`` is per process, as in PyTorch: the global batch is N times it (the header says both).
+The training loss and accuracy printed, written to ``--metrics`` and kept in the checkpoints are rank 0's,
+measured on its shard: one set of numbers everywhere; validation and test use the whole sets.
+Run as root, ``--nproc`` passes Open MPI's ``--allow-run-as-root`` and the header says so. A Ctrl-C or
+SIGTERM sent to ``cupynet train --nproc N`` reaches every rank as SIGUSR1, and the ranks stop after the same
+step (``agree_to_stop``), so rank 0's checkpoint resumes like a one-process run's. ``--nproc`` limits each
 rank's BLAS threads to cores / N; with a bare ``mpiexec`` set ``OMP_NUM_THREADS`` yourself.
 """
 
@@ -11,12 +16,14 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 
-__all__ = ["mpi_world_size", "relaunch", "data_parallel", "rank0_output"]
+__all__ = ["mpi_world_size", "relaunch", "data_parallel", "rank0_output", "launch_note", "agree_to_stop"]
 
 _WORLD_SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE")
+AS_ROOT_VARIABLE = "CUPYNET_MPI_AS_ROOT"  # set by --nproc for its ranks when it started mpiexec as root
 
 
 def mpi_world_size() -> int:
@@ -53,9 +60,70 @@ def relaunch(argv, nproc: int) -> int:
         elif not arg.startswith("--nproc="):
             rest.append(arg)
     # NOTE: oversubscribe: N may exceed the cores (a CPU run on a laptop); no binding, so the OS places ranks
-    cmd = [_mpiexec(), "-n", str(nproc), "--oversubscribe", "--bind-to", "none", sys.executable, "-m",
-           "cupynet.cli", *rest]
-    return subprocess.call(cmd, env=_thread_limits(nproc))
+    cmd = [_mpiexec(), "-n", str(nproc), "--oversubscribe", "--bind-to", "none"]
+    env = _thread_limits(nproc)
+    from .stopping import LAUNCHED_VARIABLE  # noqa: PLC0415
+    env[LAUNCHED_VARIABLE] = "1"
+    if _is_root():
+        # NOTE: Open MPI refuses to start as root unless told (containers usually run as root); as Horovod's
+        # launcher does, say so: the run's header names it (AS_ROOT_VARIABLE)
+        cmd.append("--allow-run-as-root")
+        env[AS_ROOT_VARIABLE] = "1"
+    # NOTE: mpiexec in its own session: a Ctrl-C on the terminal reaches this process only (mpiexec would kill
+    # the job on SIGINT or SIGTERM); this process passes a first signal on as SIGUSR1, which Open MPI forwards
+    # to every rank as it is, and the ranks stop together after one step and save (agree_to_stop). A second
+    # signal is passed on as SIGTERM: mpiexec then ends the job at once.
+    launched = subprocess.Popen([*cmd, sys.executable, "-m", "cupynet.cli", *rest], env=env,
+                                start_new_session=True)
+    received = []
+
+    def forward(signum, frame):
+        received.append(signum)
+        launched.send_signal(signal.SIGUSR1 if len(received) == 1 else signal.SIGTERM)
+
+    previous = {number: signal.signal(number, forward) for number in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        status = launched.wait()
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    if received:
+        return 128 + received[0]  # NOTE: the status of the signal this command was sent: 130 or 143
+    return 128 - status if status < 0 else status  # NOTE: killed by signal N: the shell's 128 + N
+
+
+def agree_to_stop(trainer, requested: bool) -> bool:
+    """Whether any rank wants to stop now (one small all-reduce); ``requested`` itself in one process.
+
+    NOTE: every rank must stop after the same step, or the ones still training wait forever in DDP's
+    gradient all-reduce; a signal reaches the ranks at slightly different steps.
+
+    Args:
+        trainer: the Trainer (its rank count and device).
+        requested: this rank's wish.
+    """
+    if mpi_world_size() <= 1:
+        return requested
+    import cupynet as cn  # noqa: PLC0415
+    from cupynet import distributed as dist  # noqa: PLC0415
+    flag = cn.tensor([1.0 if requested else 0.0], device=trainer.device)
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    return bool(flag.item() > 0)
+
+
+def _is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def launch_note():
+    """How this process was started, for the run header: "2 processes (mpiexec ...)", or None in one process."""
+    world = mpi_world_size()
+    if world <= 1:
+        return None
+    note = f"{world} processes (mpiexec, data-parallel; rank 0 reports and writes)"
+    if os.environ.get(AS_ROOT_VARIABLE) == "1":
+        note += "; running as root: started with Open MPI's --allow-run-as-root"
+    return note
 
 
 def _thread_limits(nproc: int) -> dict:

@@ -7,7 +7,6 @@ flushed and at the end of an epoch, so the GPU is not stalled every step.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import signal
@@ -17,121 +16,17 @@ import time
 import cupynet as cn
 from cupynet import backend
 
+from .config import BEST_IS_HIGHER, TrainConfig
 from .data_spec import load_datasets, split_validation
-from .distributed import data_parallel, rank0_output
+from .distributed import agree_to_stop, data_parallel, rank0_output
 from .plots import write_plots
 from .progress import EpochBar
 from .report import format_epoch, header_lines, summary_lines
+from .schedule import LearningRate
+from .stopping import EXIT_STATUS, GuardedStream, StopRequest, stop_on_signals
 from .threads import BlasThreads
 
 __all__ = ["TrainConfig", "train", "Trainer"]
-
-
-@dataclasses.dataclass
-class TrainConfig:
-    """Everything ``cupynet train`` needs; built from the command line or by hand.
-
-    Args:
-        model: "mlp", "cnn" or "transformer".
-        dataset: "digits", "mnist:DIR", "fashion-mnist:DIR" or "cifar10:DIR".
-        epochs: passes over the training set.
-        batch_size: samples per step.
-        lr: learning rate (None: 1e-3 for adam/adamw, 0.05 for sgd).
-        optimizer: "sgd", "adam" or "adamw".
-        device: "cpu", "cuda" or None for the default device.
-        seed: seed of init, dropout and shuffling.
-        metrics: path of the JSON-lines metrics file, or None.
-        out: output directory (checkpoints, loss curve), or None.
-        amp: use autocast and a GradScaler.
-        amp_dtype: "float16"/"bfloat16" or None for autocast's default.
-        init_scale: the GradScaler's initial scale.
-        save_every: checkpoint every N steps (needs out).
-        resume: a checkpoint path, "auto", or None.
-        keep: how many checkpoints to keep.
-        progress: show the tqdm bar.
-        max_steps: stop once the global step (counted across resumes) reaches this, as Ctrl-C does:
-            a checkpoint is saved (with save_every) and ``resume`` continues later; None: no limit.
-            ``cupynet train --max-steps N``.
-        val_split: fraction of the training set held out for validation every epoch (drawn from ``seed``);
-            0 disables validation (and best.ckpt).
-        best_metric: "val_acc" or "val_loss": what ``best.ckpt`` is chosen by.
-        threads: BLAS threads (None: one for small models on the CPU, else the library's default).
-    """
-
-    model: str = "mlp"
-    dataset: str = "digits"
-    epochs: int = 20
-    batch_size: int = 64
-    lr: float | None = None
-    optimizer: str = "adam"
-    device: str | None = None
-    seed: int = 0
-    metrics: str | None = None
-    out: str | None = None
-    amp: bool = False
-    amp_dtype: str | None = None
-    init_scale: float = 2.0 ** 16
-    save_every: int | None = None
-    resume: str | None = None
-    keep: int = 3
-    progress: bool = True
-    max_steps: int | None = None
-    val_split: float = 0.1
-    best_metric: str = "val_acc"
-    threads: int | None = None
-
-    @classmethod
-    def from_args(cls, args):
-        """Build from parsed ``cupynet train`` arguments.
-
-        Args:
-            args: the argparse namespace.
-        """
-        fields = {f.name for f in dataclasses.fields(cls)}
-        values = {k: v for k, v in vars(args).items() if k in fields}
-        values["progress"] = not args.no_progress
-        return cls(**values)
-
-    def validate(self):
-        """Raise ValueError naming the first inconsistent setting."""
-        if (self.save_every or (self.resume == "auto")) and not self.out:
-            raise ValueError("--save-every and --resume auto need --out DIR")
-        if self.amp_dtype is not None and not self.amp:
-            raise ValueError(f"--amp-dtype {self.amp_dtype} has no effect without --amp (the run would be fp32); "
-                             "add --amp, or drop --amp-dtype")
-        if self.model not in ("mlp", "cnn", "transformer"):
-            raise ValueError(f"unknown model {self.model!r}; expected mlp, cnn or transformer")
-        if self.optimizer not in ("sgd", "adam", "adamw"):
-            raise ValueError(f"unknown optimizer {self.optimizer!r}; expected sgd, adam or adamw")
-        if self.max_steps is not None and (isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int)
-                                           or self.max_steps < 1):
-            raise ValueError(f"max_steps must be a positive int or None, got {self.max_steps!r}")
-        if self.best_metric not in _BEST:
-            raise ValueError(f"unknown --best-metric {self.best_metric!r}; expected val_acc or val_loss")
-
-    def identity(self) -> dict:
-        """The settings a checkpoint records (``RUN_IDENTITY`` and the rest that describe the run).
-        """
-        keys = ("model", "dataset", "val_split", "seed", "batch_size", "optimizer", "amp", "amp_dtype", "lr",
-                "epochs", "init_scale", "best_metric")
-        return {key: getattr(self, key) for key in keys}
-
-
-# NOTE: True where a larger value is better
-_BEST = {"val_acc": True, "val_loss": False}
-
-
-class _StopFlag:
-    """Set by Ctrl-C: the loop finishes the current step, then stops cleanly."""
-
-    def __init__(self):
-        self.requested = False
-
-    def __call__(self, signum, frame):
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-        print("\ninterrupt: stopping after the current step (Ctrl-C again to abort)", file=sys.stderr)
 
 
 class Trainer:
@@ -164,6 +59,13 @@ class Trainer:
         self.steps_per_epoch = len(self.loader)
         if self.steps_per_epoch == 0:
             raise ValueError(f"the training set of {config.dataset!r} is empty")
+        if config.accumulate > 1 and self.rank_count() > 1:
+            raise ValueError("--accumulate with several processes is not supported yet; use a larger --batch-size "
+                             "or --nproc instead")
+        self.accumulate = config.accumulate
+        self.groups_per_epoch = -(-self.steps_per_epoch // self.accumulate)  # optimizer updates per epoch
+        self.schedule = LearningRate(self.optimizer.param_groups[0]["lr"], config.schedule, config.warmup_steps,
+                                     config.epochs * self.groups_per_epoch)
         self.scaler = _make_scaler(config, self.device)
         if self.scaler is not None:
             self.scaler.register_model(self.model)  # overflow reports name layers, not param[i]
@@ -174,10 +76,16 @@ class Trainer:
         self.epoch_rows = []       # one dict per finished epoch: train/val loss and accuracy
         self.best = None           # the epoch row with the best --best-metric so far
         self.amp_history = []      # (step, scale after its update, skipped steps so far), with AMP
+        self.lr_history = []       # (step, lr) at the first step and wherever the learning rate changed
         self.overflow_counts = {}  # layer -> overflow reports naming it (this process only)
         self.epoch_hits = self.epoch_seen = 0  # correct predictions / samples of the epoch so far
         self.checkpointer = None
         self.wall_time = 0.0
+        self.stop = StopRequest()
+        self._t0 = None
+        self._time_before = 0.0    # seconds the run had trained before this process resumed it
+        self._save_wanted = False  # a --save-every step passed inside an accumulation group
+        self.tensorboard = None
 
     @property
     def epoch(self) -> int:
@@ -212,32 +120,98 @@ class Trainer:
         self.epoch_rows = [dict(row) for row in metrics.get("epochs", [])]
         self.best = dict(metrics["best"]) if metrics.get("best") else None
         self.amp_history = [tuple(p) for p in metrics.get("amp", [])]
+        self.lr_history = [tuple(p) for p in metrics.get("lr", [])]
         self.epoch_hits, self.epoch_seen = (int(v) for v in metrics.get("epoch_so_far", (0, 0)))
         restored = int(self.scaler.skipped_steps()) if self.scaler is not None else 0
         self._skips_before = max(0, int(skipped_steps) - restored)
         self._reported_skips = self.skipped_steps()  # NOTE: old skips were reported by the run that took them
+        self.schedule.load_state_dict(metrics.get("lr_schedule") or {})
+        self._time_before = float(metrics.get("time", 0.0))  # NOTE: the metrics' `time` continues across resumes
 
     # ---- one step ------------------------------------------------------------------------------
     def train_step(self, x, y):
-        """Forward, backward and update for one batch; returns the loss as a device tensor.
+        """Forward and backward for one batch; the optimizer update on the last batch of its group.
+
+        With ``--accumulate N`` the batches of an epoch form groups of N (the last group of an epoch may be
+        shorter); their gradients add up and one update follows the group. Each batch's loss is weighted by
+        its share of the group's samples, so the update uses the mean loss over the group: the large batch's.
+        Returns the batch's (unweighted) loss and logits, detached.
 
         Args:
             x: the input batch.
             y: the int64 labels.
         """
         from cupynet.nn import functional as F
-        self.optimizer.zero_grad(set_to_none=True)
-        with self._autocast():
-            logits = self.net(x)
-            loss = F.cross_entropy(logits, y)
+        position = self._position_in_epoch()
+        first, last, weight = self._group_role(position, int(y.shape[0]))
+        if first:
+            self.optimizer.zero_grad(set_to_none=True)
+        with self._overflow_is_expected():
+            with self._autocast():
+                logits = self.net(x)
+                loss = F.cross_entropy(logits, y)
+            weighted = loss if weight == 1.0 else loss * weight
+            if self.scaler is not None:
+                self.scaler.scale(weighted).backward()
+            else:
+                weighted.backward()
+            if last:
+                self._update()
+        return loss.detach(), logits.detach()
+
+    def _overflow_is_expected(self):
+        """Under loss scaling, NumPy's overflow/invalid warnings silenced: an inf there is the scaler's signal.
+
+        NOTE: with --amp a too-large loss scale makes fp16 casts and products overflow on purpose; the
+        GradScaler finds the inf, skips the step, halves the scale, and the run reports the layers in its own
+        "step skipped" line. NumPy would print a RuntimeWarning block for each of those casts (on the CPU);
+        fp32 runs keep NumPy's warnings, where an overflow is a real problem.
+        """
+        import contextlib
+        if self.scaler is None:
+            return contextlib.nullcontext()
+        import numpy
+        return numpy.errstate(over="ignore", invalid="ignore")
+
+    def _group_role(self, position, batch):
+        """(first of its group, last of its group, weight) of the batch at ``position`` in the epoch."""
+        n = self.accumulate
+        if n == 1:
+            return True, True, 1.0
+        start = position - position % n
+        end = min(start + n, self.steps_per_epoch)
+        size, total = self.config.batch_size, len(self.loader.dataset)
+        samples = min(end * size, total) - start * size  # NOTE: the epoch's last batch may be smaller
+        return position == start, position + 1 == end, batch / samples
+
+    def _update(self):
+        """One optimizer update: the scheduled learning rate, clipping (of unscaled gradients), the step."""
+        lr = self.schedule.at(self.updates_done())
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        clip = self.config.clip_grad_norm
+        if clip is not None:
+            from cupynet.nn.utils import clip_grad_norm_
+            if self.scaler is not None:
+                # NOTE: as PyTorch's AMP recipe: clip the true gradients, not the scaled ones; a step whose
+                # gradients overflowed is still skipped by scaler.step (unscale_ recorded found_inf)
+                self.scaler.unscale_(self.optimizer)
+            clip_grad_norm_(self.model.parameters(), clip)
         if self.scaler is not None:
-            self.scaler.scale(loss).backward()
             self.scaler.step(self.optimizer)
             self.scaler.update()
         else:
-            loss.backward()
             self.optimizer.step()
-        return loss.detach(), logits.detach()
+
+    def updates_done(self) -> int:
+        """Optimizer updates taken before the current batch (batches / --accumulate, by epoch)."""
+        epochs, position = divmod(self.step, self.steps_per_epoch)
+        return epochs * self.groups_per_epoch + position // self.accumulate
+
+    def rank_count(self) -> int:
+        """Processes training this run (1 without MPI)."""
+        from .distributed import mpi_world_size
+        return mpi_world_size()
 
     def _autocast(self):
         import contextlib
@@ -286,8 +260,11 @@ class Trainer:
         Args:
             out: where summary lines go (default: sys.stdout).
         """
-        out = sys.stdout if out is None else out
-        with self.threads:
+        self.stop = StopRequest()
+        # NOTE: a reader that went away (`cupynet train | head -1`) stops the run as a signal does, quietly
+        out = GuardedStream(sys.stdout if out is None else out,
+                            lambda: self.stop.request("stdout closed", EXIT_STATUS[signal.SIGPIPE]))
+        with self.threads, stop_on_signals(self.stop):
             for line in header_lines(self):
                 print(line, file=out, flush=True)
             warning = self.threads.oversubscription()
@@ -303,20 +280,26 @@ class Trainer:
             return self._report_accuracy(out)  # NOTE: the last line, as the README promises
 
     def _train(self, out):
-        cfg = self.config
+        cfg, stop = self.config, self.stop
         metrics = _MetricsWriter(cfg.metrics, append=self.step > 0, out=cfg.out)
-        self._t0 = time.perf_counter()
-        stop = _StopFlag()
-        previous_handler = signal.signal(signal.SIGINT, stop) if _main_thread() else None
+        if cfg.tensorboard and self.rank == 0:
+            from cupynet.utils.tensorboard import SummaryWriter
+            self.tensorboard = SummaryWriter(cfg.tensorboard)
+        self._t0, self._start_step = time.perf_counter(), self.step
         try:
-            while self.epoch < cfg.epochs and not stop.requested:
+            # NOTE: agreed here too: a signal that lands between an epoch's last step and the next epoch must
+            # stop every rank of --nproc before that epoch, or the others would start it and wait forever
+            while self.epoch < cfg.epochs and not agree_to_stop(self, stop.requested):
                 self._run_epoch(metrics, stop, out)
+            if not stop.requested and self.epoch < cfg.epochs:
+                stop.request("another process was stopped")
         finally:
             metrics.close()
-            if previous_handler is not None:
-                signal.signal(signal.SIGINT, previous_handler)
+            if self.tensorboard is not None:
+                self.tensorboard.close()
         if stop.requested and self.epoch < cfg.epochs:  # NOTE: a stop at the very last step finished the run
-            print(f"stopped at step {self.step} ({self.where()})", file=out, flush=True)
+            saved = "" if self.checkpointer is not None else "; nothing saved (no --out)"
+            print(f"stopped at step {self.step} ({self.where()}): {stop.reason}{saved}", file=out, flush=True)
         if self.checkpointer is not None:
             self.checkpointer.save_now(self)
             if self.checkpointer.last_named != self.step:
@@ -332,12 +315,34 @@ class Trainer:
             return f"the run is past --epochs {cfg.epochs} already ({self.epoch} epochs done, step {self.step})"
         if cfg.max_steps is not None and self.step >= cfg.max_steps:
             return f"step {self.step} already reaches max_steps {cfg.max_steps}"
-        return None
+        return self._early_stop_reason()
+
+    def _early_stop_reason(self):
+        """Why --patience ends the run now (the best epoch is that many epochs back), or None."""
+        patience, best = self.config.patience, self.best
+        if patience is None or best is None or self.epoch - best["epoch"] < patience:
+            return None
+        return (f"early stopping: {self.config.best_metric} has not improved for {self.epoch - best['epoch']} "
+                f"epochs (--patience {patience}; best epoch {best['epoch']})")
 
     def _report_accuracy(self, out):
+        """Measure the test set on the weights --test-on names; say which, then the accuracy (the last line)."""
+        print(f"test set:  {self._load_test_weights()}", file=out, flush=True)
         accuracy = self.evaluate()
         print(f"test accuracy: {accuracy:.1f}%", file=out, flush=True)
         return accuracy
+
+    def _load_test_weights(self) -> str:
+        """Load best.ckpt's weights for --test-on best; returns words naming the weights measured."""
+        final = f"final weights (step {self.step})"
+        if self.config.test_on != "best":
+            return f"{final}; --test-on best for best.ckpt's"
+        path = os.path.join(self.config.out, "best.ckpt")
+        if self.best is None or not os.path.isfile(path):
+            return f"{final}: --test-on best, but no epoch was best yet (no best.ckpt)"
+        state = cn.load(path, map_location=str(self.device))
+        self.model.load_state_dict(state["model"])
+        return f"best.ckpt's weights (epoch {self.best['epoch']}, by {self.config.best_metric}; --test-on best)"
 
     def _run_epoch(self, metrics, stop, out):
         cfg = self.config
@@ -353,12 +358,16 @@ class Trainer:
             loss, logits = self.train_step(x, y)
             self.step += 1
             tally.add((logits.argmax(dim=1) == y).sum(), int(y.shape[0]))
-            pending.append((self.step, loss, self._lr(), time.perf_counter() - self._t0, self._scale_tensor(),
+            pending.append((self.step, loss, self._lr(), self.elapsed(), self._scale_tensor(),
                             self._skipped_tensor()))
             if cfg.max_steps is not None and self.step >= cfg.max_steps:
-                stop.requested = True  # NOTE: the same clean stop as Ctrl-C
+                stop.request(f"--max-steps {cfg.max_steps}")  # NOTE: the same clean stop as Ctrl-C
             epoch_done = self._position_in_epoch() == 0
-            due = self.checkpointer is not None and self.checkpointer.due(self.step)
+            # NOTE: between optimizer updates only (--accumulate): a checkpoint never holds half a group
+            between = self._position_in_epoch() % self.accumulate == 0
+            self._save_wanted = self._save_wanted or (self.checkpointer is not None
+                                                      and self.checkpointer.due(self.step))
+            due = between and self._save_wanted
             if bar.wants_refresh() or len(pending) >= 50 or epoch_done or due:
                 self._flush(number, pending, metrics, bar, tally, started)  # a saved history is complete
                 pending = []
@@ -366,7 +375,9 @@ class Trainer:
                 self._end_epoch(number, metrics)  # NOTE: before a step checkpoint, which then holds the epoch row
             if due:
                 self.checkpointer.save_now(self)
-            if stop.requested:
+                self._save_wanted = False
+            if between and agree_to_stop(self, stop.requested):
+                stop.request("another process was stopped")  # NOTE: a no-op on the rank that was
                 break
         self._flush(number, pending, metrics, bar, tally, started)
         bar.close()
@@ -385,8 +396,13 @@ class Trainer:
         self.epoch_rows.append(row)
         self.epoch_hits = self.epoch_seen = 0
         metrics.write(split="val" if self.val_loader is not None else "train", **row,
-                      time=time.perf_counter() - self._t0)
+                      time=self.elapsed())
         improved = self._update_best(row)
+        self.schedule.end_epoch(row.get("val_loss"))
+        self._log_tensorboard(number, row)
+        reason = self._early_stop_reason()
+        if reason:
+            self.stop.request(reason)
         if self.checkpointer is not None:
             self.checkpointer.save_named(self, "last.ckpt")
             if improved:
@@ -398,13 +414,18 @@ class Trainer:
         value = row.get(metric)
         if value is None or value != value:  # no validation, or a NaN loss
             return False
-        if self.best is not None and not (value > self.best[metric] if _BEST[metric] else value < self.best[metric]):
+        if self.best is not None and not self._better(value, self.best[metric]):
             return False
         self.best = dict(row)
         return True
 
+    def _better(self, value, than) -> bool:
+        return value > than if BEST_IS_HIGHER[self.config.best_metric] else value < than
+
     def _epoch_line(self, row, rate) -> str:
         line = f"epoch {row['epoch']}/{self.config.epochs}: {format_epoch(row)}, {rate:.0f} samples/s"
+        if self.config.schedule != "constant" or self.config.warmup_steps:
+            line += f", lr {self._lr():.3g}"
         if self.scaler is not None:
             line += f", scale {self.scaler.get_scale():g}, skipped steps {self.skipped_steps()}"
         return line
@@ -414,8 +435,15 @@ class Trainer:
         """
         metrics = {"history": [list(h) for h in self.history], "epochs": [dict(r) for r in self.epoch_rows],
                    "best": dict(self.best) if self.best else {}, "amp": [list(p) for p in self.amp_history],
-                   "epoch_so_far": [self.epoch_hits, self.epoch_seen]}
+                   "lr": [list(p) for p in self.lr_history],
+                   "epoch_so_far": [self.epoch_hits, self.epoch_seen], "time": self.elapsed(),
+                   "lr_schedule": self.schedule.state_dict()}
         return metrics, {"skipped_steps": self.skipped_steps(), "config": self.config.identity()}
+
+    def elapsed(self) -> float:
+        """Seconds the run has trained, across resumes (the ``time`` of the metrics file)."""
+        now = 0.0 if self._t0 is None else time.perf_counter() - self._t0
+        return self._time_before + now
 
     def _position_in_epoch(self) -> int:
         return self.step % self.steps_per_epoch
@@ -431,15 +459,22 @@ class Trainer:
             skips = skips + self._skips_before
         for i, (step, _, lr, when, _, _) in enumerate(pending):
             self.history.append((step, float(losses[i])))
+            if not self.lr_history or self.lr_history[-1][1] != lr:
+                self.lr_history.append((step, lr))
             if scales is not None:
                 self.amp_history.append((step, float(scales[i]), int(skips[i])))
             metrics.write(step=step, epoch=number, loss=float(losses[i]), lr=lr, time=when,
                           scale=None if scales is None else float(scales[i]),
                           skipped=None if skips is None else int(skips[i]))
+            if self.tensorboard is not None:
+                self.tensorboard.add_scalar("train/loss", float(losses[i]), step)
+                self.tensorboard.add_scalar("train/lr", lr, step)
+                if scales is not None:
+                    self.tensorboard.add_scalar("amp/loss_scale", float(scales[i]), step)
         self.epoch_hits, self.epoch_seen = tally.read()
         accuracy = 100.0 * self.epoch_hits / max(self.epoch_seen, 1)
         rate = tally.seen / max(time.perf_counter() - started, 1e-9)
-        extra = {}
+        extra = {"lr": f"{lr:.3g}"}
         last = self.epoch_rows[-1] if self.epoch_rows else {}  # the last finished epoch's validation
         if "val_acc" in last:
             extra.update(val_loss=f"{last['val_loss']:.4f}", val_acc=f"{last['val_acc']:.1f}%")
@@ -447,7 +482,26 @@ class Trainer:
             extra.update(scale=f"{scales[-1]:g}", skipped=int(skips[-1]))
             self._report_overflow(int(skips[-1]), bar)
         position = pending[-1][0] - (number - 1) * self.steps_per_epoch  # the last batch: total, not 0
-        bar.update_to(position, loss=float(losses[-1]), acc=accuracy, rate=rate, **extra)
+        bar.update_to(position, loss=float(losses[-1]), acc=accuracy, rate=rate, eta=self._eta(), **extra)
+
+    def _eta(self):
+        """Seconds left for the whole run at this process's pace so far (validation included), or None."""
+        done = self.step - self._start_step
+        if done <= 0:
+            return None
+        last = self.config.epochs * self.steps_per_epoch
+        if self.config.max_steps is not None:
+            last = min(last, self.config.max_steps)
+        return (time.perf_counter() - self._t0) / done * max(last - self.step, 0)
+
+    def _log_tensorboard(self, number, row):
+        """The epoch's row as TensorBoard scalars (x: the step), under epoch/."""
+        if self.tensorboard is None:
+            return
+        for key in ("train_loss", "train_acc", "val_loss", "val_acc"):
+            if key in row:
+                self.tensorboard.add_scalar(f"epoch/{key}", row[key], self.step)
+        self.tensorboard.add_scalar("epoch/number", number, self.step)
 
     def _report_overflow(self, skipped, bar):
         """Name the layers whose gradients overflowed, once per newly skipped step seen at a flush."""
@@ -488,11 +542,6 @@ def _read_all(values):
     return backend.to_numpy(xp.stack([a.reshape(()) for a in arrays])).astype(float)
 
 
-def _main_thread() -> bool:
-    import threading
-    return threading.current_thread() is threading.main_thread()
-
-
 def _make_optimizer(config, model):
     from cupynet import optim
     lr = config.lr if config.lr is not None else (0.05 if config.optimizer == "sgd" else 1e-3)
@@ -507,7 +556,7 @@ def _make_scaler(config, device):
     if not config.amp:
         return None
     from cupynet.amp import GradScaler
-    return GradScaler(device.type, init_scale=config.init_scale)
+    return GradScaler(device.type, init_scale=config.initial_scale)
 
 
 class _EpochTally:
@@ -573,5 +622,5 @@ def train(config: TrainConfig, out=None) -> int:
             from .checkpoint import attach_checkpointing
             attach_checkpointing(trainer)
         trainer.fit(out)
-    return 0
+    return trainer.stop.status
 

@@ -46,6 +46,8 @@ def write_plots(trainer) -> PlotResult:
     out_dir = trainer.config.out
     if not out_dir:
         return PlotResult(skipped="no --out directory")
+    if getattr(trainer, "rank", 0) != 0:
+        return PlotResult(skipped="rank 0 writes the plots")
     if not trainer.history:
         return PlotResult(skipped="nothing was trained")
     plt = _pyplot()
@@ -58,9 +60,21 @@ def write_plots(trainer) -> PlotResult:
     return PlotResult(files)
 
 
+def run_title(trainer) -> str:
+    """What a figure shows: "mlp on digits, fp32 -- runs/first" (model, data set, precision, run directory).
+
+    Args:
+        trainer: the Trainer.
+    """
+    cfg = trainer.config
+    precision = f"AMP {cfg.amp_dtype or 'default dtype'}" if cfg.amp else "fp32"
+    return f"{cfg.model} on {cfg.dataset}, {precision}, {cfg.optimizer} -- {os.path.abspath(cfg.out)}"
+
+
 def _curves(plt, trainer, path):
     rows, per_epoch = trainer.epoch_rows, trainer.steps_per_epoch
-    fig, (loss_ax, acc_ax) = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, (loss_ax, acc_ax, lr_ax) = plt.subplots(1, 3, figsize=(14, 3.8))
+    fig.suptitle(run_title(trainer), fontsize=9)
     steps, losses = zip(*trainer.history)
     loss_ax.plot([s / per_epoch for s in steps], losses, color="tab:blue", alpha=0.25, linewidth=0.7,
                  label="train (per step)")
@@ -71,11 +85,19 @@ def _curves(plt, trainer, path):
             acc_ax.plot(epochs, [r[f"{key}_acc"] for r in rows], "o-", color=color, markersize=3, label=label)
     best = trainer.best
     if best:
-        acc_ax.axvline(best["epoch"], color="gray", linestyle=":", linewidth=1,
-                       label=f"best {trainer.config.best_metric} (epoch {best['epoch']})")
+        metric = trainer.config.best_metric
+        ax = acc_ax if metric == "val_acc" else loss_ax
+        # NOTE: a marker on the point itself, drawn above the lines and not clipped, so that a best epoch at
+        # the axis edge (often the last one) still shows
+        ax.plot([best["epoch"]], [best[metric]], marker="*", markersize=13, color="gold", markeredgecolor="black",
+                linestyle="none", zorder=5, clip_on=False, label=f"best {metric} (epoch {best['epoch']})")
     loss_ax.set(xlabel="epoch", ylabel="cross-entropy loss", yscale="log", title="loss")
     acc_ax.set(xlabel="epoch", ylabel="accuracy (%)", title="accuracy")
+    _learning_rate(lr_ax, trainer)
     from matplotlib.ticker import MaxNLocator
+    if epochs:
+        for ax in (loss_ax, acc_ax):
+            ax.set_xlim(min(0.0, epochs[0] - 0.5), epochs[-1] + 0.5)  # NOTE: room around the first and last epoch
     for ax in (loss_ax, acc_ax):
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
@@ -84,8 +106,20 @@ def _curves(plt, trainer, path):
     return _save(plt, fig, path)
 
 
+def _learning_rate(ax, trainer):
+    """The learning rate per step (a step line through the points where it changed)."""
+    points = list(trainer.lr_history)
+    if points:
+        last = trainer.history[-1][0] if trainer.history else points[-1][0]
+        steps, rates = zip(*points, (last, points[-1][1]))
+        ax.step([s / trainer.steps_per_epoch for s in steps], rates, where="post", color="tab:green", linewidth=1)
+    ax.set(xlabel="epoch", ylabel="learning rate", title=f"learning rate ({trainer.config.schedule})")
+    ax.grid(alpha=0.3)
+
+
 def _amp(plt, trainer, path):
     fig, (scale_ax, layer_ax) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [3, 2]})
+    fig.suptitle(run_title(trainer), fontsize=9)
     steps, scales, skipped = zip(*trainer.amp_history)
     # NOTE: the scale recorded at a step is the one its update() left (halved at a skipped step), as in --metrics
     scale_ax.step(steps, scales, where="post", color="tab:purple", linewidth=1, label="loss scale after the step")
@@ -103,7 +137,8 @@ def _amp(plt, trainer, path):
         from matplotlib.ticker import MaxNLocator
         layer_ax.barh(names, counts, color="tab:red")
         layer_ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        layer_ax.set(xlabel="overflow reports naming the layer", title="layers that overflowed most")
+        layer_ax.set(xlabel="overflow reports naming the layer (one per refresh that found new skips)",
+                     title="layers that overflowed most")
     else:
         layer_ax.text(0.5, 0.5, "no overflow reported", ha="center", va="center")
         layer_ax.set(title="layers that overflowed most", xticks=[], yticks=[])

@@ -12,13 +12,19 @@ import os
 __all__ = ["header_lines", "summary_lines", "format_epoch"]
 
 
-def _precision(trainer) -> str:
+def _precision(trainer) -> list:
     cfg = trainer.config
     if not cfg.amp:
-        return "fp32 (no AMP; --amp for mixed precision)"
+        return ["  precision: fp32 (no AMP; --amp for mixed precision)"]
     from cupynet.amp.autocast import default_autocast_dtype
     dtype = cfg.amp_dtype or str(default_autocast_dtype(trainer.device.type))
-    return (f"AMP: autocast {dtype} (fp32 master weights) + GradScaler (initial scale {cfg.init_scale:g})")
+    lines = [f"  precision: AMP: autocast {dtype} (fp32 master weights) + GradScaler (initial scale "
+             f"{cfg.initial_scale:g})"]
+    if trainer.device.type == "cpu":
+        # NOTE: see docs/training.md for the measured slowdown of the built-in models
+        lines.append("  note:      AMP on the CPU is slower than fp32: NumPy has no fast float16/bfloat16 math, "
+                     "so products are cast to fp32 and rounded back (docs/training.md)")
+    return lines
 
 
 def _data(trainer) -> str:
@@ -28,7 +34,12 @@ def _data(trainer) -> str:
         sizes += f", {len(trainer.val_set)} val ({cfg.val_split:g} of the training set, --seed {cfg.seed})"
     else:
         sizes += ", no validation (--val-split 0)"
-    return (f"{cfg.dataset}: {sizes}, {len(trainer.test_set)} test; batch {cfg.batch_size}, "
+    from .distributed import mpi_world_size
+    world = mpi_world_size()
+    batch = f"batch {cfg.batch_size}"
+    if world > 1:
+        batch += f" per process, global batch {world * cfg.batch_size} ({world} processes)"
+    return (f"{cfg.dataset}: {sizes}, {len(trainer.test_set)} test; {batch}, "
             f"{trainer.steps_per_epoch} steps/epoch, {cfg.epochs} epochs")
 
 
@@ -43,6 +54,8 @@ def _outputs(trainer) -> list:
     else:
         lines.append("  output:    none (--out DIR for checkpoints and plots)")
     lines.append(f"  metrics:   {os.path.abspath(cfg.metrics) if cfg.metrics else 'none (--metrics FILE.jsonl)'}")
+    if cfg.tensorboard:
+        lines.append(f"  tensorboard: {os.path.abspath(cfg.tensorboard)} (tensorboard --logdir {cfg.tensorboard})")
     return lines
 
 
@@ -69,10 +82,53 @@ def header_lines(trainer) -> list:
     return [f"cupynet train: {cfg.model} ({type(trainer.model).__name__}, {trainer.parameters:,} parameters) "
             f"on {_device(trainer.device)}",
             f"  data:      {_data(trainer)}",
-            f"  precision: {_precision(trainer)}",
-            f"  optimizer: {cfg.optimizer}, lr {lr:g}; seed {cfg.seed}",
+            *_precision(trainer),
+            f"  optimizer: {cfg.optimizer}, lr {lr:g} ({trainer.schedule.describe()}); seed {cfg.seed}",
+            *_gradients(trainer),
             f"  threads:   BLAS {trainer.threads.describe()}",
-            *_outputs(trainer)]
+            *_processes(),
+            *_outputs(trainer),
+            *model_summary(trainer.model)]
+
+
+def model_summary(model) -> list:
+    """The model's top-level layers, one line each: name, type and parameter count (a small Keras summary).
+
+    Args:
+        model: the Module.
+    """
+    children = list(model.named_children())
+    lines = [f"  layers:    {len(children)} at the top level (name, type, parameters)"]
+    for name, child in children:
+        lines.append(_layer_line(name, child))
+        grandchildren = list(child.named_children())
+        if type(child).__name__ in ("Sequential", "ModuleList") and grandchildren:
+            # NOTE: a container says little by itself; its own layers are shown, indented
+            lines += [_layer_line(f"{name}.{inner}", layer, indent=6) for inner, layer in grandchildren]
+    return lines
+
+
+def _layer_line(name, layer, indent=4) -> str:
+    count = sum(int(p.numel()) for p in layer.parameters())
+    return f"{' ' * indent}{name:<{18 - indent}} {type(layer).__name__:<24} {count:>12,}"
+
+
+def _gradients(trainer) -> list:
+    """A header line for --accumulate and --clip-grad-norm, when either is set."""
+    cfg, parts = trainer.config, []
+    if cfg.accumulate > 1:
+        parts.append(f"accumulated over {cfg.accumulate} batches per update (effective batch "
+                     f"{cfg.accumulate * cfg.batch_size})")
+    if cfg.clip_grad_norm is not None:
+        parts.append(f"clipped to a global norm of {cfg.clip_grad_norm:g}"
+                     + (" (after unscaling)" if cfg.amp else ""))
+    return [f"  gradients: {'; '.join(parts)}"] if parts else []
+
+
+def _processes() -> list:
+    from .distributed import launch_note
+    note = launch_note()
+    return [f"  processes: {note}"] if note else []
 
 
 def _device(device) -> str:
@@ -118,6 +174,8 @@ def _files(trainer, plots) -> list:
     files += plots.files
     if cfg.metrics:
         files.append(cfg.metrics)
+    if cfg.tensorboard:
+        files.append(f"{cfg.tensorboard}/events.out.tfevents.*")
     lines = [f"  files:     {', '.join(files) if files else 'none written (--out DIR, --metrics FILE.jsonl)'}"]
     if plots.skipped and cfg.out:
         lines.append(f"  plots:     not written: {plots.skipped}")
