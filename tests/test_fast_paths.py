@@ -104,3 +104,18 @@ def test_mean_class_losses_match_torch_without_warnings(name, case):
     (got, got_grad), (want, want_grad) = results
     np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True)
     np.testing.assert_allclose(got_grad, want_grad, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_exact_gelu_backward_on_arrays_matches_the_op_path_bit_for_bit(dtype):
+    # NOTE: create_graph=True runs Gelu.backward's op formula; without it the array formula runs
+    rng = np.random.default_rng(0)
+    values = np.concatenate([rng.standard_normal(300) * 4, [0.0, -0.0, 1e-30, -1e-30, 8.0, -8.0, 40.0, -40.0,
+                                                           np.inf, -np.inf, np.nan]]).astype(dtype)
+    upstream = rng.standard_normal(values.shape).astype(dtype)
+    grads = []
+    for create_graph in (False, True):
+        x = cn.tensor(values.copy(), requires_grad=True)
+        (g,) = cn.autograd.grad(cn.nn.functional.gelu(x), x, cn.tensor(upstream), create_graph=create_graph)
+        grads.append(g.detach().numpy())
+    np.testing.assert_array_equal(grads[0].view(np.uint8), grads[1].view(np.uint8))
