@@ -87,10 +87,15 @@ class Node:
         Args:
             *tensors: Tensors (or None) needed by backward.
         """
+        saved = []  # NOTE (speed): a plain loop, no generator: most ops save something on every call
         for t in tensors:
-            if t is not None and not isinstance(t, Tensor):
+            if t is None:
+                saved.append((None, 0))
+            elif isinstance(t, Tensor):
+                saved.append((t, t._vc[0]))
+            else:
                 raise TypeError(f"save_for_backward can only save Tensors or None, got {type(t).__name__}")
-        self._saved = tuple((t, t._version if t is not None else 0) for t in tensors)
+        self._saved = tuple(saved)
 
     @property
     def saved_tensors(self):
@@ -99,8 +104,8 @@ class Node:
             raise RuntimeError(_FREED_MESSAGE)
         out = []
         for entry, version in self._saved:
-            t = self.output(entry) if isinstance(entry, int) else entry
-            if t is not None and t._version != version:
+            t = self.output(entry) if type(entry) is int else entry
+            if t is not None and t._vc[0] != version:
                 raise RuntimeError(
                     "one of the variables needed for gradient computation has been modified by an inplace "
                     f"operation: [{t.dtype} tensor of shape {tuple(t.shape)}], which is output of "
