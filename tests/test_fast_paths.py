@@ -119,3 +119,25 @@ def test_exact_gelu_backward_on_arrays_matches_the_op_path_bit_for_bit(dtype):
         (g,) = cn.autograd.grad(cn.nn.functional.gelu(x), x, cn.tensor(upstream), create_graph=create_graph)
         grads.append(g.detach().numpy())
     np.testing.assert_array_equal(grads[0].view(np.uint8), grads[1].view(np.uint8))
+
+
+@pytest.mark.parametrize("dim, keepdim", [(None, False), (1, False), (1, True), ((0, 2), False), ((0, 2), True)])
+def test_sum_backward_on_arrays_matches_the_op_path(dim, keepdim):
+    # NOTE: create_graph=True runs Sum.backward's ops (reshape, broadcast_to); without it the array path runs
+    rng = np.random.default_rng(1)
+    values = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    upstream = None
+    grads = []
+    for create_graph in (False, True):
+        x = cn.tensor(values, requires_grad=True)
+        out = x.sum() if dim is None else x.sum(dim=dim, keepdim=keepdim)
+        if upstream is None:
+            upstream = rng.standard_normal(out.shape).astype(np.float32)
+        (g,) = cn.autograd.grad(out, x, cn.tensor(upstream), create_graph=create_graph)
+        grads.append(g.detach().numpy())
+    assert grads[0].shape == values.shape
+    np.testing.assert_array_equal(grads[0], grads[1])
+    x = torch.tensor(values, requires_grad=True)
+    out = x.sum() if dim is None else x.sum(dim=dim, keepdim=keepdim)
+    (want,) = torch.autograd.grad(out, x, torch.tensor(upstream))
+    np.testing.assert_array_equal(grads[0], want.numpy())

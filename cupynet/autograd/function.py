@@ -258,15 +258,21 @@ class Function:
             from ..amp.policy import apply_cast_policy  # noqa: PLC0415 - amp sits above autograd; only when on
             args = apply_cast_policy(cls, args)
         needs = _scan_inputs(cls, args)
-        needs_graph = state.grad_enabled and True in needs
+        grad_mode = state.grad_enabled
+        needs_graph = grad_mode and True in needs
         ctx = Node(cls, needs if needs_graph else (False,) * len(args))
         if needs_graph and state.autocast:
             ctx.autocast_snapshot = (dict(state.autocast), state.autocast_cache_enabled)
-        previous_mode, state.grad_enabled = state.grad_enabled, False
+        state.grad_enabled = False
         try:
             raw = cls.forward(ctx, *args, **kwargs)
         finally:
-            state.grad_enabled = previous_mode
+            state.grad_enabled = grad_mode
+        if type(raw) is numpy.ndarray:  # NOTE (speed): the common case, one fresh NumPy array, wrapped here
+            out = Tensor(raw)
+            if needs_graph:
+                _link(cls, ctx, args, (out,))
+            return out
         return _wrap_outputs(cls, ctx, args, raw, needs_graph)
 
 
@@ -319,11 +325,12 @@ def _as_output_tensor(value):
 
 
 def _link(cls, ctx, args, outputs):
-    edges, generation = [], 0
-    for a, needed in zip(args, ctx.needs_input_grad):
-        if not needed:
+    needs, edges, generation = ctx.needs_input_grad, [], 0
+    for i in range(len(args)):  # NOTE (speed): by index, no zip: every recorded op comes here
+        if not needs[i]:
             edges.append(None)
             continue
+        a = args[i]
         node = a.grad_fn
         if node is None:
             edges.append((a, None))
@@ -335,7 +342,8 @@ def _link(cls, ctx, args, outputs):
     non_diff = ctx._non_diff
     keep = cls.save_outputs
     meta = []
-    for i, out in enumerate(outputs):
+    for i in range(len(outputs)):
+        out = outputs[i]
         array = out.array
         dtype = array.dtype
         if (dtype.kind == "f" or dtype == _BFLOAT16) and (not non_diff or id(out) not in non_diff):
