@@ -152,3 +152,17 @@ def test_gelu_backward_twice_with_retain_graph_gives_the_same_gradient():
     x.grad = None
     y.backward()
     np.testing.assert_array_equal(first, x.grad.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_embedding_flat_scatter_is_the_row_scatter_bit_for_bit(dtype):
+    from cupynet.ops._util import scatter_at
+    from cupynet.ops.embedding import scatter_rows_flat
+    rng = np.random.default_rng(2)
+    flat = rng.integers(0, 7, 300)  # NOTE: many repeats, so each row gets a long sum whose order matters
+    values = (rng.standard_normal((300, 5)) * 10.0 ** rng.integers(-8, 8, (300, 5))).astype(dtype)
+    values[:4, 0] = [-0.0, np.inf, -np.inf, np.nan]  # NOTE: signed zero, infinities and NaN take the same path
+    values[10, 0] = -0.0
+    want = scatter_at("sum", np.zeros((7, 5), dtype), flat, values)
+    got = scatter_rows_flat(flat, values, 7)
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
