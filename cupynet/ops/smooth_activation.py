@@ -56,6 +56,38 @@ def _stable_softplus(xp, z, threshold=20.0):
     return xp.where(z > threshold, z, xp.log1p(xp.exp(xp.minimum(z, threshold))))
 
 
+def _exact_backward_on_arrays(grad, x) -> bool:
+    """Whether the exact GELU's backward may run on raw arrays: no graph is recorded, fp32/fp64, one dtype.
+
+    NOTE: half dtypes keep the op path: there each op of the formula rounds its result to the half
+    dtype, which ``_exact_gelu_grad_array`` would have to copy step by step; 0-d inputs keep it too
+    (NumPy hands back scalars there).
+    """
+    dtype = x.array.dtype
+    return (not STATE.grad_enabled and x.array.ndim > 0 and grad.array.dtype == dtype
+            and (dtype == dtypes.float32 or dtype == dtypes.float64))
+
+
+def _exact_gelu_grad_array(xp, g, x, cdf=None):
+    """``g * (0.5 * (1 + erf(x / sqrt 2)) + x * exp(-x^2 / 2) / sqrt(2 pi))`` on arrays, op for op as backward.
+
+    NOTE: the same operations in the same order and dtype as the op path of ``Gelu.backward`` (each
+    op there is one NumPy/CuPy call on arrays of this dtype, Python numbers staying weak scalars), so
+    the two agree bit for bit (tests compare them); it only skips the dispatch and graph per term.
+
+    Args:
+        xp: numpy or cupy.
+        g: the output's gradient (an array of ``x``'s dtype).
+        x: the saved input array (float32 or float64).
+        cdf: ``erf(x / sqrt 2)`` as the forward computed it (the same call on the same array), or None.
+    """
+    with numpy.errstate(all="ignore"):  # NOTE: as the Erf and Exp ops' forwards
+        if cdf is None:
+            cdf = erf_kernel(xp, x * _INV_SQRT2)
+        gaussian = xp.exp(-0.5 * x * x)
+    return g * (0.5 * (1.0 + cdf) + x * gaussian * _INV_SQRT_2PI)
+
+
 class Gelu(Function):
     """``x * Phi(x)`` (Phi: the standard normal CDF, through erf), or its tanh approximation."""
 
@@ -89,38 +121,6 @@ class Gelu(Function):
             return grad * (0.5 * (1.0 + t)
                            + 0.5 * x * (1.0 - t * t) * (_TANH_GELU_K * (1.0 + 3.0 * _TANH_GELU_C * x * x)))
         return grad * (0.5 * (1.0 + erf(x * _INV_SQRT2)) + x * exp(-0.5 * x * x) * _INV_SQRT_2PI)
-
-
-def _exact_backward_on_arrays(grad, x) -> bool:
-    """Whether the exact GELU's backward may run on raw arrays: no graph is recorded, fp32/fp64, one dtype.
-
-    NOTE: half dtypes keep the op path: there each op of the formula rounds its result to the half
-    dtype, which ``_exact_gelu_grad_array`` would have to copy step by step; 0-d inputs keep it too
-    (NumPy hands back scalars there).
-    """
-    dtype = x.array.dtype
-    return (not STATE.grad_enabled and x.array.ndim > 0 and grad.array.dtype == dtype
-            and (dtype == dtypes.float32 or dtype == dtypes.float64))
-
-
-def _exact_gelu_grad_array(xp, g, x, cdf=None):
-    """``g * (0.5 * (1 + erf(x / sqrt 2)) + x * exp(-x^2 / 2) / sqrt(2 pi))`` on arrays, op for op as backward.
-
-    NOTE: the same operations in the same order and dtype as the op path of ``Gelu.backward`` (each
-    op there is one NumPy/CuPy call on arrays of this dtype, Python numbers staying weak scalars), so
-    the two agree bit for bit (tests compare them); it only skips the dispatch and graph per term.
-
-    Args:
-        xp: numpy or cupy.
-        g: the output's gradient (an array of ``x``'s dtype).
-        x: the saved input array (float32 or float64).
-        cdf: ``erf(x / sqrt 2)`` as the forward computed it (the same call on the same array), or None.
-    """
-    with numpy.errstate(all="ignore"):  # NOTE: as the Erf and Exp ops' forwards
-        if cdf is None:
-            cdf = erf_kernel(xp, x * _INV_SQRT2)
-        gaussian = xp.exp(-0.5 * x * x)
-    return g * (0.5 * (1.0 + cdf) + x * gaussian * _INV_SQRT_2PI)
 
 
 def gelu(input, approximate="none"):  # noqa: A002
