@@ -71,21 +71,30 @@ def _exact_backward_on_arrays(grad, x) -> bool:
 def _exact_gelu_grad_array(xp, g, x, cdf=None):
     """``g * (0.5 * (1 + erf(x / sqrt 2)) + x * exp(-x^2 / 2) / sqrt(2 pi))`` on arrays, op for op as backward.
 
-    NOTE: the same operations in the same order and dtype as the op path of ``Gelu.backward`` (each
-    op there is one NumPy/CuPy call on arrays of this dtype, Python numbers staying weak scalars), so
-    the two agree bit for bit (tests compare them); it only skips the dispatch and graph per term.
+    NOTE: the same operations, operands in the same order, in the same dtype as the op path of
+    ``Gelu.backward`` (each op there is one NumPy/CuPy call on arrays of this dtype, Python numbers
+    staying weak scalars), so the two agree bit for bit (tests compare them); it only skips the
+    dispatch and graph per term, and writes into two fresh arrays instead of allocating one per term.
 
     Args:
         xp: numpy or cupy.
         g: the output's gradient (an array of ``x``'s dtype).
         x: the saved input array (float32 or float64).
-        cdf: ``erf(x / sqrt 2)`` as the forward computed it (the same call on the same array), or None.
+        cdf: ``erf(x / sqrt 2)`` as the forward computed it (the same call on the same array), an array this
+            call may overwrite; or None to compute it here.
     """
     with numpy.errstate(all="ignore"):  # NOTE: as the Erf and Exp ops' forwards
         if cdf is None:
             cdf = erf_kernel(xp, x * _INV_SQRT2)
-        gaussian = xp.exp(-0.5 * x * x)
-    return g * (0.5 * (1.0 + cdf) + x * gaussian * _INV_SQRT_2PI)
+        density = -0.5 * x
+        density *= x
+        xp.exp(density, out=density)
+    xp.multiply(x, density, out=density)
+    density *= _INV_SQRT_2PI
+    xp.add(1.0, cdf, out=cdf)
+    xp.multiply(0.5, cdf, out=cdf)
+    cdf += density
+    return xp.multiply(g, cdf, out=cdf)
 
 
 class Gelu(Function):
