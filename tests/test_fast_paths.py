@@ -104,3 +104,65 @@ def test_mean_class_losses_match_torch_without_warnings(name, case):
     (got, got_grad), (want, want_grad) = results
     np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True)
     np.testing.assert_allclose(got_grad, want_grad, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_exact_gelu_backward_on_arrays_matches_the_op_path_bit_for_bit(dtype):
+    # NOTE: create_graph=True runs Gelu.backward's op formula; without it the array formula runs
+    rng = np.random.default_rng(0)
+    values = np.concatenate([rng.standard_normal(300) * 4, [0.0, -0.0, 1e-30, -1e-30, 8.0, -8.0, 40.0, -40.0,
+                                                           np.inf, -np.inf, np.nan]]).astype(dtype)
+    upstream = rng.standard_normal(values.shape).astype(dtype)
+    grads = []
+    for create_graph in (False, True):
+        x = cn.tensor(values.copy(), requires_grad=True)
+        (g,) = cn.autograd.grad(cn.nn.functional.gelu(x), x, cn.tensor(upstream), create_graph=create_graph)
+        grads.append(g.detach().numpy())
+    np.testing.assert_array_equal(grads[0].view(np.uint8), grads[1].view(np.uint8))
+
+
+@pytest.mark.parametrize("dim, keepdim", [(None, False), (1, False), (1, True), ((0, 2), False), ((0, 2), True)])
+def test_sum_backward_on_arrays_matches_the_op_path(dim, keepdim):
+    # NOTE: create_graph=True runs Sum.backward's ops (reshape, broadcast_to); without it the array path runs
+    rng = np.random.default_rng(1)
+    values = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    upstream = None
+    grads = []
+    for create_graph in (False, True):
+        x = cn.tensor(values, requires_grad=True)
+        out = x.sum() if dim is None else x.sum(dim=dim, keepdim=keepdim)
+        if upstream is None:
+            upstream = rng.standard_normal(out.shape).astype(np.float32)
+        (g,) = cn.autograd.grad(out, x, cn.tensor(upstream), create_graph=create_graph)
+        grads.append(g.detach().numpy())
+    assert grads[0].shape == values.shape
+    np.testing.assert_array_equal(grads[0], grads[1])
+    x = torch.tensor(values, requires_grad=True)
+    out = x.sum() if dim is None else x.sum(dim=dim, keepdim=keepdim)
+    (want,) = torch.autograd.grad(out, x, torch.tensor(upstream))
+    np.testing.assert_array_equal(grads[0], want.numpy())
+
+
+def test_gelu_backward_twice_with_retain_graph_gives_the_same_gradient():
+    # NOTE: the first array backward uses the erf kept by the forward and drops it; the second recomputes it
+    x = cn.tensor(np.linspace(-5, 5, 101, dtype=np.float32), requires_grad=True)
+    y = cn.nn.functional.gelu(x).sum()
+    y.backward(retain_graph=True)
+    first = x.grad.numpy().copy()
+    x.grad = None
+    y.backward()
+    np.testing.assert_array_equal(first, x.grad.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_embedding_flat_scatter_is_the_row_scatter_bit_for_bit(dtype):
+    from cupynet.ops._util import scatter_at
+    from cupynet.ops.embedding import scatter_rows_flat
+    rng = np.random.default_rng(2)
+    flat = rng.integers(0, 7, 300)  # NOTE: many repeats, so each row gets a long sum whose order matters
+    values = (rng.standard_normal((300, 5)) * 10.0 ** rng.integers(-8, 8, (300, 5))).astype(dtype)
+    values[:4, 0] = [-0.0, np.inf, -np.inf, np.nan]  # NOTE: signed zero, infinities and NaN take the same path
+    values[10, 0] = -0.0
+    want = scatter_at("sum", np.zeros((7, 5), dtype), flat, values)
+    got = scatter_rows_flat(flat, values, 7)
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))

@@ -256,13 +256,17 @@ def _run_node(run, node):
         like = next(g for g in grads if g is not None).array
         grads = [g if g is not None else _zeros(node, nr, like) for nr, g in enumerate(grads)]
     input_grads = node.fn.backward(node, *grads)
-    input_grads = input_grads if isinstance(input_grads, tuple) else (input_grads,)
-    if len(input_grads) < len(node.next_edges):
+    if not isinstance(input_grads, tuple):
+        input_grads = (input_grads,)
+    edges = node.next_edges
+    if len(input_grads) < len(edges):
         raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
-                           f"(expected {len(node.next_edges)}, got {len(input_grads)})")
+                           f"(expected {len(edges)}, got {len(input_grads)})")
     if not run.retain_graph:
         node.free()
-    for i, (edge, g) in enumerate(zip(node.next_edges, input_grads)):
+    # NOTE (speed): the edges by index, no enumerate/zip: this loop runs once per input of every node
+    for i in range(len(edges)):
+        edge, g = edges[i], input_grads[i]
         if edge is not None and g is not None:
             _send(run, edge, _validate(node, i, edge, g))
 
@@ -297,7 +301,8 @@ def _validate(node, i, edge, g):
     if nr is None:
         shape, dtype = target.array.shape, target.array.dtype
     else:
-        shape, dtype = target._output_meta[nr][:2]
+        meta = target._output_meta[nr]
+        shape, dtype = meta[0], meta[1]
     array = g.array
     if type(array) is not numpy.ndarray and isinstance(array, numpy.generic):
         # NOTE: NumPy returns scalars for 0-d results; a Tensor (and the next op's device check) wants an array

@@ -87,10 +87,15 @@ class Node:
         Args:
             *tensors: Tensors (or None) needed by backward.
         """
+        saved = []  # NOTE (speed): a plain loop, no generator: most ops save something on every call
         for t in tensors:
-            if t is not None and not isinstance(t, Tensor):
+            if t is None:
+                saved.append((None, 0))
+            elif isinstance(t, Tensor):
+                saved.append((t, t._vc[0]))
+            else:
                 raise TypeError(f"save_for_backward can only save Tensors or None, got {type(t).__name__}")
-        self._saved = tuple((t, t._version if t is not None else 0) for t in tensors)
+        self._saved = tuple(saved)
 
     @property
     def saved_tensors(self):
@@ -99,8 +104,8 @@ class Node:
             raise RuntimeError(_FREED_MESSAGE)
         out = []
         for entry, version in self._saved:
-            t = self.output(entry) if isinstance(entry, int) else entry
-            if t is not None and t._version != version:
+            t = self.output(entry) if type(entry) is int else entry
+            if t is not None and t._vc[0] != version:
                 raise RuntimeError(
                     "one of the variables needed for gradient computation has been modified by an inplace "
                     f"operation: [{t.dtype} tensor of shape {tuple(t.shape)}], which is output of "
@@ -253,15 +258,21 @@ class Function:
             from ..amp.policy import apply_cast_policy  # noqa: PLC0415 - amp sits above autograd; only when on
             args = apply_cast_policy(cls, args)
         needs = _scan_inputs(cls, args)
-        needs_graph = state.grad_enabled and True in needs
+        grad_mode = state.grad_enabled
+        needs_graph = grad_mode and True in needs
         ctx = Node(cls, needs if needs_graph else (False,) * len(args))
         if needs_graph and state.autocast:
             ctx.autocast_snapshot = (dict(state.autocast), state.autocast_cache_enabled)
-        previous_mode, state.grad_enabled = state.grad_enabled, False
+        state.grad_enabled = False
         try:
             raw = cls.forward(ctx, *args, **kwargs)
         finally:
-            state.grad_enabled = previous_mode
+            state.grad_enabled = grad_mode
+        if type(raw) is numpy.ndarray:  # NOTE (speed): the common case, one fresh NumPy array, wrapped here
+            out = Tensor(raw)
+            if needs_graph:
+                _link(cls, ctx, args, (out,))
+            return out
         return _wrap_outputs(cls, ctx, args, raw, needs_graph)
 
 
@@ -314,11 +325,12 @@ def _as_output_tensor(value):
 
 
 def _link(cls, ctx, args, outputs):
-    edges, generation = [], 0
-    for a, needed in zip(args, ctx.needs_input_grad):
-        if not needed:
+    needs, edges, generation = ctx.needs_input_grad, [], 0
+    for i in range(len(args)):  # NOTE (speed): by index, no zip: every recorded op comes here
+        if not needs[i]:
             edges.append(None)
             continue
+        a = args[i]
         node = a.grad_fn
         if node is None:
             edges.append((a, None))
@@ -330,7 +342,8 @@ def _link(cls, ctx, args, outputs):
     non_diff = ctx._non_diff
     keep = cls.save_outputs
     meta = []
-    for i, out in enumerate(outputs):
+    for i in range(len(outputs)):
+        out = outputs[i]
         array = out.array
         dtype = array.dtype
         if (dtype.kind == "f" or dtype == _BFLOAT16 or dtype.kind == "c") and (not non_diff or id(out) not in non_diff):

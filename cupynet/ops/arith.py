@@ -66,6 +66,16 @@ def _complex_operand(value) -> bool:
     return type(value) is complex or (isinstance(value, Tensor) and value.array.dtype.kind == "c")
 
 
+def _shape(value):
+    """A Tensor's shape, ``()`` for a Python number."""
+    return value.array.shape if isinstance(value, Tensor) else ()
+
+
+def _summed_to(grad, shape):
+    """``sum_to(grad, shape)``; the gradient itself when it has that shape already (the common case)."""
+    return grad if grad.array.shape == shape else sum_to(grad, shape)
+
+
 class Add(Function):
     """``a + b`` with broadcasting."""
 
@@ -73,14 +83,14 @@ class Add(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.shapes = (getattr(a, "shape", ()), getattr(b, "shape", ()))
+        ctx.shapes = (_shape(a), _shape(b))
         return fix_float_dtype(data(a) + data(b), a, b)
 
     @staticmethod
     def backward(ctx, grad):
-        ga = sum_to(grad, ctx.shapes[0]) if ctx.needs_input_grad[0] else None
-        gb = sum_to(grad, ctx.shapes[1]) if ctx.needs_input_grad[1] else None
-        return ga, gb
+        need = ctx.needs_input_grad
+        return (_summed_to(grad, ctx.shapes[0]) if need[0] else None,
+                _summed_to(grad, ctx.shapes[1]) if need[1] else None)
 
 
 def add(input, other, alpha=1, *, out=None):  # noqa: A002 - PyTorch's argument name
@@ -105,21 +115,17 @@ def _arrays_will_do(grad, *operands) -> bool:
     if STATE.grad_enabled:
         return False
     dtype = grad.array.dtype
-    return all(not isinstance(v, Tensor) or v.array.dtype == dtype for v in operands)
+    for v in operands:  # NOTE (speed): a plain loop, no generator: every product's backward asks
+        if isinstance(v, Tensor) and v.array.dtype != dtype:
+            return False
+    return True
 
 
-def _array_grads(ctx, *makers):
-    """One gradient per input, computed on arrays by ``makers[i]()`` and summed back to the input's shape."""
-    out = []
-    for need, make, shape in zip(ctx.needs_input_grad, makers, ctx.shapes):
-        if not need:
-            out.append(None)
-            continue
-        g = make()
-        if isinstance(g, numpy.generic):
-            g = numpy.asarray(g)  # NOTE: NumPy turns 0-d results into scalars; a Tensor holds an array
-        out.append(Tensor(g if g.shape == shape else _sum_to_array(g, shape)))
-    return tuple(out)
+def _array_grad(g, shape):
+    """The array gradient ``g`` as a Tensor of the input's ``shape`` (summed back over broadcast dimensions)."""
+    if type(g) is not numpy.ndarray and isinstance(g, numpy.generic):
+        g = numpy.asarray(g)  # NOTE: NumPy turns 0-d results into scalars; a Tensor holds an array
+    return Tensor(g if g.shape == shape else _sum_to_array(g, shape))
 
 
 class Sub(Function):
@@ -129,16 +135,17 @@ class Sub(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.shapes = (getattr(a, "shape", ()), getattr(b, "shape", ()))
+        ctx.shapes = (_shape(a), _shape(b))
         return fix_float_dtype(data(a) - data(b), a, b)
 
     @staticmethod
     def backward(ctx, grad):
         if _arrays_will_do(grad):
-            g = grad.array
-            return _array_grads(ctx, lambda: g, lambda: -g)
-        ga = sum_to(grad, ctx.shapes[0]) if ctx.needs_input_grad[0] else None
-        gb = sum_to(-grad, ctx.shapes[1]) if ctx.needs_input_grad[1] else None
+            g, need = grad.array, ctx.needs_input_grad
+            return (_array_grad(g, ctx.shapes[0]) if need[0] else None,
+                    _array_grad(-g, ctx.shapes[1]) if need[1] else None)
+        ga = _summed_to(grad, ctx.shapes[0]) if ctx.needs_input_grad[0] else None
+        gb = _summed_to(-grad, ctx.shapes[1]) if ctx.needs_input_grad[1] else None
         return ga, gb
 
 
@@ -156,18 +163,27 @@ def sub(input, other, alpha=1, *, out=None):  # noqa: A002
 
 
 def _save_operands(ctx, a, b, both=False):
-    """Save what backward needs: for a product only the *other* operand (d(ab)/da = b); Python numbers as is."""
+    """Save what backward needs: for a product only the *other* operand (d(ab)/da = b); Python numbers as is.
+
+    NOTE (speed): runs in every product's forward; a tensor times a number (or a product no gradient
+    flows through) saves no tensor at all, so the node needs no saved-tensor bookkeeping.
+    """
     need = ctx.needs_input_grad
     keep_a, keep_b = (need[0] or need[1], need[0] or need[1]) if both else (need[1], need[0])
-    ctx.save_for_backward(a if isinstance(a, Tensor) and keep_a else None,
-                          b if isinstance(b, Tensor) and keep_b else None)
-    ctx.scalars = (None if isinstance(a, Tensor) else a, None if isinstance(b, Tensor) else b)
-    ctx.shapes = (getattr(a, "shape", ()), getattr(b, "shape", ()))
+    a_is_tensor, b_is_tensor = isinstance(a, Tensor), isinstance(b, Tensor)
+    saved_a = a if a_is_tensor and keep_a else None
+    saved_b = b if b_is_tensor and keep_b else None
+    if saved_a is not None or saved_b is not None:
+        ctx.save_for_backward(saved_a, saved_b)
+    ctx.scalars = (None if a_is_tensor else a, None if b_is_tensor else b)
+    ctx.shapes = (a.array.shape if a_is_tensor else (), b.array.shape if b_is_tensor else ())
 
 
 def _restore(ctx):
-    saved = ctx.saved_tensors
-    return tuple(s if s is not None else v for s, v in zip(saved, ctx.scalars))
+    """The two operands as backward needs them: the saved tensors (checked for in-place changes), else the numbers."""
+    saved = ctx.saved_tensors or (None, None)  # NOTE: () when the forward saved no tensor
+    first, second = ctx.scalars
+    return (saved[0] if saved[0] is not None else first, saved[1] if saved[1] is not None else second)
 
 
 class Mul(Function):
@@ -184,8 +200,9 @@ class Mul(Function):
     def backward(ctx, grad):
         a, b = _restore(ctx)
         if _arrays_will_do(grad, a, b):
-            g, a, b = grad.array, data(a), data(b)
-            return _array_grads(ctx, lambda: g * b, lambda: g * a)
+            g, a, b, need = grad.array, data(a), data(b), ctx.needs_input_grad
+            return (_array_grad(g * b, ctx.shapes[0]) if need[0] else None,
+                    _array_grad(g * a, ctx.shapes[1]) if need[1] else None)
         return _grad_for(ctx, 0, lambda: grad * b), _grad_for(ctx, 1, lambda: grad * a)
 
 
@@ -218,8 +235,9 @@ class Div(Function):
     def backward(ctx, grad):
         a, b = _restore(ctx)
         if _arrays_will_do(grad, a, b):
-            g, a, b = grad.array, data(a), data(b)
-            return _array_grads(ctx, lambda: g / b, lambda: -g * a / (b * b))
+            g, a, b, need = grad.array, data(a), data(b), ctx.needs_input_grad
+            return (_array_grad(g / b, ctx.shapes[0]) if need[0] else None,
+                    _array_grad(-g * a / (b * b), ctx.shapes[1]) if need[1] else None)
         ga = _grad_for(ctx, 0, lambda: grad / b)
         gb = _grad_for(ctx, 1, lambda: -grad * a / (b * b))
         return ga, gb

@@ -109,6 +109,31 @@ def _position_scale(xp, flat, num_weights, padding_idx, scale_grad_by_freq, dtyp
     return scale
 
 
+# NOTE: the flat index of scatter_rows_flat is 8 bytes per element: above this many elements the row scatter
+# (whose per-row cost is then small next to the row itself) is used instead
+_FLAT_SCATTER_MAX = 1 << 20
+
+
+def scatter_rows_flat(flat, values, num_weights):
+    """``out[flat[i], :] += values[i, :]`` on NumPy arrays, into zeros of ``(num_weights, width)``.
+
+    NOTE (speed): ``numpy.add.at`` with whole rows runs NumPy's generic indexed loop once per row; the
+    same additions element by element, through a flat index, take its fast 1-D path (~4x for 512 rows
+    of 64). Each output element still receives its values in the order of the rows, starting from
+    zero, so the sums are bit for bit those of the row scatter (tests compare the two).
+
+    Args:
+        flat: int64 row indices, shape ``(n,)``.
+        values: float array of shape ``(n, width)``.
+        num_weights: the number of rows of the result.
+    """
+    width = values.shape[1]
+    out = numpy.zeros(num_weights * width, dtype=values.dtype)
+    index = (flat[:, None] * width + numpy.arange(width)).reshape(-1)
+    numpy.add.at(out, index, values.reshape(-1))
+    return out.reshape(num_weights, width)
+
+
 class EmbeddingBackward(Function):
     """The weight gradient of embedding: scatter-add rows of ``grad`` at the looked-up indices."""
 
@@ -120,8 +145,11 @@ class EmbeddingBackward(Function):
         rows = compute_in_fp32(grad.array).reshape(flat.size, grad.shape[-1])  # NOTE: not -1: empty indices
         ctx.scale = _position_scale(xp, flat, num_weights, padding_idx, scale_grad_by_freq, rows.dtype)
         ctx.indices, ctx.grad_shape = indices, grad.shape
-        out = xp.zeros((num_weights, rows.shape[1]), dtype=rows.dtype)
-        out = scatter_at("sum", out, flat, rows * ctx.scale[:, None])
+        values = rows * ctx.scale[:, None]
+        if xp is numpy and values.size <= _FLAT_SCATTER_MAX:
+            out = scatter_rows_flat(flat, values, num_weights)
+        else:
+            out = scatter_at("sum", xp.zeros((num_weights, rows.shape[1]), dtype=rows.dtype), flat, values)
         return out.astype(grad.dtype, copy=False).reshape((num_weights,) + grad.shape[indices.ndim:])
 
     @staticmethod

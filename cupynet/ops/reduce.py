@@ -29,6 +29,7 @@ import numpy
 from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
+from ..autograd.state import STATE
 from ..checks import require_floating
 from ..tensor import Tensor
 from . import arith
@@ -111,6 +112,12 @@ class Sum(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        if not STATE.grad_enabled:
+            # NOTE (speed): no graph of the backward is recorded: the same reshape and broadcast on the
+            # array (a read-only view, as the op path's), without two op dispatches
+            g = grad.array
+            kept = g if ctx.keepdim else g.reshape(_keepdim_shape(ctx.in_shape, ctx.axes))
+            return Tensor(kept if kept.shape == ctx.in_shape else xp_of(g).broadcast_to(kept, ctx.in_shape))
         return broadcast_to(_keep(grad, ctx.in_shape, ctx.axes, ctx.keepdim), ctx.in_shape)
 
 
