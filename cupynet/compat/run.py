@@ -114,6 +114,7 @@ TORCH_MODULES = {
     "torch.autograd.function": "cupynet.autograd.function",
     "torch.autograd.functional": "cupynet.autograd.functional",
     "torch.linalg": "cupynet.linalg",
+    "torch.sparse": "cupynet.compat.sparse",
     "torch.distributions": "cupynet.distributions",
     "torch.distributed": "cupynet.distributed",
     "torch.random": "cupynet.random",
