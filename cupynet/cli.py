@@ -255,9 +255,9 @@ def _plain_info(report) -> list:
     gpu, headers = report["gpu"], report["kernel_headers"]
     lines = [("cupynet", f"{report['cupynet']} (Python {report['python']}, NumPy {report['numpy']}, "
                          f"ml_dtypes {report['ml_dtypes']})")]
-    cupy = report["cupy"]
-    lines.append(("CuPy", "not installed or not usable: arrays live in NumPy on the CPU" if cupy.startswith("not")
-                  else cupy))
+    cupy_status = report["cupy"]
+    lines.append(("CuPy", "not installed or not usable: arrays live in NumPy on the CPU"
+                  if cupy_status.startswith("not") else cupy_status))
     lines.append(("device", f"{report['default_device']} by default (CUPYNET_DEVICE=cpu|cuda or --device chooses)"))
     if gpu:
         lines.append(("GPU", f"{gpu['name']}, compute capability {gpu['compute_capability']}, {gpu['count']} "

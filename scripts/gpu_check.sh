@@ -119,7 +119,7 @@ QUICK_CORRECTNESS="-x -k 'unscale_bit_for_bit or fused_adam or softmax_xent_kern
 GPU_TESTS="tests/test_optim_amp.py tests/test_grad_scaler.py tests/test_grad_scaler_extras.py \
 tests/test_grad_scaler_scenarios.py tests/test_amp_functional.py tests/test_amp_netcl.py \
 tests/test_amp_prototype.py tests/test_autocast.py tests/test_autograd.py tests/test_serialization.py \
-tests/test_tensor_backend.py tests/test_nn_utils.py tests/test_multiprocessing.py \
+tests/test_tensor_backend.py tests/test_nn_utils.py tests/test_multiprocessing.py tests/test_launch_fusion.py \
 $(grep -l -E '(from|import) (tests\.)?op_harness' tests/test_*.py | tr '\n' ' ')"
 QUICK_TESTS="tests/test_grad_scaler.py tests/test_tensor_backend.py"
 # Under compute-sanitizer CuPy's memory pool is off, so each array is its own allocation and memcheck
