@@ -104,9 +104,10 @@ def reevaluate(path, trainer):
 @pytest.mark.parametrize("metric", ["val_acc", "val_loss"])
 def test_best_ckpt_holds_the_epoch_with_the_best_metric_and_last_ckpt_the_end(metric, tmp_path, capsys):
     metrics, out = tmp_path / "m.jsonl", tmp_path / "out"
-    # NOTE: a high learning rate makes validation go up and down, so the best epoch is not simply the last
-    status, _, err = run(capsys, "--epochs", "6", "--lr", "0.2", "--best-metric", metric, "--metrics", str(metrics),
-                         "--out", str(out))
+    # NOTE: a high learning rate makes validation go up and down, so the best epoch is not simply the last (with
+    # seed 3: val_loss is best at epoch 5, val_acc at epoch 4; the assertion below fails if that ever changes)
+    status, _, err = run(capsys, "--epochs", "6", "--lr", "0.3", "--seed", "3", "--best-metric", metric, "--metrics",
+                         str(metrics), "--out", str(out))
     assert status == 0, err
     rows = epoch_rows(metrics)
     pick = max if metric == "val_acc" else min
@@ -117,7 +118,7 @@ def test_best_ckpt_holds_the_epoch_with_the_best_metric_and_last_ckpt_the_end(me
     assert saved["step"] == best["step"] and saved["metrics"]["best"]["epoch"] == best["epoch"]
     last = cn.load(out / "last.ckpt")
     assert last["step"] == rows[-1]["step"] == 18 and last["epoch"] == 6
-    trainer = Trainer(TrainConfig(batch_size=512, seed=0, device="cpu", progress=False))
+    trainer = Trainer(TrainConfig(batch_size=512, seed=3, device="cpu", progress=False))  # the run's split
     val_loss, val_acc = reevaluate(out / "best.ckpt", trainer)  # the file really holds that epoch's weights
     assert val_acc == best["val_acc"] and val_loss == pytest.approx(best["val_loss"], rel=1e-6)
     val_loss, val_acc = reevaluate(out / "last.ckpt", trainer)
