@@ -155,9 +155,16 @@ def test_ddp_amp_equals_rank_averaged_one_process_and_stays_within_amp_noise(tmp
     simulated = reference(kind, True, accumulate, simulate_ranks=2)
     for k in got:
         assert numpy.array_equal(got[k], simulated[k]), f"{kind} AMP: DDP differs from averaged rank gradients at {k}"
+    # NOTE: the DDP run equals the simulated rank averaging bit for bit (above). Against the fp32 result of the
+    # concatenated batch, the averaged AMP run and the concatenated AMP run are two samples of the same rounding
+    # noise (fp16 products and casts in another grouping), so neither is bounded by the other; each error is a
+    # random walk of about the same size. The check allows the averaged run twice the concatenated run's error:
+    # a fault in the averaging (a missed rank, a factor of two) is orders of magnitude larger.
+    averaged = reference(kind, True, accumulate, simulate_ranks=2)
     concatenated = reference(kind, True, accumulate)
-    amp_noise = max_diff(concatenated, reference(kind, False, accumulate))
-    assert max_diff(got, concatenated) <= amp_noise, f"{max_diff(got, concatenated):.3g} > AMP's own {amp_noise:.3g}"
+    fp32 = reference(kind, False, accumulate)
+    amp_noise = max_diff(concatenated, fp32)
+    assert max_diff(averaged, fp32) <= 2 * amp_noise, f"{max_diff(averaged, fp32):.3g} > 2 x AMP's own {amp_noise:.3g}"
     assert info["skipped"] == 0
 
 
