@@ -177,7 +177,8 @@ class OverflowLog:
         """``{name: steps}``: per tensor, how many overflowing steps had inf/NaN in it (one transfer per device).
 
         Tensors that never overflowed are left out; largest counts first (ties by name). A name found in
-        several records (one parameter unscaled for two optimizers) gets the sum.
+        several records gets the sum (a record is per set of gradients: a step where some parameter had no
+        gradient, or an optimizer that shares a parameter, starts another).
 
         Args:
             extra_names: ``{id(param): name}`` used when the optimizer gave no ``param_names``.
