@@ -144,6 +144,16 @@ def test_overflow_steps_count_every_overflowing_step_between_two_reads(device):
     assert scaler.skipped_steps() == 3  # the distinct overflowing steps
     assert scaler.last_overflow() == [("0.weight", 2, 0)] and scaler.last_overflow().step == 6
     assert scaler.overflow_steps() == scaler.diagnostics.overflow_steps()  # reading does not reset them
+    model[2].bias.requires_grad_(False)  # another set of gradients: another record, whose counts add up
+    opt.zero_grad(set_to_none=True)
+    scaler.scale(model(cn.ones(2, 4, device=device)).sum()).backward()
+    assert model[2].bias.grad is None
+    model[0].weight.grad.array.reshape(-1)[0] = np.inf
+    scaler.step(opt)
+    scaler.update()
+    model[2].bias.requires_grad_(True)
+    assert len(scaler.diagnostics.overflow.records) == 2
+    assert scaler.overflow_steps() == {"0.weight": 4, "2.bias": 1}
     named = GradScaler(device, init_scale=2.0**10)  # no registered model: the index, or the names given
     opt.zero_grad()
     named.scale(model(cn.ones(2, 4, device=device)).sum()).backward()
