@@ -111,13 +111,19 @@ def test_step_state_kernels_give_the_reference_bits(gpu):
     rng = np.random.default_rng(10)
     for scale_value, found_value, with_ring in ((2.0**16, 0.0, True), (3.0, 1.0, True), (0.0, np.nan, False),
                                                 (2.0**-130, -0.0, False)):
-        stats = rng.integers(0, 9, (5, 2)).astype(np.int32)
+        stats = rng.integers(1, 9, (5, 2)).astype(np.int32)
+        stats[1] = 0  # NOTE: a row of zeros (no hit) and a row with NaNs only (a hit)
+        stats[2, 0] = 0
+        # NOTE: the last count starts at 2**31 - 1: both sides wrap it to -2**31 on a hit
+        hits = np.array([0, 3, 0, 5, 2**31 - 1], np.int32)
         host = [scalar(scale_value), scalar(7.0), scalar(found_value), stats.copy(), np.full((5, 2), -1, np.int32),
-                scalar(-1, np.int32), scalar(4, np.int32), np.zeros(3, np.float32), np.zeros(3, np.int32)]
+                scalar(-1, np.int32), scalar(4, np.int32), np.zeros(3, np.float32), np.zeros(3, np.int32),
+                hits.copy()]
         dev = on_device(gpu, host)
         for impl, arrays in ((amp_launch, dev), (amp_reference, host)):
-            scale, inv, found, stats_rows, record, record_step, skipped, ring_scales, ring_skipped = arrays
-            impl.record_overflow_(found, stats_rows, record, record_step, 12)
+            scale, inv, found, stats_rows, record, record_step, skipped, ring_scales, ring_skipped, counts = arrays
+            impl.record_overflow_(found, stats_rows, record, record_step, 12, counts)
+            impl.record_overflow_(found, stats_rows, record, record_step, 13)  # without counts: counts untouched
             impl.record_step_(found, skipped, scale, ring_scales if with_ring else None,
                               ring_skipped if with_ring else None, 2)
             impl.record_step_(None, skipped, scale, ring_scales if with_ring else None,
@@ -126,7 +132,10 @@ def test_step_state_kernels_give_the_reference_bits(gpu):
         assert_same_bits(dev, host)
         assert host[2][0] == 0.0 and not host[3].any()  # found_inf and the stats rows zeroed
         if found_value != 0:  # NOTE: NaN counts as set, -0.0 does not (is_nonzero_f32)
-            assert host[4].tolist() == stats.tolist() and host[5][0] == 12 and host[6][0] == 5
+            assert host[4].tolist() == stats.tolist() and host[5][0] == 13 and host[6][0] == 5
+            assert host[9].tolist() == [1, 3, 1, 6, -2**31]
+        else:
+            assert host[9].tolist() == hits.tolist() and host[5][0] == -1
     assert set(gpu.launches) == {"begin_unscale_kernel", "record_overflow_kernel", "record_step_kernel"}
 
 

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from op_harness import DEVICES
 
 import cupynet as cn
 from cupynet import nn, optim
@@ -117,6 +118,50 @@ def test_last_overflow_name_sources():
     assert scaler2.last_overflow(model.named_parameters()) == [("2.bias", 1, 0)]
     with pytest.raises(TypeError, match="named_parameters"):
         scaler2.register_model(42)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_overflow_steps_count_every_overflowing_step_between_two_reads(device):
+    """Several overflowing steps between reads: each layer's count is the number of steps it overflowed in."""
+    cn.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 5), nn.ReLU(), nn.Linear(5, 3)).to(device)
+    opt = optim.SGD(model.parameters(), lr=0.01)
+    scaler = GradScaler(device, init_scale=2.0**10, growth_interval=1000)
+    scaler.register_model(model)
+    assert scaler.overflow_steps() == {}
+    # 0.weight overflows in 3 steps, 2.bias in 1 (one of them shared), with clean steps between
+    plan = [{"0.weight": np.inf}, {}, {"0.weight": np.nan, "2.bias": -np.inf}, {}, {}, {"0.weight": np.inf}]
+    for bad in plan:
+        opt.zero_grad()
+        scaler.scale(model(cn.ones(2, 4, device=device)).sum()).backward()
+        params = dict(model.named_parameters())
+        for name, value in bad.items():
+            grad = params[name].grad.array
+            grad.reshape(-1)[:2] = value  # NOTE: two elements: a step counts once, not per element
+        scaler.step(opt)
+        scaler.update()
+    assert scaler.overflow_steps() == {"0.weight": 3, "2.bias": 1}
+    assert scaler.skipped_steps() == 3  # the distinct overflowing steps
+    assert scaler.last_overflow() == [("0.weight", 2, 0)] and scaler.last_overflow().step == 6
+    assert scaler.overflow_steps() == scaler.diagnostics.overflow_steps()  # reading does not reset them
+    model[2].bias.requires_grad_(False)  # another set of gradients: another record, whose counts add up
+    opt.zero_grad(set_to_none=True)
+    scaler.scale(model(cn.ones(2, 4, device=device)).sum()).backward()
+    assert model[2].bias.grad is None
+    model[0].weight.grad.array.reshape(-1)[0] = np.inf
+    scaler.step(opt)
+    scaler.update()
+    model[2].bias.requires_grad_(True)
+    assert len(scaler.diagnostics.overflow.records) == 2
+    assert scaler.overflow_steps() == {"0.weight": 4, "2.bias": 1}
+    named = GradScaler(device, init_scale=2.0**10)  # no registered model: the index, or the names given
+    opt.zero_grad()
+    named.scale(model(cn.ones(2, 4, device=device)).sum()).backward()
+    model[2].bias.grad.array[0] = np.nan
+    named.step(opt)
+    named.update()
+    assert named.overflow_steps() == {"param[3]": 1}
+    assert named.overflow_steps(model.named_parameters()) == {"2.bias": 1}
 
 
 def test_diagnostics_are_an_object_the_scaler_holds():

@@ -238,13 +238,18 @@ def test_launcher_arguments_match_every_kernel_signature_and_tables_are_cached(f
     optim_launch.fused_adam_(0, groups, params, grads, *state[1:], one(np.float32), adam, one(np.float32),
                              one(np.float32))
     out = amp_launch.multi_tensor_l2norm(0, groups, grads)
+    for hits in (FakeArray(np.zeros(4, np.int32)), None):  # with and without the per-tensor hit counts
+        amp_launch.record_overflow_(one(np.float32), stats, FakeArray(np.zeros((4, 2), np.int32)), one(np.int32), 3,
+                                    hits)
     check_launch_arguments(fake.launches)
     assert isinstance(out, FakeArray) and out.shape == (1,)
 
     names = [name for name, *_ in fake.launches]
     assert names.count("non_finite_check_and_unscale_kernel<__half>") == 1
     assert "non_finite_check_and_unscale_kernel<__nv_bfloat16>" not in names  # empty group: no launch
-    assert names[-1] == "l2norm_finalize_kernel" and "clear_flag_kernel" in names
+    assert names[-3:] == ["l2norm_finalize_kernel", "record_overflow_kernel", "record_overflow_kernel"]
+    assert "clear_flag_kernel" in names
+    assert [args[6] for name, _, _, args in fake.launches[-2:]] == [np.int32(4), np.int32(0)]  # n_hits: 4, then 0
     assert names.index("increment_step_kernel") > names.index("fused_adam_kernel<float>")
 
     half_launch = fake.launches[0]

@@ -78,6 +78,19 @@ def test_record_overflow_keeps_the_stats_only_when_the_flag_is_set():
     assert record.tolist() == stats.tolist() and step[0] == 4
 
 
+def test_record_overflow_counts_a_hit_per_nonzero_row_only_when_the_flag_is_set():
+    stats = np.array([[0, 0], [2, 0], [0, 1], [0, 0], [-3, 5]], np.int32)
+    record, step, hits = np.zeros((5, 2), np.int32), np.zeros(1, np.int32), np.array([0, 7, 0, 1, 0], np.int32)
+    for flag in (0.0, -0.0):  # NOTE: -0.0 is not set (is_nonzero_f32): nothing is counted or kept
+        K.record_overflow_(np.array([flag], np.float32), stats, record, step, 3, hits)
+    assert hits.tolist() == [0, 7, 0, 1, 0] and not record.any() and step[0] == 0
+    for flag, number in ((1.0, 4), (np.nan, 5)):  # NOTE: a NaN flag counts as set
+        K.record_overflow_(np.array([flag], np.float32), stats, record, step, number, hits)
+    assert hits.tolist() == [0, 9, 2, 1, 2] and record.tolist() == stats.tolist() and step[0] == 5
+    K.record_overflow_(np.ones(1, np.float32), np.zeros((5, 2), np.int32), record, step, 6, hits)  # rows of zeros
+    assert hits.tolist() == [0, 9, 2, 1, 2] and not record.any() and step[0] == 6
+
+
 def test_record_step_counts_a_skip_and_writes_the_ring():
     skipped, scale = np.zeros((), np.int32), np.array([8.0], np.float32)
     ring = (np.zeros(4, np.float32), np.zeros(4, np.int32))
@@ -150,6 +163,28 @@ def test_bad_inputs_are_refused_with_what_was_expected():
         K.record_overflow_(norm, stats, np.zeros((3, 2), np.int32), np.zeros(1, np.int32), 1)
     with pytest.raises(ValueError, match=r"record_overflow_: step must be an int in \[0, 2\*\*31\)"):
         K.record_overflow_(norm, stats, np.zeros((2, 2), np.int32), np.zeros(1, np.int32), -1)
+    one, rec, rstep = np.ones(1, np.float32), np.zeros((2, 2), np.int32), np.zeros(1, np.int32)
+    wrong_hits = [  # record_hits for a tensor_stats of shape (2, 2): (the array, the error, what it says)
+        (np.zeros(3, np.int32), ValueError, r"record_hits must be a contiguous int32 array of shape \(2,\) \(one "
+                                            r"count per tensor_stats row\), got int32 array of shape \(3,\)"),
+        (np.zeros((2, 1), np.int32), ValueError, r"record_hits .*shape \(2,\) .*, got int32 array of shape \(2, 1\)"),
+        (np.zeros(2, np.int64), ValueError, r"record_hits .*shape \(2,\) .*, got int64 array of shape \(2,\)"),
+        (np.zeros(4, np.int32)[::2], ValueError, r"record_hits must be a contiguous int32 array"),
+        ([0, 0], TypeError, "record_hits must be an int32 array, got list"),
+        (stats.reshape(-1)[:2], ValueError, "record_hits is the same memory as tensor_stats"),
+    ]
+    for hits, error, message in wrong_hits:
+        with pytest.raises(error, match="record_overflow_: " + message):
+            K.record_overflow_(one, stats, rec, rstep, 1, hits)
+    with pytest.raises(ValueError, match=r"record_overflow_: with record_hits, tensor_stats must have shape \(n, 2\) "
+                                         r"\(one \[inf_count, nan_count\] row per tensor\), got shape \(4,\)"):
+        K.record_overflow_(one, np.ones(4, np.int32), np.zeros(4, np.int32), rstep, 1, np.zeros(2, np.int32))
+    assert not rec.any() and rstep[0] == 0  # every refused call wrote nothing
+    if EMULATED:
+        on_device = cn.zeros(2, dtype=cn.int32, device="cuda").array
+        with pytest.raises(ValueError, match="record_overflow_: all arrays must be on one device; found_inf is on "
+                                             "cpu but record_hits is on cuda:0"):
+            K.record_overflow_(one, stats, rec, rstep, 1, on_device)
     with pytest.raises(ValueError, match="record_step_: ring_scales and ring_skipped must be given together"):
         K.record_step_(norm, np.zeros(1, np.int32), norm, np.zeros(3, np.float32))
     with pytest.raises(ValueError, match=r"record_step_: slot must be an int in \[0, 3\)"):

@@ -83,16 +83,33 @@ def test_plots_are_png_files_and_amp_runs_add_the_loss_scale_plot(tmp_path, caps
 
 
 def test_plots_record_skipped_steps_and_the_layers_that_overflowed(monkeypatch, tmp_path, capsys):
-    """What amp.png is drawn from: the scale per step, the skips, the layers named by overflow reports."""
+    """What amp.png is drawn from: the scale per step, the skips, and per layer its overflowing steps."""
     pytest.importorskip("matplotlib")
-    seen = {}
-    original = plots._amp
+    from matplotlib.axes import Axes
+
+    from cupynet.amp.grad_scaler import GradScaler
+    seen, per_step = {}, {}
+    original, original_update, original_barh = plots._amp, GradScaler.update, Axes.barh
 
     def spy(plt, trainer, path):
-        seen.update(amp=list(trainer.amp_history), layers=dict(trainer.overflow_counts))
+        seen.update(amp=list(trainer.amp_history))
         return original(plt, trainer, path)
 
+    def barh(ax, names, counts, *args, **kwargs):
+        seen.update(bars=dict(zip(names, counts)), axes=ax)
+        return original_barh(ax, names, counts, *args, **kwargs)
+
+    def update(scaler, *args, **kwargs):
+        """The oracle: after every update (test-only host reads), the layers of a step that was just skipped."""
+        before = scaler.skipped_steps()
+        original_update(scaler, *args, **kwargs)
+        if scaler.skipped_steps() > before:
+            for name, _, _ in scaler.last_overflow():
+                per_step[name] = per_step.get(name, 0) + 1
+
     monkeypatch.setattr(plots, "_amp", spy)
+    monkeypatch.setattr(Axes, "barh", barh)
+    monkeypatch.setattr(GradScaler, "update", update)
     status, _, err = run(capsys, "--amp", "--amp-dtype", "float16", "--init-scale", "1e8", "--out", str(tmp_path))
     assert status == 0, err
     steps, scales, skipped = zip(*seen["amp"])
@@ -100,7 +117,13 @@ def test_plots_record_skipped_steps_and_the_layers_that_overflowed(monkeypatch, 
     for i in range(1, 6):  # a skipped step halves the scale; any other keeps it (growth comes after 2000)
         assert skipped[i] - skipped[i - 1] in (0, 1)
         assert scales[i] == scales[i - 1] / (2 if skipped[i] > skipped[i - 1] else 1)
-    assert seen["layers"] and all(name.endswith(("weight", "bias")) for name in seen["layers"])
+    top = dict(sorted(per_step.items(), key=lambda item: (-item[1], item[0]))[:8])
+    assert seen["bars"] == top and all(name.endswith(("weight", "bias")) for name in top)
+    assert seen["axes"].get_xlabel() == "overflowing steps with inf/NaN in the layer"
+    # NOTE: the counts are steps, not the overflow lines printed (one per progress refresh that found new skips):
+    # with --no-progress a refresh comes once per epoch here, fewer than the skipped steps
+    reports = err.count("step skipped (")
+    assert max(top.values()) == skipped[-1] > reports
 
 
 def test_without_matplotlib_the_summary_says_plots_were_skipped(monkeypatch, tmp_path, capsys):

@@ -3,9 +3,10 @@
 Each scaler holds a :class:`ScalerDiagnostics` (``scaler.diagnostics``) and feeds
 it as it runs. Nothing here reads the device unless asked: the per-tensor
 ``[inf_count, nan_count]`` rows come from the fused unscale kernel itself and
-are kept on the device (:class:`OverflowLog`), and so is the ring of
-``(scale, skipped)`` per step; only ``last_overflow()`` / ``history()`` bring
-them to the host, each in a single transfer (:func:`read_host`).
+are kept on the device (:class:`OverflowLog`), with each tensor's count of
+overflowing steps (counted by the same launch), and so is the ring of
+``(scale, skipped)`` per step; only ``last_overflow()`` / ``overflow_steps()`` /
+``history()`` bring them to the host, each in a single transfer (:func:`read_host`).
 """
 
 from __future__ import annotations
@@ -93,7 +94,11 @@ def names_from(source) -> dict:
 
 
 class _Record:
-    """On-device overflow rows of one parameter list: the rows and the step of the last overflow."""
+    """On-device overflow state of one parameter list: the rows and step of its last overflow, and per-tensor hits.
+
+    ``hits[i]`` counts the overflowing steps in which tensor ``i`` had inf/NaN (``kernels.record_overflow_``
+    adds them on the device).
+    """
 
     def __init__(self, params, names, indices, stats_like):
         xp = backend.get_array_module(stats_like)
@@ -102,13 +107,16 @@ class _Record:
         self.indices = indices
         self.stats = xp.zeros_like(stats_like)
         self.step = xp.zeros(1, dtype=_I32)
+        self.hits = xp.zeros_like(stats_like[:, 0], order="C")  # NOTE: (n,) on the stats' device
 
 
 class OverflowLog:
     """Keeps, per (optimizer, device, parameter list), the per-tensor counts of its last overflowing step.
 
     ``record`` runs after each unscale and costs one tiny launch (``kernels.record_overflow_``), no sync:
-    the rows are kept only when found_inf is set, so they survive later clean steps.
+    the rows are kept only when found_inf is set, so they survive later clean steps; the same launch adds 1
+    to the hit count of every tensor that had inf/NaN, so :meth:`hits` counts steps, however rarely it is read.
+    A forgotten parameter list (beyond ``capacity``) takes its counts with it.
 
     Args:
         capacity: how many parameter lists to remember (oldest forgotten first).
@@ -138,7 +146,8 @@ class OverflowLog:
         rec = self.records.get(full_key)
         if rec is None:
             rec = self.records[full_key] = _Record(params, names, indices, stats)
-        kernels.record_overflow_(found_inf, stats, rec.stats, rec.step, step)  # NOTE: one launch, decided on the device
+        # NOTE: one launch, decided on the device: keeps the rows and counts the hits
+        kernels.record_overflow_(found_inf, stats, rec.stats, rec.step, step, rec.hits)
         self.records.move_to_end(full_key)
         while len(self.records) > self.capacity:
             self.records.popitem(last=False)
@@ -164,6 +173,27 @@ class OverflowLog:
                          for j, (n_inf, n_nan) in enumerate(stats) if n_inf or n_nan]
         return OverflowReport(rows, latest)
 
+    def hits(self, extra_names: dict) -> dict:
+        """``{name: steps}``: per tensor, how many overflowing steps had inf/NaN in it (one transfer per device).
+
+        Tensors that never overflowed are left out; largest counts first (ties by name). A name found in
+        several records gets the sum (a record is per set of gradients: a step where some parameter had no
+        gradient, or an optimizer that shares a parameter, starts another).
+
+        Args:
+            extra_names: ``{id(param): name}`` used when the optimizer gave no ``param_names``.
+        """
+        records = list(self.records.values())
+        if not records:
+            return {}
+        counts: dict = {}
+        for rec, hits in zip(records, read_host(*[rec.hits for rec in records])):
+            for j, n in enumerate(hits):
+                if n:
+                    name = self._name(rec, j, extra_names)
+                    counts[name] = counts.get(name, 0) + int(n)
+        return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
     @staticmethod
     def _name(rec, j, extra_names) -> str:
         if rec.names[j] is not None:
@@ -179,9 +209,10 @@ class ScalerDiagnostics:
 
     Each scaler holds one (``scaler.diagnostics``) and feeds it: every unscale fills a per-tensor
     ``[inf_count, nan_count]`` buffer (``stats_buffer``) and keeps it when it overflowed
-    (``record_unscale``); every ``update()`` writes the step into the history ring (``record_step``).
-    You ask through the scaler (``scaler.history()``, ``scaler.last_overflow()``,
-    ``scaler.register_model(model)``) or here. All of it stays on the device until asked.
+    (``record_unscale``, which also counts each tensor's overflowing steps); every ``update()`` writes
+    the step into the history ring (``record_step``). You ask through the scaler (``scaler.history()``,
+    ``scaler.last_overflow()``, ``scaler.overflow_steps()``, ``scaler.register_model(model)``) or here.
+    All of it stays on the device until asked.
 
     Args:
         history_size: how many steps the on-device ring keeps (0: no history).
@@ -343,7 +374,24 @@ class ScalerDiagnostics:
         Args:
             named_parameters: optional ``model.named_parameters()`` (or a model) to name the parameters.
         """
+        return self.overflow.last(self._names(named_parameters))
+
+    def overflow_steps(self, named_parameters=None) -> dict:
+        """``{name: steps}``: per tensor, the number of overflowing (skipped) steps that had inf/NaN in it.
+
+        Counted on the device at every unscale (no sync then), so several overflowing steps between two
+        reads are all counted; this call is one host read (one transfer). Tensors that never overflowed
+        are left out; largest counts first. The counts cover this scaler object's life: they are not in
+        ``state_dict`` (a resumed run starts them again at 0). Names as in :meth:`last_overflow`.
+
+        Args:
+            named_parameters: optional ``model.named_parameters()`` (or a model) to name the parameters.
+        """
+        return self.overflow.hits(self._names(named_parameters))
+
+    def _names(self, named_parameters) -> dict:
+        """``{id(param): name}`` from the registered models, then ``named_parameters`` (which wins)."""
         names = {}
         for source in self.name_sources + ([] if named_parameters is None else [named_parameters]):
             names.update(names_from(source))
-        return self.overflow.last(names)
+        return names

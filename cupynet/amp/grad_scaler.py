@@ -12,13 +12,13 @@ PyTorch: lazy state, per-optimizer stages READY -> UNSCALED -> STEPPED (reset by
 
 What the scaler saw (which tensors overflowed, the scale of each step) is an object
 it holds, ``scaler.diagnostics`` (:mod:`cupynet.amp.diagnostics`); ``history``,
-``last_overflow`` and ``register_model`` on the scaler are that object's.
+``last_overflow``, ``overflow_steps`` and ``register_model`` on the scaler are that object's.
 
 NOTE (host syncs): ``scale``, ``unscale_`` and ``update`` never read the device.
 ``step`` reads found_inf once (PyTorch's path) unless the optimizer can skip on the
 device (every built-in cupynet optimizer: ``_step_supports_amp_scaling = True``),
 then it reads nothing. ``get_scale``, ``state_dict``, ``skipped_steps``,
-``history`` and ``last_overflow`` each read in one transfer. See docs/amp.md.
+``history``, ``last_overflow`` and ``overflow_steps`` each read in one transfer. See docs/amp.md.
 """
 
 from __future__ import annotations
@@ -555,6 +555,17 @@ class GradScaler:
             named_parameters: optional ``model.named_parameters()`` (or a model) to name the parameters.
         """
         return self.diagnostics.last_overflow(named_parameters)
+
+    def overflow_steps(self, named_parameters=None) -> dict:
+        """``{name: steps}``: per tensor, how many overflowing (skipped) steps had inf/NaN in its gradient.
+
+        Counted on the device at each unscale, so no step is missed however rarely you ask; a host read
+        (one transfer), made only when called; see ``ScalerDiagnostics.overflow_steps``.
+
+        Args:
+            named_parameters: optional ``model.named_parameters()`` (or a model) to name the parameters.
+        """
+        return self.diagnostics.overflow_steps(named_parameters)
 
     def register_model(self, model) -> None:
         """Name parameters in ``last_overflow()`` by a model's ``named_parameters()`` (or ``(name, param)`` pairs).

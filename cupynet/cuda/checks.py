@@ -16,7 +16,7 @@ import numpy
 from cupynet.backend import cupy_or_none
 
 __all__ = [
-    "array_list", "optional_array_list", "scalar_array", "check_stats", "place_of",
+    "array_list", "optional_array_list", "scalar_array", "check_stats", "check_counts", "place_of",
     "named", "check_same_shapes", "check_distinct", "real_number", "positive_int",
 ]
 
@@ -110,6 +110,23 @@ def check_stats(fn: str, stats, n_arrays: int) -> None:
             f"{fn}: tensor_stats must be a contiguous int32 array of shape ({n_arrays}, 2) "
             f"(one [inf_count, nan_count] row per array), got {_describe(stats)}"
         )
+
+
+def check_counts(fn: str, name: str, counts, n: int, what: str) -> None:
+    """Check a per-tensor counter vector: int32, shape ``(n,)``, contiguous.
+
+    Args:
+        fn: the public function's name, for error messages.
+        name: the argument's name.
+        counts: the array.
+        n: how many counts it must hold.
+        what: what one count stands for, for the error message (e.g. "one count per tensor_stats row").
+    """
+    if not _is_array(counts):
+        raise TypeError(f"{fn}: {name} must be an int32 array, got {type(counts).__name__}")
+    if counts.dtype != numpy.int32 or tuple(counts.shape) != (n,) or not counts.flags.c_contiguous:
+        raise ValueError(f"{fn}: {name} must be a contiguous int32 array of shape ({n},) ({what}), "
+                         f"got {_describe(counts)}")
 
 
 def _place(a) -> str:

@@ -77,7 +77,6 @@ class Trainer:
         self.best = None           # the epoch row with the best --best-metric so far
         self.amp_history = []      # (step, scale after its update, skipped steps so far), with AMP
         self.lr_history = []       # (step, lr) at the first step and wherever the learning rate changed
-        self.overflow_counts = {}  # layer -> overflow reports naming it (this process only)
         self.epoch_hits = self.epoch_seen = 0  # correct predictions / samples of the epoch so far
         self.checkpointer = None
         self.wall_time = 0.0
@@ -504,15 +503,21 @@ class Trainer:
         self.tensorboard.add_scalar("epoch/number", number, self.step)
 
     def _report_overflow(self, skipped, bar):
-        """Name the layers whose gradients overflowed, once per newly skipped step seen at a flush."""
+        """Print the layers of the last overflow, once per progress refresh that finds newly skipped steps."""
         if skipped <= self._reported_skips:
             return
         from cupynet.amp.diagnostics import format_overflow
         report = self.scaler.last_overflow()
         bar.write(f"step skipped ({skipped} so far): {format_overflow(report)}")
-        for name, _, _ in report:
-            self.overflow_counts[name] = self.overflow_counts.get(name, 0) + 1
         self._reported_skips = skipped
+
+    def overflow_steps(self) -> dict:
+        """``{layer: steps}``: per parameter, the skipped steps of this process with inf/NaN in its gradient.
+
+        Counted by the GradScaler on the device at every step (``GradScaler.overflow_steps``); one host read,
+        made only when called (amp.png calls it once). Empty without AMP.
+        """
+        return self.scaler.overflow_steps() if self.scaler is not None else {}
 
     def _lr(self):
         return float(self.optimizer.param_groups[0]["lr"])

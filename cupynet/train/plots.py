@@ -1,10 +1,11 @@
 """The pictures of a ``cupynet train`` run, written to ``--out`` when matplotlib is installed.
 
 - ``curves.png``: training loss per step (faint) and train/val loss per epoch; train/val accuracy per epoch.
-- ``amp.png`` (AMP runs): the loss scale over the steps, skipped steps marked, and the layers named most often
-  in the overflow reports of skipped steps (a report is read at each progress refresh that finds new skips, so
-  when several steps are skipped between two refreshes only the last one's layers are counted; the counts cover
-  this process, not the part of a run before a resume).
+- ``amp.png`` (AMP runs): the loss scale over the steps, skipped steps marked, and the layers that overflowed
+  most: per layer, the number of overflowing (skipped) steps whose gradient had inf/NaN in that layer. The
+  GradScaler counts them on the device at every step (``GradScaler.overflow_steps``), read once when the plot
+  is drawn, so every skipped step counts, however many fall between two progress refreshes; the counts cover
+  this process, not the part of a run before a resume.
 """
 
 from __future__ import annotations
@@ -131,16 +132,15 @@ def _amp(plt, trainer, path):
     scale_ax.set(xlabel="step", ylabel="loss scale", yscale="log", title="dynamic loss scale")
     scale_ax.grid(alpha=0.3)
     scale_ax.legend(fontsize=8)
-    top = sorted(trainer.overflow_counts.items(), key=lambda item: (-item[1], item[0]))[:8]
+    top = sorted(trainer.overflow_steps().items(), key=lambda item: (-item[1], item[0]))[:8]
     if top:
         names, counts = zip(*reversed(top))
         from matplotlib.ticker import MaxNLocator
         layer_ax.barh(names, counts, color="tab:red")
         layer_ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        layer_ax.set(xlabel="overflow reports naming the layer (one per refresh that found new skips)",
-                     title="layers that overflowed most")
+        layer_ax.set(xlabel="overflowing steps with inf/NaN in the layer", title="layers that overflowed most")
     else:
-        layer_ax.text(0.5, 0.5, "no overflow reported", ha="center", va="center")
+        layer_ax.text(0.5, 0.5, "no overflow recorded", ha="center", va="center")
         layer_ax.set(title="layers that overflowed most", xticks=[], yticks=[])
     return _save(plt, fig, path)
 

@@ -225,15 +225,23 @@ def begin_unscale_(scale, inv_scale, found_inf, tensor_stats=None) -> None:
     (reference if place == "cpu" else launch).begin_unscale_(scale, inv_scale, found_inf, tensor_stats)
 
 
-def record_overflow_(found_inf, tensor_stats, record_stats, record_step, step) -> None:
-    """When ``found_inf`` is set (decided on the device), copy ``tensor_stats`` into a record and stamp ``step``.
+def record_overflow_(found_inf, tensor_stats, record_stats, record_step, step, record_hits=None) -> None:
+    """When ``found_inf`` is set (decided on the device), keep ``tensor_stats`` as a record, stamp ``step``, count hits.
+
+    With ``record_hits``, each tensor's count of overflowing steps grows on the device too: when
+    ``found_inf`` is set, ``record_hits[i] += 1`` for every row ``i`` of ``tensor_stats`` that is not
+    ``[0, 0]`` (that tensor had inf/NaN); rows of zeros, and calls with found_inf clear, add nothing.
+    One launch either way (one block).
 
     Args:
         found_inf: float32 array of shape (1,) or 0-d.
-        tensor_stats: contiguous int32 array (the per-tensor ``[inf_count, nan_count]`` rows of an unscale).
+        tensor_stats: contiguous int32 array (the per-tensor ``[inf_count, nan_count]`` rows of an unscale);
+            of shape ``(n, 2)`` when record_hits is given.
         record_stats: contiguous int32 array of tensor_stats' shape, written when found_inf is set.
         record_step: int32 array of shape (1,) or 0-d, written when found_inf is set.
         step: the step number to stamp (a non-negative int below 2**31).
+        record_hits: optional contiguous int32 array of shape ``(n,)``, one count per row of tensor_stats,
+            incremented as above (start it at 0).
     """
     fn = "record_overflow_"
     chk.scalar_array(fn, "found_inf", found_inf, _F32)
@@ -241,14 +249,26 @@ def record_overflow_(found_inf, tensor_stats, record_stats, record_step, step) -
     for name, a in (("tensor_stats", tensor_stats), ("record_stats", record_stats)):
         chk.array_list(fn, name, [a], (_I32,))
     chk.check_same_shapes(fn, "tensor_stats", [tensor_stats], {"record_stats": [record_stats]})
+    if record_hits is not None:
+        _check_hits(fn, tensor_stats, record_hits)
     if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < 2 ** 31:
         raise ValueError(f"{fn}: step must be an int in [0, 2**31) (it is stored as int32), got {step!r}")
     named = [("found_inf", found_inf), ("tensor_stats", tensor_stats), ("record_stats", record_stats),
-             ("record_step", record_step)]
+             ("record_step", record_step), ("record_hits", record_hits)]
     place = chk.place_of(fn, named)
     chk.check_distinct(fn, named[2:])
+    if record_hits is not None:
+        chk.check_distinct(fn, [("tensor_stats", tensor_stats), ("record_hits", record_hits)])
     (reference if place == "cpu" else launch).record_overflow_(found_inf, tensor_stats, record_stats, record_step,
-                                                                 step)
+                                                                 step, record_hits)
+
+
+def _check_hits(fn, tensor_stats, record_hits) -> None:
+    """record_hits: a contiguous int32 ``(n,)`` array for a tensor_stats of shape ``(n, 2)``."""
+    if tensor_stats.ndim != 2 or tensor_stats.shape[1] != 2:
+        raise ValueError(f"{fn}: with record_hits, tensor_stats must have shape (n, 2) (one [inf_count, nan_count] "
+                         f"row per tensor), got shape {tuple(tensor_stats.shape)}")
+    chk.check_counts(fn, "record_hits", record_hits, tensor_stats.shape[0], "one count per tensor_stats row")
 
 
 def record_step_(found_inf, skipped, scale, ring_scales=None, ring_skipped=None, slot=0) -> None:

@@ -134,20 +134,24 @@ def begin_unscale_(scale, inv_scale, found_inf, tensor_stats) -> None:
             (scale, inv_scale, found_inf, stats, c_int(0 if tensor_stats is None else stats.size)))
 
 
-def record_overflow_(found_inf, tensor_stats, record_stats, record_step, step) -> None:
+def record_overflow_(found_inf, tensor_stats, record_stats, record_step, step, record_hits=None) -> None:
     """Launch ``record_overflow_kernel`` (one block).
 
     Args:
         found_inf: float32 one-element device array.
-        tensor_stats: int32 device array, read.
+        tensor_stats: int32 device array, read (``(n, 2)`` when record_hits is given).
         record_stats: int32 device array of the same size, written when found_inf is set.
         record_step: int32 one-element device array, written when found_inf is set.
         step: the step number (a Python int).
+        record_hits: int32 ``(n,)`` device array, incremented per non-zero stats row when found_inf is set, or
+            None.
     """
     with device.cupy().cuda.Device(found_inf.device.id):
+        # NOTE: without record_hits, n_hits = 0 and the kernel never touches the pointer it gets in its place
+        hits, n_hits = (record_step, 0) if record_hits is None else (record_hits, record_hits.size)
         KERNELS.get_kernel("step_state.cu", "record_overflow_kernel")(
-            (1,), (BLOCK_THREADS,), (found_inf, tensor_stats, record_stats, record_step, c_int(tensor_stats.size),
-                                     c_int(step)))
+            (1,), (BLOCK_THREADS,), (found_inf, tensor_stats, record_stats, record_step, hits,
+                                     c_int(tensor_stats.size), c_int(n_hits), c_int(step)))
 
 
 def record_step_(found_inf, skipped, scale, ring_scales, ring_skipped, slot) -> None:

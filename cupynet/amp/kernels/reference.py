@@ -213,19 +213,30 @@ def begin_unscale_(scale, inv_scale, found_inf, tensor_stats=None) -> None:
         tensor_stats[...] = 0
 
 
-def record_overflow_(found_inf, tensor_stats, record_stats, record_step, step) -> None:
-    """Reference of ``record_overflow_``: when found_inf is set, copy the stats and stamp the step.
+def record_overflow_(found_inf, tensor_stats, record_stats, record_step, step, record_hits=None) -> None:
+    """Reference of ``record_overflow_``: when found_inf is set, copy the stats, count the hit rows, stamp the step.
+
+    The rule for ``record_hits`` (stated here only): when found_inf is set, ``record_hits[i]`` grows by 1
+    for every row ``i`` of ``tensor_stats`` that is not ``[0, 0]``; otherwise nothing changes.
+
+    NOTE: the add wraps modulo 2**32 (NumPy's int32 add; the kernel adds as unsigned): a count reaches
+    2**31 only after 2**31 calls, but even then both sides give the same bits.
 
     Args:
         found_inf: float32 one-element array.
-        tensor_stats: int32 array.
+        tensor_stats: int32 array (``(n, 2)`` when record_hits is given).
         record_stats: int32 array of the same shape, written when found_inf is set.
         record_step: int32 one-element array, written when found_inf is set.
         step: the step number.
+        record_hits: int32 ``(n,)`` array, incremented as above, or None.
     """
-    if is_set(found_inf):
-        record_stats[...] = tensor_stats
-        record_step[...] = step
+    if not is_set(found_inf):
+        return
+    record_stats[...] = tensor_stats
+    if record_hits is not None:
+        hit_rows = (tensor_stats.reshape(-1, 2) != 0).any(axis=1).astype(numpy.int32)
+        numpy.add(record_hits, hit_rows, out=record_hits)
+    record_step[...] = step
 
 
 def record_step_(found_inf, skipped, scale, ring_scales, ring_skipped, slot) -> None:

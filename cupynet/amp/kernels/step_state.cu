@@ -1,6 +1,6 @@
 // step_state.cu -- the small jobs around an AMP step, one launch each instead of a handful of
 // CuPy calls: clipping all gradients by their global norm, starting an unscale, keeping an
-// overflow record, and counting a step.
+// overflow record (and counting the overflowing steps of each tensor), and counting a step.
 //
 // clip_by_total_norm_kernel<T> (one block per chunk of the chunk table, list 0 = the data):
 //     coef = min(max_norm / (total_norm + 1e-6), 1)       fp32, NaN propagates (NumPy's minimum)
@@ -9,7 +9,8 @@
 // significant bits), so one rounding into T gives what NumPy's (and CuPy's) half multiply gives.
 //
 // begin_unscale_kernel (one block):   inv_scale = fp32(1 / double(scale)); found_inf = 0; stats = 0
-// record_overflow_kernel (one block): if found_inf != 0: record = stats; record_step = step
+// record_overflow_kernel (one block): if found_inf != 0: record = stats; record_step = step;
+//                                     hits[i] += (stats row i != [0, 0]) for each row (when n_hits > 0)
 // record_step_kernel (one thread):    hit = found_inf != 0; skipped += hit; ring[slot] = (scale, hit)
 // NOTE: "!= 0" is is_nonzero_f32: a NaN flag counts as set, -0 does not (as NumPy's `!= 0`).
 
@@ -42,10 +43,18 @@ __global__ void begin_unscale_kernel(const float* scale, float* inv_scale, float
 }
 
 __global__ void record_overflow_kernel(
-    const float* found_inf, const int* stats, int* record_stats, int* record_step, int n_stats, int step)
+    const float* found_inf, const int* stats, int* record_stats, int* record_step, int* record_hits, int n_stats,
+    int n_hits, int step)
 {
     if (!is_nonzero_f32(*found_inf)) return;
     for (int i = threadIdx.x; i < n_stats; i += blockDim.x) record_stats[i] = stats[i];
+    // NOTE: row i of stats is [inf_count, nan_count] at 2i and 2i + 1; each row has one thread, so no atomics.
+    // The count is added as unsigned (wraps modulo 2^32, as NumPy's int32 add) so that it is defined at 2^31 - 1.
+    for (int i = threadIdx.x; i < n_hits; i += blockDim.x) {
+        if (stats[2 * i] != 0 || stats[2 * i + 1] != 0) {
+            record_hits[i] = (int)((unsigned int)record_hits[i] + 1u);
+        }
+    }
     if (threadIdx.x == 0) *record_step = step;
 }
 
