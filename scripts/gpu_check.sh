@@ -121,6 +121,8 @@ tests/test_grad_scaler_scenarios.py tests/test_amp_functional.py tests/test_amp_
 tests/test_amp_prototype.py tests/test_autocast.py tests/test_autograd.py tests/test_serialization.py \
 tests/test_tensor_backend.py tests/test_nn_utils.py tests/test_multiprocessing.py tests/test_launch_fusion.py \
 $(grep -l -E '(from|import) (tests\.)?op_harness' tests/test_*.py | tr '\n' ' ')"
+# NOTE: a file named above may also use op_harness: each file once, or two shards would run it
+GPU_TESTS=$(printf '%s\n' $GPU_TESTS | sort -u | tr '\n' ' ')
 QUICK_TESTS="tests/test_grad_scaler.py tests/test_tensor_backend.py"
 # Under compute-sanitizer CuPy's memory pool is off, so each array is its own allocation and memcheck
 # sees an access out of bounds instead of a read inside a pooled block.
