@@ -101,6 +101,8 @@ TORCH_MODULES = {
     "torch.utils.checkpoint": "cupynet.utils.checkpoint",
     "torch.utils._pytree": "cupynet.compat.pytree",
     "torch.utils.tensorboard": "cupynet.utils.tensorboard",
+    "torch.utils.mobile_optimizer": "cupynet.compat.mobile_optimizer",
+    "torch.hub": "cupynet.compat.hub",
     "torch.amp": "cupynet.amp",
     "torch.jit": "cupynet.compat.jit",
     "torch.cuda": "cupynet.cuda",
