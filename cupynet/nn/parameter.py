@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import backend
 from ..tensor import Tensor
 
-__all__ = ["Parameter", "UninitializedParameter", "UninitializedBuffer", "as_array"]
+__all__ = ["Parameter", "as_array"]
 
 
 def as_array(value, what: str):
@@ -76,86 +76,3 @@ class Parameter(Tensor):
 
 def _rebuild_parameter(data, requires_grad):
     return Parameter(data, requires_grad=requires_grad)
-
-
-_UNINITIALIZED = ("Can't access the shape of an uninitialized parameter or buffer: call materialize(shape) "
-                  "(torch's lazy modules do it in their first forward) before reading it")
-
-
-class _Uninitialized:
-    """What torch's lazy parameters and buffers share: no shape until ``materialize`` gives one."""
-
-    __slots__ = ()
-    _materialized_class = Tensor
-
-    @property
-    def shape(self):
-        raise RuntimeError(_UNINITIALIZED)
-
-    def size(self, dim=None):
-        """Refused, as ``shape``: an uninitialized tensor has no size yet.
-
-        Args:
-            dim: the dimension torch would report.
-        """
-        raise RuntimeError(_UNINITIALIZED)
-
-    def materialize(self, shape, device=None, dtype=None):
-        """Give the tensor its shape (uninitialized memory, as ``torch.empty``) and make it the plain class.
-
-        Args:
-            shape: the shape (a tuple or an int).
-            device: the device (default: where it is now).
-            dtype: the element dtype (default: the one it was made with, float32).
-        """
-        from .. import dtypes  # noqa: PLC0415
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        xp = backend.get_array_module(self.array) if device is None else backend.array_module_for(
-            backend.device(device))
-        dt = self.array.dtype if dtype is None else dtypes.as_dtype(dtype)
-        self.array = xp.empty(shape, dtype=dt)
-        self.__class__ = self._materialized_class
-
-    def __repr__(self):
-        return f"<{type(self).__name__}>"
-
-
-class UninitializedParameter(_Uninitialized, Parameter):
-    """``torch.nn.parameter.UninitializedParameter``: a parameter of a lazy module before its first forward.
-
-    Args:
-        requires_grad: whether it records gradients once materialized (default True).
-        device: ignored until ``materialize`` (the CPU until then).
-        dtype: the dtype ``materialize`` gives it (default float32).
-    """
-
-    __slots__ = ()
-    _materialized_class = Parameter
-
-    def __init__(self, requires_grad=True, device=None, dtype=None):
-        del device
-        import numpy  # noqa: PLC0415
-
-        from .. import dtypes  # noqa: PLC0415
-        dt = numpy.float32 if dtype is None else dtypes.as_dtype(dtype)
-        super().__init__(numpy.zeros((0,), dtype=dt), requires_grad=requires_grad)
-
-
-class UninitializedBuffer(_Uninitialized, Tensor):
-    """``torch.nn.parameter.UninitializedBuffer``: a buffer of a lazy module before its first forward.
-
-    Args:
-        requires_grad: whether it records gradients (default False).
-        device: ignored until ``materialize``.
-        dtype: the dtype ``materialize`` gives it (default float32).
-    """
-
-    __slots__ = ()
-
-    def __init__(self, requires_grad=False, device=None, dtype=None):
-        del device
-        import numpy  # noqa: PLC0415
-
-        from .. import dtypes  # noqa: PLC0415
-        dt = numpy.float32 if dtype is None else dtypes.as_dtype(dtype)
-        super().__init__(numpy.zeros((0,), dtype=dt), requires_grad=requires_grad)
