@@ -1,6 +1,8 @@
 """What YOLOv5's train.py needed of cupynet run, each against torch: torch.jit, torch.utils._pytree,
 torch.nn.utils.fusion, DataParallel, _ConvNd/_get_name, set_printoptions' profile, DataLoader samplers and custom
-collate, pathlib paths in checkpoints, % and //, torchvision.ops, torch.__version__ and package metadata."""
+collate, pathlib paths in checkpoints, % and //, torchvision.ops, torch.__version__ and package metadata; then what
+its val.py/detect.py and the FLOP counter needed: torch.hub, torch.utils.mobile_optimizer, a sequence times a tensor,
+torch.nn.modules' private bases."""
 
 import collections
 import importlib
@@ -609,7 +611,6 @@ def test_hub_downloads_into_place_and_checks_the_hash_as_torch(tmp_path, monkeyp
 
 
 def test_hub_and_mobile_optimizer_under_the_runner(tmp_path, capsys):
-    (tmp_path / "w.pt").write_bytes(b"")
     cn.save({"w": cn.ones(2)}, tmp_path / "w-0.pt")
     rc, out, err = _run(tmp_path, capsys, f"""
         import torch
