@@ -57,6 +57,8 @@ class _RemovableHandle:
 
 # NOTE: the types Tensor(array) takes as is; CuPy's ndarray joins on first sight (CuPy is imported lazily)
 _RAW_ARRAYS = {numpy.ndarray}
+# NOTE: the Python sequences whose product with a tensor is a repeat, never an elementwise product
+_PY_SEQUENCES = (str, bytes, list, tuple)
 
 
 def _is_raw_array(data) -> bool:
@@ -693,9 +695,14 @@ class Tensor:
         return _ops.sub(other, self)
 
     def __mul__(self, other):
+        # NOTE: a Python sequence times a tensor is Python's repeat (through __index__), as in torch
+        if isinstance(other, _PY_SEQUENCES):
+            return NotImplemented
         return _ops.mul(self, other)
 
     def __rmul__(self, other):
+        if isinstance(other, _PY_SEQUENCES):
+            return NotImplemented
         return _ops.mul(other, self)
 
     def __truediv__(self, other):

@@ -1,8 +1,11 @@
 """What YOLOv5's train.py needed of cupynet run, each against torch: torch.jit, torch.utils._pytree,
 torch.nn.utils.fusion, DataParallel, _ConvNd/_get_name, set_printoptions' profile, DataLoader samplers and custom
-collate, pathlib paths in checkpoints, % and //, torchvision.ops, torch.__version__ and package metadata."""
+collate, pathlib paths in checkpoints, % and //, torchvision.ops, torch.__version__ and package metadata; then what
+its val.py/detect.py and the FLOP counter needed: torch.hub, torch.utils.mobile_optimizer, a sequence times a tensor,
+torch.nn.modules' private bases."""
 
 import collections
+import importlib
 import importlib.metadata
 import pathlib
 import textwrap
@@ -570,3 +573,75 @@ def test_a_yolov5_shaped_training_loop_runs_under_the_runner(tmp_path, capsys, m
     assert rc == 0, err
     assert out.strip() == "[0, 2] True 2"  # NOTE: len(loader): the batches of one pass, as torch's
     cn.set_printoptions(profile="default")
+
+
+# ----------------------------------------------------------------------------- val.py/detect.py and thop
+@pytest.mark.parametrize("make", [lambda m: m.tensor(3) > 1, lambda m: m.tensor(2), lambda m: m.tensor([True])])
+def test_a_python_sequence_times_a_tensor_repeats_as_in_torch(make):
+    for seq in ("s", b"ab", [1, None], (2,)):
+        assert seq * make(cn) == seq * make(torch) and make(cn) * seq == make(torch) * seq
+
+
+def test_a_sequence_times_a_float_or_long_tensor_is_refused_as_in_torch():
+    for bad in (cn.tensor(2.0), cn.tensor([1, 2])):
+        with pytest.raises(TypeError, match="only integer tensors of a single element"):
+            _ = "s" * bad
+    assert (cn.tensor([1, 2]) * 3).tolist() == [3, 6] and (cn.tensor(2) * cn.tensor([1, 2])).tolist() == [2, 4]
+
+
+def test_hub_downloads_into_place_and_checks_the_hash_as_torch(tmp_path, monkeypatch):
+    import hashlib
+
+    import torch.hub as thub
+
+    from cupynet.compat import hub
+    src = tmp_path / "asset.bin"
+    src.write_bytes(bytes(range(256)) * 100)
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()
+    for mod, name in ((hub, "ours"), (thub, "theirs")):
+        mod.download_url_to_file(src.as_uri(), tmp_path / f"{name}.bin", hash_prefix=digest[:8], progress=False)
+        assert (tmp_path / f"{name}.bin").read_bytes() == src.read_bytes()
+        with pytest.raises(RuntimeError, match="invalid hash value") as caught:
+            mod.download_url_to_file(src.as_uri(), str(tmp_path / f"bad_{name}.bin"), hash_prefix="0000",
+                                     progress=False)
+        assert not (tmp_path / f"bad_{name}.bin").exists() and str(caught.value).endswith(f'got "{digest}")')
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["asset.bin", "ours.bin", "theirs.bin"]  # no leftovers
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "th"))
+    assert hub.get_dir() == thub.get_dir() == str(tmp_path / "th" / "hub")
+
+
+def test_hub_and_mobile_optimizer_under_the_runner(tmp_path, capsys):
+    cn.save({"w": cn.ones(2)}, tmp_path / "w-0.pt")
+    rc, out, err = _run(tmp_path, capsys, f"""
+        import torch
+        from torch.utils.mobile_optimizer import optimize_for_mobile
+        torch.hub.set_dir({str(tmp_path / "cache")!r})
+        sd = torch.hub.load_state_dict_from_url({(tmp_path / "w-0.pt").as_uri()!r}, progress=False)
+        print(sd["w"].tolist(), torch.hub.get_dir().endswith("cache"))
+        try:
+            optimize_for_mobile(torch.nn.Linear(1, 1))
+        except NotImplementedError as e:
+            print("refused:", "no TorchScript" in str(e))
+        print(hasattr(torch.overrides, "TorchFunctionMode"))  # NOTE: an empty module: thop then counts no functions
+    """)
+    assert rc == 0, err
+    assert out.split("\n")[:3] == ["[1.0, 1.0] True", "refused: True", "False"]
+    assert (tmp_path / "cache" / "checkpoints" / "w-0.pt").exists()
+
+
+PRIVATE_BASES = {"batchnorm": ("_BatchNorm", "_NormBase"), "dropout": ("_DropoutNd",),
+                 "padding": ("_ConstantPadNd", "_ReflectionPadNd", "_ReplicationPadNd", "_CircularPadNd"),
+                 "pooling": ("_AdaptiveAvgPoolNd", "_AdaptiveMaxPoolNd", "_AvgPoolNd", "_MaxPoolNd")}
+LAYERS = [("BatchNorm2d", (4,)), ("InstanceNorm2d", (4,)), ("Dropout", ()), ("ZeroPad2d", (1,)),
+          ("ConstantPad1d", (1, 0.5)), ("ReflectionPad2d", (1,)), ("ReplicationPad3d", (1,)), ("CircularPad1d", (1,)),
+          ("AdaptiveAvgPool2d", (1,)), ("MaxPool2d", (2,)), ("AvgPool1d", (2,))]
+
+
+@pytest.mark.parametrize("layer,args", LAYERS)
+def test_the_private_bases_flop_counters_key_on_classify_layers_as_torch(layer, args):
+    ours, theirs = getattr(cn.nn, layer)(*args), getattr(torch.nn, layer)(*args)
+    for sub, names in PRIVATE_BASES.items():
+        for name in names:
+            base = getattr(importlib.import_module(f"cupynet.compat.nn_modules.{sub}"), name)
+            tbase = getattr(importlib.import_module(f"torch.nn.modules.{sub}"), name)
+            assert isinstance(ours, base) == isinstance(theirs, tbase), (layer, name)

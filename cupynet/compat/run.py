@@ -101,6 +101,8 @@ TORCH_MODULES = {
     "torch.utils.checkpoint": "cupynet.utils.checkpoint",
     "torch.utils._pytree": "cupynet.compat.pytree",
     "torch.utils.tensorboard": "cupynet.utils.tensorboard",
+    "torch.utils.mobile_optimizer": "cupynet.compat.mobile_optimizer",
+    "torch.hub": "cupynet.compat.hub",
     "torch.amp": "cupynet.amp",
     "torch.jit": "cupynet.compat.jit",
     "torch.cuda": "cupynet.cuda",
@@ -139,7 +141,7 @@ MAPPED_VERSIONS = {"torch": "2.13.0+cupynet", "torchvision": "0.28.0+cupynet"}
 # `import torch.onnx`, used by --onnx-export alone). cupynet has no counterpart; the import gives an empty
 # module, so the script starts, and the first name read from it is reported missing as usual
 # (`cupynet has no torch.onnx.export yet`).
-TORCH_EMPTY_MODULES = ("torch.onnx",)
+TORCH_EMPTY_MODULES = ("torch.onnx", "torch.overrides")
 
 # NOTE: the top-level names the finder answers: torch, and the companion packages the table maps
 MAPPED_ROOTS = tuple(sorted({name.split(".")[0] for name in TORCH_MODULES}))

@@ -24,8 +24,12 @@ from .normalization import _affine_parameters
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"]
 
 
-class _BatchNorm(Module):
-    """Shared code of BatchNorm1d/2d: running statistics, momentum, train/eval (not public)."""
+class _NormBase(Module):
+    """Shared code of the batch and instance norms: running statistics, momentum, train/eval (not public).
+
+    NOTE: torch's names: ``_NormBase`` is what both families share and ``_BatchNorm`` the batch norms alone,
+    so ``isinstance`` checks (FLOP counters, BatchNorm folding) tell an instance norm from a batch norm.
+    """
 
     _fp32_buffers = ("running_mean", "running_var")
     _ndims = (2, 3)
@@ -99,6 +103,10 @@ class _BatchNorm(Module):
 def _stat_dtype(dtype):
     # NOTE: running statistics are at least fp32 (a float64 layer keeps float64 stats)
     return dtypes.float64 if dtype is not None and dtypes.as_dtype(dtype) == dtypes.float64 else dtypes.float32
+
+
+class _BatchNorm(_NormBase):
+    """torch's base of the batch norms (1d/2d/3d and SyncBatchNorm); the instance norms are not among them."""
 
 
 class BatchNorm1d(_BatchNorm):
@@ -198,7 +206,7 @@ class SyncBatchNorm(_BatchNorm):
             process_group: must be None (the default group).
         """
         out = module
-        # NOTE: by name, not _BatchNorm: the instance norms (instancenorm.py) share its code but are kept
+        # NOTE: by name: these four are the batch norms (the instance norms share _NormBase, not this)
         if isinstance(module, (BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm)):
             out = cls(module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats,
                       process_group)

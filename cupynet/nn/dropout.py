@@ -11,8 +11,8 @@ from .module import Module
 __all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
 
 
-class Dropout(Module):
-    """Zero each element with probability ``p`` in training, scaling the rest by 1/(1-p); identity in eval.
+class _DropoutNd(Module):
+    """torch's base of the dropout layers: the probability ``p`` and ``inplace`` (not public).
 
     Args:
         p: the drop probability, in [0, 1].
@@ -25,6 +25,19 @@ class Dropout(Module):
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
         self.p, self.inplace = p, inplace
 
+    def extra_repr(self) -> str:
+        """``p=.., inplace=..``."""
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout(_DropoutNd):
+    """Zero each element with probability ``p`` in training, scaling the rest by 1/(1-p); identity in eval.
+
+    Args:
+        p: the drop probability, in [0, 1].
+        inplace: accepted for compatibility (computed out of place).
+    """
+
     def forward(self, input):  # noqa: A002
         """Apply (only in training mode).
 
@@ -33,10 +46,6 @@ class Dropout(Module):
         """
         check_input(self, input)
         return F.dropout(input, self.p, self.training)
-
-    def extra_repr(self) -> str:
-        """``p=.., inplace=..``."""
-        return f"p={self.p}, inplace={self.inplace}"
 
 
 class _ChannelDropout(Dropout):

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from . import functional as F
-from .batchnorm import _BatchNorm
+from .batchnorm import _NormBase
 from .linear import check_input
 
 __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
 
 
-class _InstanceNorm(_BatchNorm):
+class _InstanceNorm(_NormBase):
     """Shared code of InstanceNorm1d/2d/3d: per-sample statistics, optional running ones (not public)."""
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,

@@ -53,7 +53,29 @@ class _PadNd(Module):
             else f"{self.padding}"
 
 
-class ZeroPad1d(_PadNd):
+class _ConstantPadNd(_PadNd):
+    """torch's base of the constant-mode padding layers (``torch.nn.modules.padding._ConstantPadNd``)."""
+
+
+class _ReflectionPadNd(_PadNd):
+    """torch's base of the 'reflect' padding layers."""
+
+    _mode = "reflect"
+
+
+class _ReplicationPadNd(_PadNd):
+    """torch's base of the 'replicate' padding layers."""
+
+    _mode = "replicate"
+
+
+class _CircularPadNd(_PadNd):
+    """torch's base of the 'circular' padding layers."""
+
+    _mode = "circular"
+
+
+class ZeroPad1d(_ConstantPadNd):
     """Pad the last dim with zeros.
 
     Args:
@@ -64,7 +86,7 @@ class ZeroPad1d(_PadNd):
     _zero = True
 
 
-class ZeroPad2d(_PadNd):
+class ZeroPad2d(_ConstantPadNd):
     """Pad the last 2 dims with zeros.
 
     Args:
@@ -75,7 +97,7 @@ class ZeroPad2d(_PadNd):
     _zero = True
 
 
-class ZeroPad3d(_PadNd):
+class ZeroPad3d(_ConstantPadNd):
     """Pad the last 3 dims with zeros.
 
     Args:
@@ -86,7 +108,7 @@ class ZeroPad3d(_PadNd):
     _zero = True
 
 
-class ConstantPad1d(_PadNd):
+class ConstantPad1d(_ConstantPadNd):
     """Pad the last dim with a constant.
 
     Args:
@@ -97,7 +119,7 @@ class ConstantPad1d(_PadNd):
     _dims = 1
 
 
-class ConstantPad2d(_PadNd):
+class ConstantPad2d(_ConstantPadNd):
     """Pad the last 2 dims with a constant.
 
     Args:
@@ -108,7 +130,7 @@ class ConstantPad2d(_PadNd):
     _dims = 2
 
 
-class ConstantPad3d(_PadNd):
+class ConstantPad3d(_ConstantPadNd):
     """Pad the last 3 dims with a constant.
 
     Args:
@@ -119,7 +141,7 @@ class ConstantPad3d(_PadNd):
     _dims = 3
 
 
-class ReflectionPad1d(_PadNd):
+class ReflectionPad1d(_ReflectionPadNd):
     """Pad the last dim in 'reflect' mode.
 
     Args:
@@ -130,7 +152,7 @@ class ReflectionPad1d(_PadNd):
     _mode = "reflect"
 
 
-class ReflectionPad2d(_PadNd):
+class ReflectionPad2d(_ReflectionPadNd):
     """Pad the last 2 dims in 'reflect' mode.
 
     Args:
@@ -141,7 +163,7 @@ class ReflectionPad2d(_PadNd):
     _mode = "reflect"
 
 
-class ReflectionPad3d(_PadNd):
+class ReflectionPad3d(_ReflectionPadNd):
     """Pad the last 3 dims in 'reflect' mode.
 
     Args:
@@ -152,7 +174,7 @@ class ReflectionPad3d(_PadNd):
     _mode = "reflect"
 
 
-class ReplicationPad1d(_PadNd):
+class ReplicationPad1d(_ReplicationPadNd):
     """Pad the last dim in 'replicate' mode.
 
     Args:
@@ -163,7 +185,7 @@ class ReplicationPad1d(_PadNd):
     _mode = "replicate"
 
 
-class ReplicationPad2d(_PadNd):
+class ReplicationPad2d(_ReplicationPadNd):
     """Pad the last 2 dims in 'replicate' mode.
 
     Args:
@@ -174,7 +196,7 @@ class ReplicationPad2d(_PadNd):
     _mode = "replicate"
 
 
-class ReplicationPad3d(_PadNd):
+class ReplicationPad3d(_ReplicationPadNd):
     """Pad the last 3 dims in 'replicate' mode.
 
     Args:
@@ -185,7 +207,7 @@ class ReplicationPad3d(_PadNd):
     _mode = "replicate"
 
 
-class CircularPad1d(_PadNd):
+class CircularPad1d(_CircularPadNd):
     """Pad the last dim in 'circular' mode.
 
     Args:
@@ -196,7 +218,7 @@ class CircularPad1d(_PadNd):
     _mode = "circular"
 
 
-class CircularPad2d(_PadNd):
+class CircularPad2d(_CircularPadNd):
     """Pad the last 2 dims in 'circular' mode.
 
     Args:
@@ -207,7 +229,7 @@ class CircularPad2d(_PadNd):
     _mode = "circular"
 
 
-class CircularPad3d(_PadNd):
+class CircularPad3d(_CircularPadNd):
     """Pad the last 3 dims in 'circular' mode.
 
     Args:

@@ -19,6 +19,10 @@ from cupynet.nn.padding import (
     ZeroPad1d,
     ZeroPad2d,
     ZeroPad3d,
+    _CircularPadNd,
+    _ConstantPadNd,
+    _ReflectionPadNd,
+    _ReplicationPadNd,
 )
 
 __all__ = [
@@ -37,4 +41,8 @@ __all__ = [
     "ZeroPad1d",
     "ZeroPad2d",
     "ZeroPad3d",
+    "_CircularPadNd",
+    "_ConstantPadNd",
+    "_ReflectionPadNd",
+    "_ReplicationPadNd",
 ]

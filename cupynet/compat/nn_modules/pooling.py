@@ -19,6 +19,10 @@ from cupynet.nn.pooling import (
     MaxUnpool1d,
     MaxUnpool2d,
     MaxUnpool3d,
+    _AdaptiveAvgPoolNd,
+    _AdaptiveMaxPoolNd,
+    _AvgPoolNd,
+    _MaxPoolNd,
 )
 
 __all__ = [
@@ -37,4 +41,8 @@ __all__ = [
     "MaxUnpool1d",
     "MaxUnpool2d",
     "MaxUnpool3d",
+    "_AdaptiveAvgPoolNd",
+    "_AdaptiveMaxPoolNd",
+    "_AvgPoolNd",
+    "_MaxPoolNd",
 ]
