@@ -16,7 +16,7 @@ elements instead of ``kernel[-1]``. The GEMM result is then ``(N, *out, O)``, co
 ``(N, O, *out)`` (the layout every other op expects, and the faster one for them). Conv keeps its
 columns for the weight gradient instead of building them again. On CuPy the columns are channels
 first, ``(C/G, *kernel)``, built and scattered back by the fused im2col/col2im kernels
-(``fused.py``). The two layouts give the same values up to the order of the GEMM's fp32 sums.
+(``ops/kernels``). The two layouts give the same values up to the order of the GEMM's fp32 sums.
 The adjoint (``conv_transpose``, the input gradient) on NumPy runs one GEMM per kernel tap and adds
 each tap's contiguous block into place (``_transpose_by_tap``), never building the columns.
 
