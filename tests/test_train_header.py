@@ -44,6 +44,7 @@ def test_a_malformed_digits_csv_is_one_clear_error(tmp_path, text):
 
 @pytest.mark.parametrize("model", ["mlp", "cnn"])
 def test_header_summarizes_the_model_layers(model, capsys):
+    pytest.importorskip("sklearn")  # NOTE: the digits file ships inside scikit-learn (read without importing it)
     status, lines, err = run(capsys, "--epochs", "1", "--model", model)
     assert status == 0, err
     total = int(lines[0].split("(")[1].split(",", 1)[1].split(" parameters")[0].replace(",", ""))
@@ -54,6 +55,7 @@ def test_header_summarizes_the_model_layers(model, capsys):
 
 
 def test_amp_on_the_cpu_says_why_it_is_slower(capsys):
+    pytest.importorskip("sklearn")  # NOTE: the digits file ships inside scikit-learn (read without importing it)
     status, lines, err = run(capsys, "--epochs", "1", "--amp")
     assert status == 0, err
     assert any(line.startswith("  note:      AMP on the CPU is slower than fp32: NumPy has no fast") for line in lines)

@@ -70,17 +70,45 @@ def download_url_to_file(url: str, dst, hash_prefix: str | None = None, progress
 
 
 def _copy_response(response, out, sha256, progress: bool) -> None:
-    """Copy ``response`` into ``out`` a chunk at a time, feeding ``sha256`` and a tqdm bar when asked."""
-    from tqdm import tqdm
+    """Copy ``response`` into ``out`` a chunk at a time, feeding ``sha256`` and a progress bar when asked.
 
+    The bar is tqdm's (an optional package, as for torch.hub); without tqdm the download runs without one.
+    """
     length = response.headers.get("Content-Length") if response.headers is not None else None
     total = int(length) if length else None
-    with tqdm(total=total, disable=not progress, unit="B", unit_scale=True, unit_divisor=1024) as bar:
+    with _progress_bar(total, progress) as bar:
         while chunk := response.read(_CHUNK):
             out.write(chunk)
             if sha256 is not None:
                 sha256.update(chunk)
             bar.update(len(chunk))
+
+
+class _NoBar:
+    """Stands in for a tqdm bar when none is shown."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def update(self, n):
+        """Ignore progress.
+
+        Args:
+            n: bytes done.
+        """
+
+
+def _progress_bar(total, progress: bool):
+    if not progress:
+        return _NoBar()
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return _NoBar()
+    return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024)
 
 
 def load_state_dict_from_url(url: str, model_dir=None, map_location=None, progress: bool = True,
