@@ -23,7 +23,8 @@ def check_input(layer, input, min_ndim: int = 0):  # noqa: A002 - PyTorch's name
         input: the value given to forward.
         min_ndim: the fewest dimensions accepted.
     """
-    require_tensor(f"{layer!r}", input, "input")
+    if not isinstance(input, Tensor):  # NOTE: the layer's repr is built only for the message, never per call
+        require_tensor(f"{layer!r}", input, "input")
     if input.ndim < min_ndim:
         raise ValueError(f"{layer!r}: expected an input with at least {min_ndim} dimension(s), "
                          f"got shape {tuple(input.shape)}")

@@ -23,6 +23,7 @@ from ..autograd.state import STATE
 from ..checks import require_floating, require_tensor
 from ..random import bernoulli_mask, generator_for
 from ..tensor import Tensor
+from . import _rows
 from ._util import check_same_device, xp_of
 from .arith import cast
 from .linalg import matmul, matmul_arrays
@@ -49,11 +50,11 @@ def _mask_bias(xp, attn_mask, is_causal, n_queries, n_keys, work):
 def _safe_softmax_array(scores):
     """Softmax over the last axis in fp32; rows with no finite score give zeros. Returns (probs, row_max, empty)."""
     xp = xp_of(scores)
-    row_max = scores.max(axis=-1, keepdims=True)
+    row_max = _rows.row_max(scores)
     row_max = xp.where(xp.isfinite(row_max), row_max, 0.0)
     e = scores - row_max
     xp.exp(e, out=e)  # NOTE: in place in the fresh difference: one (..., L, S) temporary for the whole softmax
-    total = e.sum(axis=-1, keepdims=True)
+    total = _rows.row_sum(e)
     empty = (total == 0).astype(scores.dtype)
     e /= total + empty
     return e, row_max, empty
@@ -87,7 +88,7 @@ def _backward_arrays(ctx, grad, q, k, v):
         d_probs = matmul_arrays(g, _swapped(v.array)).astype(ctx.work, copy=False)
         if ctx.keep is not None:
             d_probs = d_probs * ctx.keep
-        d_probs -= (d_probs * probs).sum(axis=-1, keepdims=True)  # NOTE: d_probs is fresh: in place
+        d_probs -= _rows.row_sum(d_probs * probs)  # NOTE: d_probs is fresh: in place
         d_bias = d_probs
         d_bias *= probs
         if len(need) > 3 and need[3]:

@@ -18,6 +18,7 @@ from .. import random as rng
 from ..autograd.function import Function
 from ..checks import check_finite, require_floating, require_tensor
 from ..tensor import Tensor
+from . import _rows
 from ._util import compute_in_fp32, normalize_dim, xp_of
 from .activation import _check
 from .reduce import sum as reduce_sum
@@ -56,6 +57,16 @@ def _softmax_args(op_name, input, dim, dtype):  # noqa: A002
     return input, axis
 
 
+def _max_along(x, axis):
+    """``x.max(axis, keepdims=True)``; along the last axis through ``_rows`` (same values, faster on NumPy)."""
+    return _rows.row_max(x) if axis is not None and axis % x.ndim == x.ndim - 1 else x.max(axis=axis, keepdims=True)
+
+
+def _sum_along(x, axis):
+    """``x.sum(axis, keepdims=True)``; along the last axis through ``_rows`` (BLAS's summation order on NumPy)."""
+    return _rows.row_sum(x) if axis is not None and axis % x.ndim == x.ndim - 1 else x.sum(axis=axis, keepdims=True)
+
+
 class Softmax(Function):
     """``exp(x - max) / sum(exp(x - max))`` along ``dim``; fp32 under autocast."""
 
@@ -68,8 +79,8 @@ class Softmax(Function):
             return a.array.copy()  # NOTE: an empty tensor has no row max to take
         x = compute_in_fp32(a.array)
         # NOTE: subtracting the row max makes every exponent <= 0: no overflow, same result
-        e = xp_of(a).exp(x - x.max(axis=ctx.axis, keepdims=True))
-        return (e / e.sum(axis=ctx.axis, keepdims=True)).astype(a.dtype, copy=False)
+        e = xp_of(a).exp(x - _max_along(x, ctx.axis))
+        return (e / _sum_along(e, ctx.axis)).astype(a.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
@@ -107,8 +118,8 @@ class LogSoftmax(Function):
             x: the input array in its compute dtype.
             axis: the axis to normalise along (None: all of a 0-d array).
         """
-        shifted = x - x.max(axis=axis, keepdims=True)
-        return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
+        shifted = x - _max_along(x, axis)
+        return shifted - xp.log(_sum_along(xp.exp(shifted), axis))
 
     @staticmethod
     def forward(ctx, a, dim=-1):

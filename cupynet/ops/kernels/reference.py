@@ -18,6 +18,7 @@ from ...backend import get_array_module
 from ...cuda.reference import block_sum, store_f32, strided_thread_sums
 from .._im2col import col2im as _col2im
 from .._im2col import windows
+from .._rows import row_max, row_sum
 from .._special import erf_kernel
 
 __all__ = ["compute_dtype_of", "softmax_xent_forward", "softmax_xent_backward", "softmax_xent_mean",
@@ -66,9 +67,9 @@ def softmax_xent_forward(logits, target, weight, ignore_index, label_smoothing):
     xp, cdt = get_array_module(logits), compute_dtype_of(logits.dtype)
     x = _up(logits)
     n_rows, n_classes = x.shape
-    m = x.max(axis=1, keepdims=True) if n_classes else xp.full((n_rows, 1), -xp.inf, cdt)
+    m = row_max(x) if n_classes else xp.full((n_rows, 1), -xp.inf, cdt)
     with numpy.errstate(all="ignore"):  # NOTE: -inf logits give inf - inf in masked rows
-        lse = (m + xp.log(xp.exp(x - m).sum(axis=1, keepdims=True)))[:, 0]
+        lse = (m + xp.log(row_sum(xp.exp(x - m))))[:, 0]
         valid, in_range, safe, w = _class_terms(xp, target, weight, ignore_index, n_classes, cdt)
         picked = xp.take_along_axis(x, safe[:, None], axis=1)[:, 0] - lse
         loss = -(1.0 - label_smoothing) * w[safe] * picked
