@@ -143,9 +143,12 @@ class EmbeddingBackward(Function):
     def forward(ctx, grad, indices=None, num_weights=0, padding_idx=None, scale_grad_by_freq=False):
         xp, flat = xp_of(grad), indices.reshape(-1)
         rows = compute_in_fp32(grad.array).reshape(flat.size, grad.shape[-1])  # NOTE: not -1: empty indices
-        ctx.scale = _position_scale(xp, flat, num_weights, padding_idx, scale_grad_by_freq, rows.dtype)
+        plain = padding_idx is None and not scale_grad_by_freq
+        # NOTE (speed): every position's scale is 1 unless a padding row or frequency scaling is asked for
+        ctx.scale = None if plain else _position_scale(xp, flat, num_weights, padding_idx, scale_grad_by_freq,
+                                                       rows.dtype)
         ctx.indices, ctx.grad_shape = indices, grad.shape
-        values = rows * ctx.scale[:, None]
+        values = rows if plain else rows * ctx.scale[:, None]
         if xp is numpy and values.size <= _FLAT_SCATTER_MAX:
             out = scatter_rows_flat(flat, values, num_weights)
         else:
@@ -156,6 +159,8 @@ class EmbeddingBackward(Function):
     def backward(ctx, grad_grad):
         # NOTE: the adjoint of a scatter-add is a gather of the same rows, scaled the same way
         rows = Embedding.apply(grad_grad, indices=ctx.indices)
+        if ctx.scale is None:
+            return rows
         scale = ctx.scale.reshape(ctx.indices.shape + (1,) * (rows.ndim - ctx.indices.ndim))
         return rows * Tensor(scale.astype(rows.dtype))
 

@@ -31,6 +31,7 @@ import numpy
 
 from .. import backend, dtypes
 from ..autograd.function import Function
+from ..autograd.state import STATE
 from ..checks import require_tensor
 from ..tensor import Tensor, mark_view
 from ._util import data, lift, normalize_dim, scatter_at, xp_of
@@ -727,6 +728,8 @@ class Split(Function):
 
     @staticmethod
     def backward(ctx, *grads):
+        if not STATE.grad_enabled:  # NOTE (speed): no graph recorded: concatenate the arrays, no op dispatch
+            return Tensor(xp_of(*grads).concatenate([g.array for g in grads], axis=ctx.dim))
         return Cat.apply(*grads, dim=ctx.dim)
 
 

@@ -8,7 +8,8 @@ shape) and ``broadcast_to`` are each other's backward.
 from __future__ import annotations
 
 from ..autograd.function import Function
-from ..tensor import mark_view
+from ..autograd.state import STATE
+from ..tensor import Tensor, mark_view
 from ._util import normalize_dim, xp_of
 
 __all__ = ["reshape", "view", "transpose", "permute", "broadcast_to", "expand", "expand_as", "sum_to",
@@ -65,6 +66,12 @@ class Reshape(_ShapeChange):
     inverse = staticmethod(lambda grad, shape: reshape(grad, shape))
 
     @staticmethod
+    def backward(ctx, grad):
+        if not STATE.grad_enabled:  # NOTE (speed): no graph recorded: reshape the array, no op dispatch
+            return Tensor(grad.array.reshape(ctx.in_shape))
+        return reshape(grad, ctx.in_shape)
+
+    @staticmethod
     def region_in_base(region, in_shape, shape=()):
         """Where a view's elements lie in its base: ``region`` (bool, the view's shape) in the base's shape.
 
@@ -119,6 +126,8 @@ class Permute(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        if not STATE.grad_enabled:  # NOTE (speed): no graph recorded: transpose the array, no op dispatch
+            return Tensor(grad.array.transpose(_inverse(ctx.dims)))
         return permute(grad, _inverse(ctx.dims))
 
     @staticmethod
