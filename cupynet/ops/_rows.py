@@ -6,7 +6,9 @@ microseconds. Small nets are made of such rows (attention scores, 64-wide activa
 
 - ``row_max`` finds each row's ``argmax`` (one vectorised pass) and gathers those values: the same
   values as ``max`` (NaN is the largest, as in ``max``); 2-4x faster up to ``ARGMAX_ROW_WIDTH``, not beyond;
-- ``row_sum`` and ``row_mean`` are one GEMV with a vector of ones, 3-7x faster.
+- ``row_sum`` and ``row_mean`` are one GEMV with a vector of ones, 3-7x faster;
+- ``leading_sum`` sums down the leading axes (a bias's gradient, a broadcast's ``sum_to``) as one GEMV too:
+  3x faster for (512, 64), 20x for (100000, 16), where NumPy adds the rows one after another.
 
 Figures: ``benchmarks/bench_row_reductions.py`` (131072 float32 values, one thread, NumPy 2.4 capped at AVX2).
 
@@ -15,14 +17,19 @@ pairwise order, so the last bit of a sum can differ. On float32 rows of uniform 
 benchmark measures OpenBLAS's sums within 1.8e-7 relative of the exact sum up to width 1024 (NumPy's
 pairwise sums: 1.2e-7; unit roundoff 6e-8); the GEMV drifts to 3.3e-7 at width 4096, so rows wider than
 ``GEMV_ROW_WIDTH`` keep NumPy's reduction. Every order stays within the bound ``tests/test_rows.py`` asserts,
-``(n - 1) u sum |x|``. CuPy arrays, and arrays that are not C-contiguous fp32/fp64, take the plain reduction.
+``(n - 1) u sum |x|``. ``leading_sum`` has no width limit: NumPy's own sum down the rows adds them in
+sequence (error growing with the row count), and BLAS's blocked GEMV was the more accurate of the two at
+every shape measured (1.1e-6 against 3.0e-7 relative for (512, 256); 1.3e-5 against 2.8e-6 for (100000, 16)).
+CuPy arrays, and arrays that are not C-contiguous fp32/fp64, take the plain reduction.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy
 
-__all__ = ["row_max", "row_sum", "row_mean", "ARGMAX_ROW_WIDTH", "GEMV_ROW_WIDTH"]
+__all__ = ["row_max", "row_sum", "row_mean", "leading_sum", "ARGMAX_ROW_WIDTH", "GEMV_ROW_WIDTH"]
 
 ARGMAX_ROW_WIDTH = 256
 GEMV_ROW_WIDTH = 1024
@@ -71,3 +78,17 @@ def row_mean(a):
     total = row_sum(a)
     total /= a.shape[-1]  # NOTE: divided, not multiplied by 1/width: as NumPy's mean rounds
     return total
+
+
+def leading_sum(a, lead):
+    """The sum over the first ``lead`` axes of ``a``: an array of shape ``a.shape[lead:]``.
+
+    Args:
+        a: a NumPy or CuPy array.
+        lead: how many leading axes to sum away.
+    """
+    if not (_numpy_rows(a) and lead > 0):
+        return a.sum(axis=tuple(range(lead)))
+    rest = a.shape[lead:]
+    rows = a.size // max(math.prod(rest), 1)
+    return (numpy.ones(rows, dtype=a.dtype) @ a.reshape(rows, -1)).reshape(rest)

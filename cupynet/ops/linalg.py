@@ -32,6 +32,7 @@ from ._linalg_checks import (
     _require_ndim,
     _same_dtype,
 )
+from ._rows import leading_sum
 from ._util import xp_of
 from .out import write_out
 from .shape import broadcast_to, reshape, squeeze, sum_to, unsqueeze
@@ -209,9 +210,10 @@ def _linear_backward_arrays(ctx, grad, x, weight):
         column_sum = numpy.add.reduce if type(g2) is numpy.ndarray else type(g2).sum  # NOTE: no Python wrapper
         if getattr(ctx, "bias_shape", None) == ():  # NOTE: a 0-d bias: the total sum (an array, not a NumPy scalar)
             total = xp_of(g2).asarray(column_sum(g2, axis=None, dtype=acc))
+        elif g.dtype.itemsize >= 4:
+            total = leading_sum(g, 1)  # NOTE: fp32/fp64 (or the widened copy): one GEMV on NumPy, see _rows
         else:
-            # NOTE: row after row, as with dtype=acc: the widened copy sums to the same bits
-            total = column_sum(g, axis=0, dtype=None if g is not g2 else acc)
+            total = column_sum(g, axis=0, dtype=acc)
         gb = Tensor(total.astype(g2.dtype, copy=False))
     return gx, gw, gb
 

@@ -32,7 +32,7 @@ from ..autograd.state import STATE
 from ..checks import require_floating
 from ..tensor import Tensor
 from . import kernels as fused
-from ._rows import row_mean
+from ._rows import leading_sum, row_mean
 from ._util import check_same_device, compute_in_fp32, normalize_dim, xp_of
 from .arith import cast, maximum
 from .indexing import cat
@@ -162,11 +162,8 @@ def _keep_for_backward(ctx, xhat, var, eps):
 def _reduce_to(a, param_shape):
     """Sum an array of the input's shape down to ``param_shape`` (aligned to the trailing dims)."""
     lead = a.ndim - len(param_shape)
-    if type(a) is numpy.ndarray and a.flags.c_contiguous and a.shape[lead:] == tuple(param_shape) and a.size:
-        # NOTE (speed): layer norm's parameter sums run down the leading dims: a GEMV with ones, 4x faster than
-        # NumPy's reduction over the leading axes, which also adds the rows one after another
-        cols = math.prod(param_shape)
-        return (numpy.ones(a.size // cols, dtype=a.dtype) @ a.reshape(-1, cols)).reshape(param_shape)
+    if a.shape[lead:] == tuple(param_shape):  # NOTE: layer norm's parameters: a sum down the rows (see _rows)
+        return leading_sum(a, lead)
     axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(param_shape) if s == 1 and a.shape[lead + i] != 1)
     return a.sum(axis=axes).reshape(param_shape)
 

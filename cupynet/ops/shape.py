@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..autograd.function import Function
 from ..autograd.state import STATE
 from ..tensor import Tensor, mark_view
+from . import _rows
 from ._util import normalize_dim, xp_of
 
 __all__ = ["reshape", "view", "transpose", "permute", "broadcast_to", "expand", "expand_as", "sum_to",
@@ -189,6 +190,8 @@ def _sum_to_array(array, shape):
     axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and array.shape[lead + i] != 1)
     if not axes:
         return array.reshape(shape)
+    if axes == tuple(range(lead)) and array.dtype.kind == "f" and array.dtype.itemsize >= 4:
+        return _rows.leading_sum(array, lead)  # NOTE: only added leading dims (a bias's broadcast): see _rows
     # NOTE: half-precision gradients are summed in fp32 and rounded once
     acc_dtype = "float32" if array.dtype.itemsize < 4 and array.dtype.kind in "fV" else None
     out = array.sum(axis=axes, keepdims=True, dtype=acc_dtype)
