@@ -29,10 +29,11 @@ import math
 
 import numpy
 
-__all__ = ["row_max", "row_sum", "row_mean", "leading_sum", "ARGMAX_ROW_WIDTH", "GEMV_ROW_WIDTH"]
+__all__ = ["row_max", "row_sum", "row_mean", "leading_sum", "ARGMAX_ROW_WIDTH", "GEMV_ROW_WIDTH", "GEMV_MIN_ROWS"]
 
 ARGMAX_ROW_WIDTH = 256
 GEMV_ROW_WIDTH = 1024
+GEMV_MIN_ROWS = 128  # NOTE: ``leading_sum`` of fewer rows: NumPy's sum costs no more than the GEMV's set-up
 
 
 def _numpy_rows(a) -> bool:
@@ -87,8 +88,9 @@ def leading_sum(a, lead):
         a: a NumPy or CuPy array.
         lead: how many leading axes to sum away.
     """
-    if not (_numpy_rows(a) and lead > 0):
-        return a.sum(axis=tuple(range(lead)))
+    rows = math.prod(a.shape[:lead])
+    if not (rows >= GEMV_MIN_ROWS and _numpy_rows(a)):
+        axes = tuple(range(lead))
+        return numpy.add.reduce(a, axis=axes) if type(a) is numpy.ndarray else a.sum(axis=axes)
     rest = a.shape[lead:]
-    rows = a.size // max(math.prod(rest), 1)
     return (numpy.ones(rows, dtype=a.dtype) @ a.reshape(rows, -1)).reshape(rest)

