@@ -29,7 +29,7 @@ from ..reduce import sum as sum_
 from ..shape import reshape, unsqueeze
 from ..softmax_family import LogSoftmax, log_softmax
 from ..unary import exp
-from .arguments import check_number, check_reduction, check_tensor, legacy_reduction
+from .arguments import REDUCTIONS, check_number, check_reduction, check_tensor, legacy_reduction
 from .reduction import back_to, compute_arrays, expand_grad, fp32, numel, reduce_array
 
 __all__ = ["cross_entropy", "nll_loss"]
@@ -107,10 +107,24 @@ def _check_class_input(op, input, target, weight, ignore_index, reduction, allow
     if tuple(target.shape) != expected:
         raise ValueError(f"{op}: expected target of shape {expected} for input of shape {tuple(input.shape)}, "
                          f"got target of shape {tuple(target.shape)}")
-    host_check_range(op, target.array, 0, n_classes - 1,
-                     lambda: f"expected class indices in [0, {n_classes - 1}] for {n_classes} classes, or "
-                             f"ignore_index={ignore_index}", ignore=ignore_index)
+    host_check_range(op, target.array, 0, n_classes - 1, lambda: _index_range_message(n_classes, ignore_index),
+                     ignore=ignore_index)
     return target
+
+
+def _index_range_message(n_classes, ignore_index):
+    return f"expected class indices in [0, {n_classes - 1}] for {n_classes} classes, or ignore_index={ignore_index}"
+
+
+def _plain_call(input, target, weight, size_average, reduce, reduction, label_smoothing, ignore_index):  # noqa: A002
+    """True for the common ``cross_entropy`` call ``PlainCrossEntropy`` runs on the CPU: (N, C) floating NumPy
+    logits, (N,) integer NumPy indices, no weight, no smoothing, no legacy arguments, an int ignore_index."""
+    return (isinstance(input, Tensor) and isinstance(target, Tensor) and weight is None and size_average is None
+            and reduce is None and type(reduction) is str and reduction in REDUCTIONS and type(ignore_index) is int
+            and type(label_smoothing) in (int, float) and label_smoothing == 0
+            and type(input.array) is numpy.ndarray and type(target.array) is numpy.ndarray
+            and input.ndim == 2 and target.ndim == 1 and target.shape[0] == input.shape[0]
+            and target.dtype.kind in "iu" and dtypes.is_floating(input.dtype) and not _fused_applies(input, target))
 
 
 def _grad_divisor(divisor):
@@ -358,6 +372,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         reduction: 'none', 'mean' (weighted mean over non-ignored elements) or 'sum'.
         label_smoothing: ``s`` in [0, 1].
     """
+    if _plain_call(input, target, weight, size_average, reduce, reduction, label_smoothing, ignore_index):
+        # NOTE (speed): the common call passes every check below but the index range: only that one runs
+        host_check_range("cross_entropy", target.array, 0, input.shape[1] - 1,
+                         lambda: _index_range_message(input.shape[1], ignore_index), ignore=ignore_index)
+        return PlainCrossEntropy.apply(input, target, ignore_index=ignore_index, reduction=reduction)
     reduction = legacy_reduction("cross_entropy", size_average, reduce, reduction)
     check_number("cross_entropy", "label_smoothing", label_smoothing, 0.0, 1.0)
     target = _check_class_input("cross_entropy", input, target, weight, ignore_index, reduction, True)
