@@ -58,6 +58,8 @@ def kernels_enabled(*arrays) -> bool:
     Args:
         *arrays: the op's arrays (None entries are skipped); the first one's dtype decides.
     """
+    if arrays and type(arrays[0]) is numpy.ndarray:  # NOTE (speed): the CPU's answer, asked once per op
+        return False
     present = [a for a in arrays if a is not None]
     return (bool(present) and _backend_name(present[0]) == "cupy" and present[0].dtype in KERNEL_DTYPES
             and os.environ.get("CUPYNET_FUSED_KERNELS", "1") != "0")
