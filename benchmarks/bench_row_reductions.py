@@ -6,7 +6,9 @@ For each row width it prints the median time of NumPy's ``max``/``sum`` along th
 ``_rows.row_max``/``row_sum`` on float32 arrays of 131072 values, and the largest error of each sum
 relative to the exact sum (float64) over 200 rows of uniform [0, 1) values (and of the GEMV's sum at every
 width, also where ``row_sum`` falls back to NumPy's). The accuracy columns are
-what ``_rows.GEMV_ROW_WIDTH`` (the widest row summed as a GEMV) is chosen from.
+what ``_rows.GEMV_ROW_WIDTH`` (the widest row summed as a GEMV) is chosen from. Then the same for
+``leading_sum`` (sums down the rows: a bias's gradient) against NumPy's ``sum(axis=0)``, on uniform [0, 1)
+values at the benchmarked nets' shapes and one tall array.
 """
 
 from __future__ import annotations
@@ -47,5 +49,21 @@ def main():
                                       "gemv_rel_err": gemv_err})
 
 
+def leading_sums():
+    """``leading_sum`` (a GEMV down the rows) against NumPy's ``sum(axis=0)``: time and largest relative error."""
+    print(f"{'rows, cols':>14} {'sum(axis=0) us':>15} {'leading_sum us':>15} {'sum rel err':>12} "
+          f"{'leading_sum rel err':>20}")
+    for shape in ((64, 256), (512, 64), (512, 256), (100000, 16)):
+        a = np.random.default_rng(1).random(shape).astype(np.float32)
+        exact = a.astype(np.float64).sum(axis=0)
+        calls = (lambda a=a: np.add.reduce(a, axis=0), lambda a=a: _rows.leading_sum(a, 1))
+        times = [median_time(f, repeats=100) * 1e6 for f in calls]
+        errors = [float((np.abs(f() - exact) / exact).max()) for f in calls]
+        print(f"{str(shape):>14} {times[0]:>15.1f} {times[1]:>15.1f} {errors[0]:>12.2e} {errors[1]:>20.2e}")
+        print_json("leading_sum", {"shape": list(shape), "sum_us": times[0], "leading_sum_us": times[1],
+                                   "sum_rel_err": errors[0], "leading_sum_rel_err": errors[1]})
+
+
 if __name__ == "__main__":
     main()
+    leading_sums()

@@ -52,6 +52,9 @@ def _zero_dim_follows(a, b):
 def _binary(fn, a, b):
     if type(b) in (float, int) and isinstance(a, Tensor):
         return fn.apply(a, b)  # NOTE: the common tensor-with-a-number case needs no lifting or promotion
+    if isinstance(a, Tensor) and isinstance(b, Tensor) and a.array.dtype == b.array.dtype \
+            and a.array.dtype.kind != "c":
+        return fn.apply(a, b)  # NOTE: two tensors of one real dtype: nothing to lift, promote or make complex
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         raise TypeError(f"{fn.name()}: expected at least one Tensor, got {type(a).__name__} and {type(b).__name__}")
     if _complex_operand(a) or _complex_operand(b):  # NOTE: complex math lives in complex_math.py (first use)
@@ -73,7 +76,11 @@ def _shape(value):
 
 def _summed_to(grad, shape):
     """``sum_to(grad, shape)``; the gradient itself when it has that shape already (the common case)."""
-    return grad if grad.array.shape == shape else sum_to(grad, shape)
+    if grad.array.shape == shape:
+        return grad
+    if not STATE.grad_enabled:  # NOTE (speed): no graph recorded: sum the array, no op dispatch
+        return _array_grad(grad.array, shape)
+    return sum_to(grad, shape)
 
 
 class Add(Function):
