@@ -8,7 +8,7 @@ microseconds. Small nets are made of such rows (attention scores, 64-wide activa
   values as ``max`` (NaN is the largest, as in ``max``); 2-4x faster up to ``ARGMAX_ROW_WIDTH``, not beyond;
 - ``row_sum`` and ``row_mean`` are one GEMV with a vector of ones, 3-7x faster;
 - ``leading_sum`` sums down the leading axes (a bias's gradient, a broadcast's ``sum_to``) as one GEMV too:
-  3x faster for (512, 64), 20x for (100000, 16), where NumPy adds the rows one after another.
+  2.2x faster for (512, 64), 20x for (100000, 16), where NumPy adds the rows one after another.
 
 Figures: ``benchmarks/bench_row_reductions.py`` (131072 float32 values, one thread, NumPy 2.4 capped at AVX2).
 
@@ -19,7 +19,7 @@ pairwise sums: 1.2e-7; unit roundoff 6e-8); the GEMV drifts to 3.3e-7 at width 4
 ``GEMV_ROW_WIDTH`` keep NumPy's reduction. Every order stays within the bound ``tests/test_rows.py`` asserts,
 ``(n - 1) u sum |x|``. ``leading_sum`` has no width limit: NumPy's own sum down the rows adds them in
 sequence (error growing with the row count), and BLAS's blocked GEMV was the more accurate of the two at
-every shape measured (1.1e-6 against 3.0e-7 relative for (512, 256); 1.3e-5 against 2.8e-6 for (100000, 16)).
+every shape measured (9.0e-7 against 3.3e-7 relative for (512, 256); 1.1e-5 against 3.0e-6 for (100000, 16)).
 CuPy arrays, and arrays that are not C-contiguous fp32/fp64, take the plain reduction.
 """
 
