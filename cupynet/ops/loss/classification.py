@@ -21,6 +21,7 @@ import numpy
 from ... import dtypes
 from ...autograd.function import Function
 from ...autograd.state import is_grad_enabled
+from ...checks import check_int
 from ...tensor import Tensor
 from .. import _rows
 from .. import kernels as fused
@@ -379,9 +380,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         return PlainCrossEntropy.apply(input, target, ignore_index=ignore_index, reduction=reduction)
     reduction = legacy_reduction("cross_entropy", size_average, reduce, reduction)
     check_number("cross_entropy", "label_smoothing", label_smoothing, 0.0, 1.0)
+    ignore_index = check_int("cross_entropy", "ignore_index", ignore_index)
     target = _check_class_input("cross_entropy", input, target, weight, ignore_index, reduction, True)
     check_same_device("cross_entropy", input=input, target=target, weight=weight)
-    ignore_index, label_smoothing = int(ignore_index), float(label_smoothing)
+    label_smoothing = float(label_smoothing)
     if _fused_applies(input, target):
         return FusedCrossEntropy.apply(input, target, weight=weight, ignore_index=ignore_index, reduction=reduction,
                                        label_smoothing=label_smoothing)
@@ -427,6 +429,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         reduction: 'none', 'mean' (divided by the summed weights of non-ignored elements) or 'sum'.
     """
     reduction = legacy_reduction("nll_loss", size_average, reduce, reduction)
+    ignore_index = check_int("nll_loss", "ignore_index", ignore_index)
     target = _check_class_input("nll_loss", input, target, weight, ignore_index, reduction, False)
     check_same_device("nll_loss", input=input, target=target, weight=weight)
     return NLLLoss.apply(input, target, weight=weight, ignore_index=int(ignore_index), reduction=reduction)
