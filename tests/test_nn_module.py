@@ -317,3 +317,19 @@ def test_reassigned_child_and_parameter_keep_their_place():
     lin = nn.Linear(2, 2)
     lin.weight = nn.Parameter(cn.zeros(2, 2))
     assert list(lin.state_dict()) == ["weight", "bias"]
+
+
+def test_get_parameter_and_get_buffer_match_torch():
+    torch = pytest.importorskip("torch")
+    for lib in (cn, torch):
+        m = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.BatchNorm1d(4))
+        assert m.get_parameter("0.weight") is m[0].weight
+        assert m.get_buffer("1.running_mean") is m[1].running_mean
+        for call, target, match in [(m.get_parameter, "1.running_mean", "is not an nn.Parameter"),
+                                    (m.get_buffer, "0.weight", "is not a buffer"),
+                                    (m.get_parameter, "0.nothing", "has no attribute `nothing`"),
+                                    (m.get_buffer, "7.running_mean", "has no")]:
+            with pytest.raises(AttributeError, match=match):
+                call(target)
+    with pytest.raises(TypeError, match="target must be a dotted name"):
+        cn.nn.Linear(2, 2).get_parameter(3)

@@ -523,6 +523,38 @@ class Module:
             module = child
         return module
 
+    def get_parameter(self, target: str):
+        """The Parameter at a dotted path, as PyTorch's ``get_parameter``: ``"encoder.layers.0.weight"``.
+
+        Args:
+            target: the submodule's dotted path, a dot, then the parameter's name.
+        """
+        module, name = self._owner_of(target)
+        if name not in module._parameters:
+            raise AttributeError(f"`{name}` is not an nn.Parameter (looking up '{target}')")
+        return module._parameters[name]
+
+    def get_buffer(self, target: str):
+        """The buffer at a dotted path, as PyTorch's ``get_buffer``: ``"bn.running_mean"``.
+
+        Args:
+            target: the submodule's dotted path, a dot, then the buffer's name.
+        """
+        module, name = self._owner_of(target)
+        if name not in module._buffers:
+            raise AttributeError(f"`{name}` is not a buffer (looking up '{target}')")
+        return module._buffers[name]
+
+    def _owner_of(self, target):
+        """``(submodule, attribute name)`` of a dotted ``target``; AttributeError when the name is absent."""
+        if not isinstance(target, str):
+            raise TypeError(f"{type(self).__name__}: target must be a dotted name (str), got {type(target).__name__}")
+        path, _, name = target.rpartition(".")
+        module = self.get_submodule(path)
+        if not hasattr(module, name):
+            raise AttributeError(f"{type(module).__name__} has no attribute `{name}` (looking up '{target}')")
+        return module, name
+
     # ---- modes and grads ----------------------------------------------------------------------
     def train(self, mode: bool = True):
         """Set training mode (Dropout drops, BatchNorm uses batch stats) on this module and descendants.
