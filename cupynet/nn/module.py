@@ -529,10 +529,7 @@ class Module:
         Args:
             target: the submodule's dotted path, a dot, then the parameter's name.
         """
-        module, name = self._owner_of(target)
-        if name not in module._parameters:
-            raise AttributeError(f"`{name}` is not an nn.Parameter (looking up '{target}')")
-        return module._parameters[name]
+        return self._registered(target, "_parameters", "an nn.Parameter")
 
     def get_buffer(self, target: str):
         """The buffer at a dotted path, as PyTorch's ``get_buffer``: ``"bn.running_mean"``.
@@ -540,20 +537,21 @@ class Module:
         Args:
             target: the submodule's dotted path, a dot, then the buffer's name.
         """
-        module, name = self._owner_of(target)
-        if name not in module._buffers:
-            raise AttributeError(f"`{name}` is not a buffer (looking up '{target}')")
-        return module._buffers[name]
+        return self._registered(target, "_buffers", "a buffer")
 
-    def _owner_of(self, target):
-        """``(submodule, attribute name)`` of a dotted ``target``; AttributeError when the name is absent."""
+    def _registered(self, target, registry, what):
+        """The entry of the submodule's ``registry`` named by dotted ``target``; AttributeError naming what is
+        missing (no such attribute, or an attribute that is not ``what``)."""
         if not isinstance(target, str):
             raise TypeError(f"{type(self).__name__}: target must be a dotted name (str), got {type(target).__name__}")
         path, _, name = target.rpartition(".")
         module = self.get_submodule(path)
         if not hasattr(module, name):
             raise AttributeError(f"{type(module).__name__} has no attribute `{name}` (looking up '{target}')")
-        return module, name
+        entries = getattr(module, registry)
+        if name not in entries:
+            raise AttributeError(f"`{name}` is not {what} (looking up '{target}')")
+        return entries[name]
 
     # ---- modes and grads ----------------------------------------------------------------------
     def train(self, mode: bool = True):

@@ -42,6 +42,11 @@ def _numpy_rows(a) -> bool:
             and a.dtype.itemsize >= 4 and a.flags.c_contiguous)
 
 
+def _gemv_rows(a) -> bool:
+    """True when ``row_sum``/``row_mean`` take the GEMV: NumPy rows (above) at most ``GEMV_ROW_WIDTH`` wide."""
+    return _numpy_rows(a) and a.shape[-1] <= GEMV_ROW_WIDTH
+
+
 def row_max(a):
     """The maximum of each row along the last axis, keeping that axis (length 1); NaN if a row holds NaN.
 
@@ -62,7 +67,7 @@ def row_sum(a):
     Args:
         a: a NumPy or CuPy array.
     """
-    if not (_numpy_rows(a) and a.shape[-1] <= GEMV_ROW_WIDTH):
+    if not _gemv_rows(a):
         return a.sum(axis=-1, keepdims=True)
     width = a.shape[-1]
     return (a.reshape(-1, width) @ numpy.ones(width, dtype=a.dtype)).reshape(a.shape[:-1] + (1,))
@@ -74,7 +79,7 @@ def row_mean(a):
     Args:
         a: a NumPy or CuPy array.
     """
-    if not (_numpy_rows(a) and a.shape[-1] <= GEMV_ROW_WIDTH):
+    if not _gemv_rows(a):
         return a.mean(axis=-1, keepdims=True)
     total = row_sum(a)
     total /= a.shape[-1]  # NOTE: divided, not multiplied by 1/width: as NumPy's mean rounds
